@@ -1,0 +1,31 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Each installs what it needs.
+PYTHON ?= python3
+BOOT   := .venv-tools
+NOX    := $(BOOT)/bin/nox
+
+.PHONY: demo test test-core test-trainer test-verl test-openrlhf bench clean
+
+$(NOX):
+	$(PYTHON) -m venv $(BOOT)
+	$(BOOT)/bin/python -m pip install -q "nox>=2024.4"
+
+demo: $(NOX)
+	$(NOX) -s demo
+
+test: $(NOX)
+	$(NOX) -s core trainer verl openrlhf
+
+test-core: $(NOX)
+	$(NOX) -s core
+
+test-trainer: $(NOX)
+	$(NOX) -s trainer
+
+test-verl: $(NOX)
+	$(NOX) -s verl
+
+test-openrlhf: $(NOX)
+	$(NOX) -s openrlhf
+
+clean:
+	rm -rf $(BOOT) .nox build *.egg-info src/*.egg-info

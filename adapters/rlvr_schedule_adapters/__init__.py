@@ -1,0 +1,1 @@
+"""Framework adapters (TRL, verl, OpenRLHF): pluggy plugins registered under the `rlvr_schedule` entry-point group."""

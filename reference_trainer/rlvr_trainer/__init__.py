@@ -1,0 +1,1 @@
+"""A minimal vLLM-backed GRPO trainer that runs the two-clock experiments on its own."""

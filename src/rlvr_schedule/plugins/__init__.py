@@ -1,0 +1,16 @@
+"""pluggy plugins: hook specifications, the fault-isolating host and built-in sinks.
+
+Importing this package needs pluggy; the rest of the core needs numpy alone.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+from rlvr_schedule.plugins.hookspecs import PROJECT
+
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+from rlvr_schedule.plugins.manager import ENTRY_POINT_GROUP, PluginHost, get_plugin_host  # noqa: E402
+
+__all__ = ["hookimpl", "PluginHost", "get_plugin_host", "ENTRY_POINT_GROUP"]

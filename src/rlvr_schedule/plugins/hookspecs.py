@@ -1,0 +1,60 @@
+"""Hook specifications: how plugins extend and observe rlvr-schedule.
+
+Plugins are plain modules or classes with functions marked ``@hookimpl`` (see
+:data:`rlvr_schedule.plugins.hookimpl`) and are found through the entry-point group
+``rlvr_schedule``. The framework adapters implement :func:`rlvr_schedule_apply_decision`.
+A plugin that raises is logged with its traceback and the schedule keeps its current stage
+(``strict=True`` on the plugin manager re-raises, for tests).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rlvr_schedule.records import Decision, StepRecord
+
+PROJECT = "rlvr_schedule"
+hookspec = pluggy.HookspecMarker(PROJECT)
+
+
+@hookspec
+def rlvr_schedule_metric_aliases() -> Mapping[str, str]:
+    """Return extra ``{logged_name: canonical_field}`` aliases used by ingestion.
+
+    Use it to teach the readers a framework's or a team's metric names; canonical fields are
+    those of :class:`rlvr_schedule.records.StepRecord`.
+    """
+
+
+@hookspec
+def rlvr_schedule_failure_detectors() -> list[Any]:
+    """Return extra failure detectors (objects with ``name``, ``update(record)`` and
+    ``state_dict()``/``load_state_dict()``) that the failure clock runs beside the built-in ones."""
+
+
+@hookspec
+def rlvr_schedule_progress_estimators() -> list[Any]:
+    """Return extra online progress estimators (objects with ``name`` and ``update(record)``)."""
+
+
+@hookspec
+def rlvr_schedule_on_record(record: "StepRecord") -> None:
+    """Observe every record the scheduler is fed (sinks: JSONL, TensorBoard)."""
+
+
+@hookspec
+def rlvr_schedule_on_decision(decision: "Decision", record: "StepRecord") -> None:
+    """Observe every decision, switched or not, with the record that produced it."""
+
+
+@hookspec(firstresult=True)
+def rlvr_schedule_apply_decision(decision: "Decision") -> bool | None:
+    """Apply a switched decision to the host trainer (rollouts per update and LR).
+
+    Called only when ``decision.switched``. Return True when applied; the first plugin that
+    returns a non-None value wins. Adapters implement this; a host without an adapter applies
+    decisions itself.
+    """
