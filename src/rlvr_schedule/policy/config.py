@@ -1,0 +1,178 @@
+"""Schedules from YAML or JSON files.
+
+Two kinds, told apart by ``type`` (default: "static" when ``stages`` is present)::
+
+    # static: batch and lr per stage; a stage without lr gets base_lr scaled by lr_rule
+    type: static
+    constraints: {group_size: 8}
+    base_lr: 1.0e-6
+    base_batch: 256
+    lr_rule: sqrt
+    stages:
+      - {batch: 256, until_samples: 200000}
+      - {batch: 1024, until_samples: null}
+
+    # two_clock: the fields of PolicyConfig
+    type: two_clock
+    initial_batch: auto
+    critical_batch: 900
+    base_lr: 1.0e-6
+    constraints: {group_size: 8, max_batch: 4096}
+
+Every invalid case raises :class:`~rlvr_schedule.errors.ConfigError` naming the file and the
+field (``stages[1].until_samples``). Numbers written as strings (YAML 1.1 reads ``1e-6`` as a
+string) are accepted; counts must be integral.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from rlvr_schedule.errors import ConfigError
+from rlvr_schedule.policy._lr import RULES, lr_for_batch
+from rlvr_schedule.policy.constraints import BatchConstraints
+from rlvr_schedule.policy.scheduler import PolicyConfig, TwoClockScheduler
+from rlvr_schedule.policy.static import StaticSchedule
+from rlvr_schedule.records import BatchSchedule, Stage
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rlvr_schedule.plugins import PluginHost
+
+__all__ = ["load_schedule", "schedule_from_dict", "read_config"]
+
+TYPES = ("static", "two_clock")
+_STATIC_KEYS = ("type", "stages", "constraints", "base_lr", "base_batch", "lr_rule")
+_STAGE_KEYS = ("batch", "lr", "until_samples")
+_INT_FIELDS = frozenset({
+    "batch", "until_samples", "initial_batch", "base_batch", "horizon_steps", "hysteresis",
+    "min_samples_between", "max_stages", "fallback_batch", "auto_records", "group_size", "min_batch",
+    "max_batch", "divisor"})
+_FLOAT_FIELDS = frozenset({
+    "lr", "base_lr", "growth", "margin", "failure_threshold", "failure_fraction", "forecast_half_life",
+    "critical_batch", "critical_fraction"})
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _coerce(key: str, value: Any, field: str, source: str | None) -> Any:
+    """Numeric strings to numbers; integral floats to ints for count fields."""
+    if isinstance(value, str) and (key in _INT_FIELDS or key in _FLOAT_FIELDS) and _NUMBER.match(value.strip()):
+        value = float(value)
+    if key in _INT_FIELDS and isinstance(value, float):
+        if not (math.isfinite(value) and value == int(value)):
+            raise ConfigError(f"must be an integer, got {value!r}", source=source, field=field)
+        value = int(value)
+    elif key in _FLOAT_FIELDS and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    return value
+
+
+def _coerce_map(d: Mapping[str, Any], prefix: str, source: str | None) -> dict[str, Any]:
+    return {k: _coerce(k, v, prefix + str(k), source) for k, v in d.items()}
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """Parse a YAML (``.yaml``/``.yml``) or JSON file into a mapping; errors say file and line."""
+    p = Path(path)
+    src = str(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read schedule file: {exc.strerror or exc}", source=src) from exc
+    if p.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=f"{src}:{exc.lineno}") from exc
+    else:
+        import yaml  # lazy: the core imports with numpy alone
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f"{src}:{mark.line + 1}" if mark is not None else src
+            raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", source=where) from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"the top level must be a mapping, got {type(data).__name__}", source=src)
+    return data
+
+
+def load_schedule(path: str | Path, *, plugins: "PluginHost | None" = None) -> BatchSchedule:
+    """A :class:`StaticSchedule` or :class:`TwoClockScheduler` from a YAML or JSON file."""
+    return schedule_from_dict(read_config(path), source=str(path), plugins=plugins)
+
+
+def schedule_from_dict(d: Mapping[str, Any], *, source: str | None = None,
+                       plugins: "PluginHost | None" = None) -> BatchSchedule:
+    """A schedule from a config mapping (the parsed file); ConfigError names source and field."""
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"must be a mapping, got {type(d).__name__}", source=source)
+    kind = d.get("type", "static" if "stages" in d else None)
+    if kind not in TYPES:
+        raise ConfigError(f"must be one of {', '.join(TYPES)} (or give 'stages' for a static schedule), "
+                          f"got {kind!r}", source=source, field="type")
+    if kind == "static":
+        return _static(d, source)
+    body = {k: v for k, v in d.items() if k != "type"}
+    if isinstance(body.get("constraints"), Mapping):
+        body["constraints"] = _coerce_map(body["constraints"], "constraints.", source)
+    return TwoClockScheduler(PolicyConfig.from_dict(_coerce_map(body, "", source), source=source),
+                             plugins=plugins)
+
+
+def _static(d: Mapping[str, Any], source: str | None) -> StaticSchedule:
+    for k in d:
+        if k not in _STATIC_KEYS:
+            raise ConfigError(f"unknown key for a static schedule (allowed: {', '.join(_STATIC_KEYS)})",
+                              source=source, field=str(k))
+    top = _coerce_map({k: v for k, v in d.items() if k in ("base_lr", "base_batch")}, "", source)
+    cons_raw = d.get("constraints")
+    if isinstance(cons_raw, Mapping):
+        cons_raw = _coerce_map(cons_raw, "constraints.", source)
+    constraints = BatchConstraints.from_dict(cons_raw, source=source) if cons_raw is not None else None
+    rule = d.get("lr_rule", "sqrt")
+    if rule not in RULES:
+        raise ConfigError(f"must be one of {', '.join(RULES)}, got {rule!r}", source=source, field="lr_rule")
+    base_lr = top.get("base_lr")
+    if base_lr is not None and (isinstance(base_lr, bool) or not isinstance(base_lr, (int, float))
+                                or not math.isfinite(base_lr) or base_lr < 0):
+        raise ConfigError(f"must be a finite non-negative number, got {base_lr!r}", source=source,
+                          field="base_lr")
+    base_batch = top.get("base_batch")
+    if base_batch is not None and (isinstance(base_batch, bool) or not isinstance(base_batch, int)
+                                   or base_batch < 1):
+        raise ConfigError(f"must be a positive integer, got {base_batch!r}", source=source, field="base_batch")
+    raw = d.get("stages")
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError("must be a non-empty list of {batch, lr, until_samples}", source=source,
+                          field="stages")
+    stages: list[Stage] = []
+    for i, s in enumerate(raw):
+        f = f"stages[{i}]"
+        if not isinstance(s, Mapping):
+            raise ConfigError(f"must be a mapping with {', '.join(_STAGE_KEYS)}", source=source, field=f)
+        for k in s:
+            if k not in _STAGE_KEYS:
+                raise ConfigError(f"unknown key (allowed: {', '.join(_STAGE_KEYS)})", source=source,
+                                  field=f"{f}.{k}")
+        s = _coerce_map(s, f + ".", source)
+        if "batch" not in s:
+            raise ConfigError("is required", source=source, field=f + ".batch")
+        if "until_samples" not in s and i != len(raw) - 1:
+            raise ConfigError("is required (null only on the last stage)", source=source,
+                              field=f + ".until_samples")
+        batch = s["batch"]
+        lr = s.get("lr")
+        if lr is None:
+            if base_lr is None:
+                raise ConfigError("is missing: give lr, or base_lr (and base_batch, lr_rule) to derive it",
+                                  source=source, field=f + ".lr")
+            if isinstance(batch, int) and not isinstance(batch, bool) and batch >= 1:
+                ref = base_batch if base_batch is not None else stages[0].batch if stages else batch
+                lr = lr_for_batch(batch, ref, base_lr, rule=rule)
+        stages.append(Stage(batch=batch, lr=lr, until_samples=s.get("until_samples")))
+    return StaticSchedule(stages, constraints, source=source)

@@ -1,0 +1,361 @@
+"""The two-clock policy: start below the critical batch, grow the batch before failure.
+
+Per-sample progress is best below the critical batch B*, so the run starts there (from a
+known B*, or from the online gradient-noise estimate with ``initial_batch="auto"``). The
+failure clock is forecast online (samples until the failure signal crosses its collapse
+threshold); when the forecast leaves less than ``margin`` x the next stage's horizon, and this
+persists for ``hysteresis`` records, the batch grows by ``growth`` and the LR follows the rule.
+Each record costs O(1) work and the state is a few floats plus at most ``max_stages`` stages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from rlvr_schedule.errors import ConfigError
+from rlvr_schedule.policy._lr import RULES, lr_for_batch
+from rlvr_schedule.policy._online import FALLING_SIGNALS, RISING_SIGNALS, NoiseScale, TrendForecast
+from rlvr_schedule.policy.constraints import BatchConstraints
+from rlvr_schedule.records import Decision, Stage, StepRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rlvr_schedule.plugins import PluginHost
+
+__all__ = ["PolicyConfig", "TwoClockScheduler"]
+
+log = logging.getLogger("rlvr_schedule.policy")
+
+_STATE_KIND = "two_clock"
+SIGNALS = tuple(sorted(FALLING_SIGNALS | RISING_SIGNALS))
+
+
+@dataclass
+class PolicyConfig:
+    """Settings of :class:`TwoClockScheduler` (all sample counts in rollouts).
+
+    initial_batch: an int, or "auto": ``critical_fraction`` x the critical batch, taken from
+        ``critical_batch`` when given (e.g. ``fit_sweep``'s), else from the online gradient-noise
+        estimate after ``auto_records`` records (running ``fallback_batch`` until then).
+    base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
+        scales with batch ("sqrt" for Adam, "linear" for SGD, "constant").
+    growth: batch factor per switch. margin, horizon_steps: switch when the forecast samples to
+        failure fall below ``margin`` x ``horizon_steps`` x the next batch (the next stage must get
+        that many updates in before failure). hysteresis: the trigger must hold for this many
+        consecutive records. min_samples_between: rollouts between two switches.
+    max_stages: stages in all, the initial one included (so at most max_stages - 1 switches).
+    failure_signal, failure_threshold, failure_fraction: the forecast signal and its collapse
+        level (absolute, else a fraction of its early level; rising signals use 1/fraction).
+    switch_on_alarm: a plugin detector's alarm counts as a trigger too.
+    """
+
+    initial_batch: int | str = "auto"
+    base_lr: float = 1e-6
+    base_batch: int | None = None
+    lr_rule: str = "sqrt"
+    growth: float = 2.0
+    margin: float = 2.0
+    horizon_steps: int = 10
+    hysteresis: int = 3
+    min_samples_between: int = 0
+    max_stages: int = 4
+    failure_signal: str = "entropy"
+    failure_threshold: float | None = None
+    failure_fraction: float = 0.5
+    forecast_half_life: float = 20.0
+    critical_batch: float | None = None
+    critical_fraction: float = 0.5
+    fallback_batch: int | None = None
+    auto_records: int = 10
+    switch_on_alarm: bool = True
+    constraints: BatchConstraints = field(default_factory=BatchConstraints)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.constraints, Mapping):
+            self.constraints = BatchConstraints.from_dict(self.constraints)
+        self.validate()
+
+    def validate(self, *, source: str | None = None) -> None:
+        """ConfigError naming the first invalid field."""
+        def bad(name: str, msg: str) -> ConfigError:
+            return ConfigError(msg, source=source, field=name)
+
+        def pos_int(name: str, v: Any, *, zero: bool = False, optional: bool = False) -> None:
+            if v is None and optional:
+                return
+            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if zero else 1):
+                raise bad(name, f"must be a {'non-negative' if zero else 'positive'} integer, got {v!r}")
+
+        def pos_num(name: str, v: Any, *, zero: bool = False, optional: bool = False) -> None:
+            if v is None and optional:
+                return
+            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+                    or (v < 0 if zero else v <= 0)):
+                raise bad(name, f"must be a finite {'non-negative' if zero else 'positive'} number, got {v!r}")
+
+        if self.initial_batch != "auto":
+            pos_int("initial_batch", self.initial_batch)
+            if not self.constraints.is_valid(self.initial_batch):
+                c = self.constraints
+                raise bad("initial_batch", f"{self.initial_batch} is not a multiple of {c.multiple} "
+                          f"(group_size x divisor) within [{c.lowest}, {c.highest}]")
+        pos_num("base_lr", self.base_lr, zero=True)
+        pos_int("base_batch", self.base_batch, optional=True)
+        if self.lr_rule not in RULES:
+            raise bad("lr_rule", f"must be one of {', '.join(RULES)}, got {self.lr_rule!r}")
+        pos_num("growth", self.growth)
+        if self.growth <= 1:
+            raise bad("growth", f"must be > 1 (the batch grows at each switch), got {self.growth!r}")
+        pos_num("margin", self.margin)
+        pos_int("horizon_steps", self.horizon_steps)
+        pos_int("hysteresis", self.hysteresis)
+        pos_int("min_samples_between", self.min_samples_between, zero=True)
+        pos_int("max_stages", self.max_stages)
+        if self.failure_signal not in SIGNALS:
+            raise bad("failure_signal", f"must be one of {', '.join(SIGNALS)}, got {self.failure_signal!r}")
+        if self.failure_threshold is not None and (
+                isinstance(self.failure_threshold, bool) or not isinstance(self.failure_threshold, (int, float))
+                or not math.isfinite(self.failure_threshold)):
+            raise bad("failure_threshold", f"must be a finite number or null, got {self.failure_threshold!r}")
+        pos_num("failure_fraction", self.failure_fraction)
+        if not self.failure_fraction < 1:
+            raise bad("failure_fraction", f"must be in (0, 1), got {self.failure_fraction!r}")
+        pos_num("forecast_half_life", self.forecast_half_life)
+        pos_num("critical_batch", self.critical_batch, optional=True)
+        pos_num("critical_fraction", self.critical_fraction)
+        pos_int("fallback_batch", self.fallback_batch, optional=True)
+        pos_int("auto_records", self.auto_records)
+        if not isinstance(self.switch_on_alarm, bool):
+            raise bad("switch_on_alarm", f"must be true or false, got {self.switch_on_alarm!r}")
+        if not isinstance(self.constraints, BatchConstraints):
+            raise bad("constraints", "must be a BatchConstraints or a mapping")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        d["constraints"] = self.constraints.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> "PolicyConfig":
+        """From a config mapping; unknown keys and invalid values raise ConfigError naming them."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        for k in d:
+            if k not in names:
+                raise ConfigError(f"unknown key (allowed: {', '.join(sorted(names))})", source=source,
+                                  field=str(k))
+        kw = dict(d)
+        kw["constraints"] = BatchConstraints.from_dict(d.get("constraints"), source=source)
+        cfg = object.__new__(cls)
+        for f in dataclasses.fields(cls):
+            val = kw[f.name] if f.name in kw else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+            setattr(cfg, f.name, val)
+        cfg.validate(source=source)
+        return cfg
+
+
+class TwoClockScheduler:
+    """A :class:`~rlvr_schedule.records.BatchSchedule` driven by the progress and failure clocks.
+
+    ``step(record)`` folds the record into the online estimates and answers the (batch, lr) of
+    the next update. With a :class:`~rlvr_schedule.plugins.PluginHost`, every record and decision
+    goes to the observer hooks, a switch goes to ``rlvr_schedule_apply_decision``, and plugin
+    failure detectors run beside the forecast; a plugin that raises is logged and the schedule
+    holds its stage on that record (a strict host re-raises).
+    """
+
+    def __init__(self, config: PolicyConfig | None = None, plugins: "PluginHost | None" = None) -> None:
+        self.config = cfg = config if config is not None else PolicyConfig()
+        cfg.validate()
+        self.plugins = plugins
+        self.forecast = TrendForecast(cfg.failure_signal, threshold=cfg.failure_threshold,
+                                      fraction=cfg.failure_fraction, half_life=cfg.forecast_half_life)
+        self.noise = NoiseScale()
+        self.detectors: list[Any] = self._plugin_detectors()
+        c = cfg.constraints
+        self._auto_pending = cfg.initial_batch == "auto" and cfg.critical_batch is None
+        if cfg.initial_batch != "auto":
+            batch = int(cfg.initial_batch)
+            reason = "initial"
+        elif cfg.critical_batch is not None:
+            batch = c.snap(cfg.critical_fraction * cfg.critical_batch, "down")
+            reason = f"initial: {cfg.critical_fraction:g} x critical batch {cfg.critical_batch:g}"
+        else:
+            batch = c.snap(cfg.fallback_batch or cfg.base_batch or c.lowest)
+            reason = "initial: fallback until the gradient-noise estimate"
+        self.base_batch = cfg.base_batch or batch
+        self._stages: list[Stage] = [Stage(batch=batch, lr=self._lr(batch), reason=reason)]
+        self._streak = 0
+        self._records = 0
+        self._last_switch = 0
+
+    # --- BatchSchedule -------------------------------------------------------------------------
+    @property
+    def stages(self) -> Sequence[Stage]:
+        return tuple(self._stages)
+
+    @property
+    def current(self) -> Stage:
+        return self._stages[-1]
+
+    @property
+    def switches(self) -> int:
+        return len(self._stages) - 1
+
+    def step(self, record: StepRecord) -> Decision:
+        host = self.plugins
+        faults0 = len(host.faults) if host is not None else 0
+        if host is not None:
+            host.call("rlvr_schedule_on_record", record=record)
+        self._records += 1
+        stf = self.forecast.update(record)
+        b_simple = self.noise.update(record)
+        alarm = self._run_detectors(record) if self.detectors else None
+        faulted = host is not None and len(host.faults) > faults0
+
+        cur = self._stages[-1]
+        target, reason = self._propose(record, cur, stf, b_simple, alarm)
+        if target is not None and faulted:
+            target, reason = None, "held: a plugin raised on this record"
+        decision = self._decision(record, cur, len(self._stages) - 1, False, reason)
+        if target is not None:
+            new = Decision(step=record.step, samples=record.samples, batch=target, lr=self._lr(target),
+                           stage=len(self._stages), switched=True, reason=reason)
+            applied = True
+            if host is not None:
+                n0 = len(host.faults)
+                host.call("rlvr_schedule_apply_decision", decision=new)
+                applied = len(host.faults) == n0
+            if applied:
+                self._commit(new)
+                decision = new
+            else:
+                decision = self._decision(record, cur, len(self._stages) - 1, False,
+                                          "held: rlvr_schedule_apply_decision raised")
+        if host is not None:
+            host.call("rlvr_schedule_on_decision", decision=decision, record=record)
+        return decision
+
+    # --- policy --------------------------------------------------------------------------------
+    def _propose(self, record: StepRecord, cur: Stage, stf: float, b_simple: float,
+                 alarm: Any) -> tuple[int | None, str]:
+        cfg = self.config
+        room = len(self._stages) < cfg.max_stages
+        if self._auto_pending and self._records >= cfg.auto_records and b_simple == b_simple:
+            # picked once; stays pending only while a plugin fault holds the switch
+            target = cfg.constraints.snap(cfg.critical_fraction * b_simple, "down")
+            if room and target != cur.batch:
+                return target, (f"auto: {cfg.critical_fraction:g} x critical batch estimate "
+                                f"{b_simple:.4g} (gradient noise)")
+            self._auto_pending = False
+        nxt = self._next_batch(cur.batch)
+        need = cfg.margin * cfg.horizon_steps * (nxt if nxt is not None else cur.batch)
+        trigger = ""
+        if stf < need:
+            trigger = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
+        elif alarm is not None and cfg.switch_on_alarm:
+            trigger = f"alarm {getattr(alarm, 'name', type(alarm).__name__)}"
+        if not trigger:
+            self._streak = 0
+            return None, ""
+        self._streak += 1
+        if self._streak < cfg.hysteresis:
+            return None, f"trigger {self._streak}/{cfg.hysteresis}: {trigger}"
+        if not room:
+            return None, f"held: max_stages {cfg.max_stages} reached ({trigger})"
+        if nxt is None:
+            return None, f"held: batch at its maximum ({trigger})"
+        if record.samples - self._last_switch < cfg.min_samples_between:
+            return None, f"held: min_samples_between {cfg.min_samples_between} ({trigger})"
+        return nxt, trigger
+
+    def _next_batch(self, batch: int) -> int | None:
+        nxt = self.config.constraints.snap(batch * self.config.growth, "up")
+        return nxt if nxt > batch else None
+
+    def _lr(self, batch: int) -> float:
+        cfg = self.config
+        return float(lr_for_batch(batch, self.base_batch, cfg.base_lr, rule=cfg.lr_rule))
+
+    def _commit(self, d: Decision) -> None:
+        prev = self._stages[-1]
+        self._stages[-1] = dataclasses.replace(prev, until_samples=d.samples)
+        self._stages.append(Stage(batch=d.batch, lr=d.lr, reason=d.reason, start_samples=d.samples))
+        self._streak = 0
+        self._last_switch = d.samples
+        self._auto_pending = False
+        self.forecast.reset_trend()
+
+    @staticmethod
+    def _decision(record: StepRecord, cur: Stage, index: int, switched: bool, reason: str) -> Decision:
+        return Decision(step=record.step, samples=record.samples, batch=cur.batch, lr=cur.lr, stage=index,
+                        switched=switched, reason=reason)
+
+    # --- plugins -------------------------------------------------------------------------------
+    def _plugin_detectors(self) -> list[Any]:
+        if self.plugins is None:
+            return []
+        out: list[Any] = []
+        for group in self.plugins.call("rlvr_schedule_failure_detectors"):
+            out.extend(group or [])
+        return out
+
+    def _run_detectors(self, record: StepRecord) -> Any:
+        alarm = None
+        for det in self.detectors:
+            try:
+                a = det.update(record)
+            except Exception as exc:
+                host = self.plugins
+                if host is None or host.strict:
+                    raise
+                name = getattr(det, "name", type(det).__name__)
+                log.exception("failure detector %r raised; keeping the current stage", name)
+                host.faults.append((str(name), "update", exc))
+                continue
+            if a is not None and alarm is None:
+                alarm = a
+        return alarm
+
+    # --- state ---------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        dets = {}
+        for i, det in enumerate(self.detectors):
+            if hasattr(det, "state_dict"):
+                dets[f"{i}:{getattr(det, 'name', type(det).__name__)}"] = det.state_dict()
+        return {
+            "kind": _STATE_KIND, "version": 1,
+            "stages": [s.to_dict() for s in self._stages],
+            "base_batch": self.base_batch,
+            "streak": self._streak, "records": self._records, "last_switch": self._last_switch,
+            "auto_pending": self._auto_pending,
+            "forecast": self.forecast.state_dict(), "noise": self.noise.state_dict(),
+            "detectors": dets,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        if state.get("kind") != _STATE_KIND:
+            raise ConfigError(f"not a TwoClockScheduler state (kind {state.get('kind')!r})", field="kind")
+        stages = [Stage(**s) for s in state["stages"]]
+        if not stages:
+            raise ConfigError("a state needs at least one stage", field="stages")
+        self._stages = stages
+        self.base_batch = int(state["base_batch"])
+        self._streak = int(state["streak"])
+        self._records = int(state["records"])
+        self._last_switch = int(state["last_switch"])
+        self._auto_pending = bool(state["auto_pending"])
+        self.forecast.load_state_dict(state["forecast"])
+        self.noise.load_state_dict(state["noise"])
+        saved = state.get("detectors", {})
+        for i, det in enumerate(self.detectors):
+            key = f"{i}:{getattr(det, 'name', type(det).__name__)}"
+            if key in saved and hasattr(det, "load_state_dict"):
+                det.load_state_dict(saved[key])
+
+    def __repr__(self) -> str:
+        cur = self.current
+        return f"TwoClockScheduler(stage={len(self._stages) - 1}, batch={cur.batch}, lr={cur.lr:g})"
