@@ -123,7 +123,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     plan = _plan(args)
     d = _clean(plan.to_dict())
     if args.out:
-        Path(args.out).write_text(json.dumps(d, indent=2))
+        # a schedule file that `load_schedule` (and `simulate --schedule`) reads back
+        Path(args.out).write_text(json.dumps({"stages": d["stages"]}, indent=2))
     if args.json:
         _print_json(d)
         return 0
