@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rlvr_schedule.errors import ConfigError
-from rlvr_schedule.policy._lr import RULES, lr_for_batch
+from rlvr_schedule.theory.scaling import RULES, lr_for_batch
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.scheduler import PolicyConfig, TwoClockScheduler
 from rlvr_schedule.policy.static import StaticSchedule
@@ -139,8 +139,8 @@ def _static(d: Mapping[str, Any], source: str | None) -> StaticSchedule:
         raise ConfigError(f"must be one of {', '.join(RULES)}, got {rule!r}", source=source, field="lr_rule")
     base_lr = top.get("base_lr")
     if base_lr is not None and (isinstance(base_lr, bool) or not isinstance(base_lr, (int, float))
-                                or not math.isfinite(base_lr) or base_lr < 0):
-        raise ConfigError(f"must be a finite non-negative number, got {base_lr!r}", source=source,
+                                or not math.isfinite(base_lr) or base_lr <= 0):
+        raise ConfigError(f"must be a finite positive number, got {base_lr!r}", source=source,
                           field="base_lr")
     base_batch = top.get("base_batch")
     if base_batch is not None and (isinstance(base_batch, bool) or not isinstance(base_batch, int)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from rlvr_schedule.errors import ConfigError
-from rlvr_schedule.policy._lr import RULES, lr_for_batch
+from rlvr_schedule.theory.scaling import RULES, lr_for_batch
 from rlvr_schedule.policy._online import FALLING_SIGNALS, RISING_SIGNALS, NoiseScale, TrendForecast
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.records import Decision, Stage, StepRecord
@@ -102,7 +102,7 @@ class PolicyConfig:
                 c = self.constraints
                 raise bad("initial_batch", f"{self.initial_batch} is not a multiple of {c.multiple} "
                           f"(group_size x divisor) within [{c.lowest}, {c.highest}]")
-        pos_num("base_lr", self.base_lr, zero=True)
+        pos_num("base_lr", self.base_lr)
         pos_int("base_batch", self.base_batch, optional=True)
         if self.lr_rule not in RULES:
             raise bad("lr_rule", f"must be one of {', '.join(RULES)}, got {self.lr_rule!r}")
@@ -241,7 +241,7 @@ class TwoClockScheduler:
 
     # --- policy --------------------------------------------------------------------------------
     def _propose(self, record: StepRecord, cur: Stage, stf: float, b_simple: float,
-                 alarm: Any) -> tuple[int | None, str]:
+                 alarm: str | None) -> tuple[int | None, str]:
         cfg = self.config
         room = len(self._stages) < cfg.max_stages
         if self._auto_pending and self._records >= cfg.auto_records and b_simple == b_simple:
@@ -257,7 +257,7 @@ class TwoClockScheduler:
         if stf < need:
             trigger = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
-            trigger = f"alarm {getattr(alarm, 'name', type(alarm).__name__)}"
+            trigger = alarm
         if not trigger:
             self._streak = 0
             return None, ""
@@ -303,7 +303,8 @@ class TwoClockScheduler:
             out.extend(group or [])
         return out
 
-    def _run_detectors(self, record: StepRecord) -> Any:
+    def _run_detectors(self, record: StepRecord) -> str | None:
+        """Update every plugin detector; the first alarm as a reason string (None: no alarm)."""
         alarm = None
         for det in self.detectors:
             try:
@@ -317,7 +318,9 @@ class TwoClockScheduler:
                 host.faults.append((str(name), "update", exc))
                 continue
             if a is not None and alarm is None:
-                alarm = a
+                name = getattr(det, "name", None) or getattr(a, "name", None) or type(det).__name__
+                msg = getattr(a, "message", "")
+                alarm = f"alarm {name}" + (f": {msg}" if msg else "")
         return alarm
 
     # --- state ---------------------------------------------------------------------------------

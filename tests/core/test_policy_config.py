@@ -1,0 +1,101 @@
+"""Schedule files: YAML and JSON, static and two-clock, and errors that name file and field."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from rlvr_schedule.errors import ConfigError
+from rlvr_schedule.policy import StaticSchedule, TwoClockScheduler, load_schedule, schedule_from_dict
+
+STATIC_YAML = """\
+type: static
+constraints: {group_size: 8}
+base_lr: 1e-6          # YAML 1.1 reads this as a string; accepted
+base_batch: 64
+lr_rule: sqrt
+stages:
+  - {batch: 64, until_samples: 2e4}
+  - {batch: 256, lr: 3.0e-6, until_samples: 100000}
+  - {batch: 1024, until_samples: null}
+"""
+
+
+def test_static_yaml_derives_missing_lr_by_rule(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text(STATIC_YAML)
+    s = load_schedule(p)
+    assert isinstance(s, StaticSchedule)
+    assert [(st.batch, st.until_samples) for st in s.stages] == [(64, 20000), (256, 100000), (1024, None)]
+    assert s.stages[0].lr == pytest.approx(1e-6)
+    assert s.stages[1].lr == pytest.approx(3e-6)  # given explicitly
+    assert s.stages[2].lr == pytest.approx(1e-6 * math.sqrt(1024 / 64))
+
+
+def test_json_round_trip_through_to_dict(tmp_path):
+    s = schedule_from_dict({"stages": [{"batch": 8, "lr": 1e-6, "until_samples": 80},
+                                       {"batch": 32, "lr": 2e-6, "until_samples": None}]})
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(s.to_dict()))
+    again = load_schedule(p)
+    assert again.stages == s.stages
+
+
+def test_two_clock_yaml(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("type: two_clock\ninitial_batch: auto\ncritical_batch: 1000\nbase_lr: 1e-6\n"
+                 "growth: 2\nconstraints: {group_size: 16, max_batch: 4096}\n")
+    s = load_schedule(p)
+    assert isinstance(s, TwoClockScheduler)
+    assert s.current.batch == 496  # 0.5 x 1000 snapped down to whole groups of 16
+    assert s.config.growth == 2.0 and s.config.constraints.max_batch == 4096
+
+
+@pytest.mark.parametrize("doc, field", [
+    ({"stages": [{"batch": 8, "lr": 1e-6, "until_samples": 100}, {"batch": 16, "lr": 1e-6,
+                                                                   "until_samples": 50}]},
+     "stages[1].until_samples"),
+    ({"stages": [{"batch": 12, "lr": 1e-6}], "constraints": {"group_size": 8}}, "stages[0].batch"),
+    ({"stages": [{"batch": 8, "lr": -1e-6}]}, "stages[0].lr"),
+    ({"stages": [{"batch": 8}]}, "stages[0].lr"),  # no lr and no base_lr
+    ({"stages": [{"batch": 8, "lr": 1e-6, "size": 3}]}, "stages[0].size"),
+    ({"stages": [{"batch": 8, "lr": 1e-6}], "stagez": []}, "stagez"),
+    ({"stages": [{"batch": 8.5, "lr": 1e-6}]}, "stages[0].batch"),
+    ({"stages": [{"batch": 8, "lr": 1e-6}, {"batch": 16, "lr": 1e-6}]}, "stages[0].until_samples"),
+    ({"stages": "64"}, "stages"),
+    ({"type": "dynamic"}, "type"),
+    ({"stages": [{"batch": 8, "lr": 1e-6}], "lr_rule": "cubic"}, "lr_rule"),
+    ({"type": "two_clock", "growth": 0.5}, "growth"),
+    ({"type": "two_clock", "hysteresis": 0}, "hysteresis"),
+    ({"type": "two_clock", "initial_batch": 12, "constraints": {"group_size": 8}}, "initial_batch"),
+    ({"type": "two_clock", "failure_signal": "loss"}, "failure_signal"),
+    ({"type": "two_clock", "base_lr": -1}, "base_lr"),
+    ({"type": "two_clock", "marginn": 2}, "marginn"),
+    ({"type": "two_clock", "constraints": {"group_size": 0}}, "constraints.group_size"),
+])
+def test_every_invalid_case_names_file_and_field(tmp_path, doc, field):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError) as err:
+        load_schedule(p)
+    assert err.value.field == field, str(err.value)
+    assert "bad.json" in str(err.value)
+
+
+def test_syntax_errors_name_the_line(tmp_path):
+    p = tmp_path / "broken.yaml"
+    p.write_text("type: static\nstages:\n  - {batch: 8, lr: [1e-6\n")
+    with pytest.raises(ConfigError, match=r"broken\.yaml:\d+"):
+        load_schedule(p)
+    q = tmp_path / "broken.json"
+    q.write_text('{"stages": [\n  {"batch": 8,}\n]}')
+    with pytest.raises(ConfigError, match=r"broken\.json:2"):
+        load_schedule(q)
+    with pytest.raises(ConfigError, match="mapping"):
+        r = tmp_path / "list.yaml"
+        r.write_text("- 1\n- 2\n")
+        load_schedule(r)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_schedule(tmp_path / "missing.yaml")

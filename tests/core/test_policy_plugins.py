@@ -1,0 +1,176 @@
+"""TwoClockScheduler with a PluginHost: hooks called, a raising plugin holds the stage, strict re-raises."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvr_schedule.plugins import PluginHost, hookimpl
+from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
+from rlvr_schedule.records import StepRecord
+
+# hysteresis 1 and an absolute threshold: the first record with entropy <= 0.5 triggers a switch
+CFG = dict(initial_batch=8, hysteresis=1, failure_threshold=0.5, forecast_half_life=2, max_stages=3)
+
+
+def records(n=12, drop_at=6):
+    return [StepRecord(step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=1.0 if i < drop_at else 0.2)
+            for i in range(n)]
+
+
+class Recorder:
+    def __init__(self):
+        self.records, self.decisions, self.applied = [], [], []
+
+    @hookimpl
+    def rlvr_schedule_on_record(self, record):
+        self.records.append(record.step)
+
+    @hookimpl
+    def rlvr_schedule_on_decision(self, decision, record):
+        self.decisions.append((decision.step, decision.switched))
+
+    @hookimpl
+    def rlvr_schedule_apply_decision(self, decision):
+        self.applied.append(decision)
+        return True
+
+
+class RaiseOnRecord:
+    def __init__(self, at):
+        self.at = at
+
+    @hookimpl
+    def rlvr_schedule_on_record(self, record):
+        if record.step in self.at:
+            raise RuntimeError("sink down")
+
+
+class RaiseOnApply:
+    def __init__(self, times):
+        self.times = times
+
+    @hookimpl
+    def rlvr_schedule_apply_decision(self, decision):
+        if self.times:
+            self.times -= 1
+            raise RuntimeError("host refused")
+        return True
+
+
+def first_switch(sched, recs):
+    for r in recs:
+        d = sched.step(r)
+        if d.switched:
+            return d
+    return None
+
+
+def test_hooks_see_every_record_and_decision_and_apply_switches():
+    host = PluginHost(load_entrypoints=False)
+    rec = Recorder()
+    host.register(rec)
+    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    decs = [s.step(r) for r in records()]
+    assert rec.records == list(range(12))
+    assert rec.decisions == [(d.step, d.switched) for d in decs]
+    assert [d.batch for d in rec.applied] == [d.batch for d in decs if d.switched]
+    assert len(rec.applied) >= 1
+
+
+def test_without_plugins_the_switch_comes_at_the_drop():
+    d = first_switch(TwoClockScheduler(PolicyConfig(**CFG)), records())
+    assert d is not None and d.step == 6
+
+
+def test_raising_plugin_holds_the_stage_on_that_record():
+    host = PluginHost(load_entrypoints=False)
+    host.register(RaiseOnRecord(at={6}))
+    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    d = first_switch(s, records())
+    assert d.step == 7  # held on record 6, switched on the next one
+    assert host.faults and host.faults[0][1] == "rlvr_schedule_on_record"
+
+
+def test_raising_apply_decision_holds_and_retries():
+    host = PluginHost(load_entrypoints=False)
+    host.register(RaiseOnApply(times=2))
+    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    seen = [s.step(r) for r in records()[:9]]
+    assert [d.switched for d in seen[6:9]] == [False, False, True]
+    assert "held" in seen[6].reason and s.current.batch == 16
+
+
+def test_strict_host_reraises():
+    host = PluginHost(strict=True, load_entrypoints=False)
+    host.register(RaiseOnRecord(at={3}))
+    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    with pytest.raises(RuntimeError, match="sink down"):
+        for r in records():
+            s.step(r)
+
+
+class ToyDetector:
+    """Alarms once reward falls below 0.1; counts its updates in its state."""
+
+    name = "toy_reward_floor"
+
+    def __init__(self):
+        self.n = 0
+
+    def update(self, record):
+        self.n += 1
+        return "alarm" if record.reward_mean < 0.1 else None
+
+    def state_dict(self):
+        return {"n": self.n}
+
+    def load_state_dict(self, state):
+        self.n = state["n"]
+
+
+class DetectorPlugin:
+    def __init__(self, det):
+        self.det = det
+
+    @hookimpl
+    def rlvr_schedule_failure_detectors(self):
+        return [self.det]
+
+
+def reward_records():
+    return [StepRecord(step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=1.0,
+                       reward_mean=0.5 if i < 4 else 0.05) for i in range(8)]
+
+
+def test_plugin_detector_alarm_triggers_a_switch_and_is_checkpointed():
+    host = PluginHost(load_entrypoints=False)
+    det = ToyDetector()
+    host.register(DetectorPlugin(det))
+    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    d = first_switch(s, reward_records())
+    assert d.step == 4 and d.reason == "alarm toy_reward_floor"
+    state = s.state_dict()
+    assert list(state["detectors"].values()) == [{"n": 5}]
+    det2 = ToyDetector()
+    host2 = PluginHost(load_entrypoints=False)
+    host2.register(DetectorPlugin(det2))
+    TwoClockScheduler(PolicyConfig(**CFG), plugins=host2).load_state_dict(state)
+    assert det2.n == 5
+
+
+class BoomDetector(ToyDetector):
+    name = "boom"
+
+    def update(self, record):
+        if record.step == 4:
+            raise ValueError("detector bug")
+
+
+def test_raising_detector_holds_the_stage():
+    host = PluginHost(load_entrypoints=False)
+    host.register(DetectorPlugin(BoomDetector()), name="boom")
+    host.register(DetectorPlugin(ToyDetector()), name="toy")
+    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    d = first_switch(s, reward_records())
+    assert d.step == 5  # the alarm at step 4 came with another detector's fault: held one record
+    assert [f[0] for f in host.faults] == ["boom"]

@@ -1,0 +1,169 @@
+"""TwoClockScheduler on hand-built records: start below B*, switch before failure, state, invariants."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
+from rlvr_schedule.records import BatchSchedule, StepRecord
+
+
+def drive(sched, *, failure_samples=100_000, steps=3000, noise=0.0, seed=0, b_simple=None, micro=8):
+    """Closed loop: entropy falls linearly per sample (a sample-clock failure) and, with
+    ``b_simple``, grad norms follow E|g_B|^2 = |G|^2 + tr(Sigma)/B with |G|^2 = 1."""
+    rng = np.random.default_rng(seed)
+    samples, recs, decs = 0, [], []
+    for i in range(steps):
+        cur = sched.current
+        samples += cur.batch
+        kw = {}
+        if b_simple is not None:
+            kw = dict(grad_norm=math.sqrt(1 + b_simple / cur.batch), micro_batch=micro,
+                      grad_norm_micro=math.sqrt(1 + b_simple / micro))
+        ent = max(0.0, 1.0 - samples / failure_samples) + noise * rng.standard_normal()
+        rec = StepRecord(step=i, samples=samples, batch=cur.batch, lr=cur.lr, entropy=ent, **kw)
+        recs.append(rec)
+        decs.append(sched.step(rec))
+        if samples > 1.2 * failure_samples:
+            break
+    return recs, decs
+
+
+def test_is_a_batch_schedule_and_starts_at_initial_batch():
+    s = TwoClockScheduler(PolicyConfig(initial_batch=64, base_lr=1e-6))
+    assert isinstance(s, BatchSchedule)
+    assert (s.current.batch, s.current.lr, s.switches) == (64, 1e-6, 0)
+
+
+def test_auto_starts_below_a_known_critical_batch():
+    s = TwoClockScheduler(PolicyConfig(critical_batch=1000, critical_fraction=0.5,
+                                       constraints=BatchConstraints(group_size=16)))
+    assert s.current.batch == 496 and s.current.batch < 1000
+
+
+def test_auto_starts_below_the_gradient_noise_estimate():
+    cfg = PolicyConfig(initial_batch="auto", fallback_batch=32, base_batch=32, base_lr=1e-6,
+                       auto_records=10, constraints=BatchConstraints(group_size=8))
+    s = TwoClockScheduler(cfg)
+    assert s.current.batch == 32
+    _, decs = drive(s, b_simple=600.0, steps=30)
+    first = next(d for d in decs if d.switched)
+    assert first.step == 9 and first.batch == 296  # 0.5 x 600 snapped down to whole groups
+    assert first.lr == pytest.approx(1e-6 * math.sqrt(296 / 32))
+    assert first.reason.startswith("auto")
+    assert sum(d.switched for d in decs) == 1
+
+
+def test_switches_to_larger_batch_before_the_failure():
+    cfg = PolicyConfig(initial_batch=64, base_lr=1e-6, growth=2, hysteresis=3, max_stages=3,
+                       constraints=BatchConstraints(group_size=8, max_batch=1024))
+    s = TwoClockScheduler(cfg)
+    _, decs = drive(s, failure_samples=100_000, noise=0.01)
+    sw = [d for d in decs if d.switched]
+    assert [d.batch for d in sw] == [128, 256]
+    assert all(d.samples < 100_000 for d in sw)
+    assert [d.lr for d in sw] == pytest.approx([1e-6 * math.sqrt(2), 2e-6])
+    stages = s.stages
+    assert len(stages) == 3 and stages[0].until_samples == sw[0].samples
+    assert stages[1].start_samples == sw[0].samples and "forecast failure" in stages[1].reason
+
+
+def test_no_failure_in_sight_means_no_switch():
+    s = TwoClockScheduler(PolicyConfig(initial_batch=64))
+    samples = 0
+    for i in range(500):
+        samples += 64
+        d = s.step(StepRecord(step=i, samples=samples, batch=64, lr=1e-6, entropy=1.0 + 1e-4 * i))
+        assert not d.switched
+
+
+def test_hysteresis_needs_consecutive_triggers():
+    cfg = PolicyConfig(initial_batch=8, hysteresis=4, failure_threshold=0.5, forecast_half_life=2)
+    s = TwoClockScheduler(cfg)
+    # entropy at the threshold on alternate records: never 4 in a row, so no switch
+    for i in range(60):
+        ent = 0.4 if i % 2 else 1.0
+        d = s.step(StepRecord(step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=ent))
+        assert not d.switched
+    s2 = TwoClockScheduler(cfg)
+    reasons = []
+    for i in range(20):
+        d = s2.step(StepRecord(step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=1.0 - 0.05 * i))
+        reasons.append(d.reason)
+        if d.switched:
+            break
+    assert d.switched
+    assert [r.split(":")[0] for r in reasons[-4:-1]] == ["trigger 1/4", "trigger 2/4", "trigger 3/4"]
+
+
+def test_held_at_max_batch_says_why():
+    cfg = PolicyConfig(initial_batch=64, hysteresis=1, constraints=BatchConstraints(max_batch=64))
+    _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)
+    assert not any(d.switched for d in decs)
+    assert any("maximum" in d.reason for d in decs)
+
+
+configs = st.builds(
+    dict,
+    group=st.sampled_from([1, 4, 8, 16]),
+    initial_groups=st.integers(1, 8),
+    max_groups=st.one_of(st.none(), st.integers(8, 64)),
+    growth=st.floats(1.1, 4.0),
+    hysteresis=st.integers(1, 5),
+    min_between=st.integers(0, 20_000),
+    max_stages=st.integers(1, 6),
+    margin=st.floats(0.5, 4.0),
+)
+
+
+def _make(c):
+    cons = BatchConstraints(group_size=c["group"],
+                            max_batch=None if c["max_groups"] is None else c["group"] * c["max_groups"])
+    return PolicyConfig(initial_batch=c["group"] * c["initial_groups"], base_lr=1e-6, growth=c["growth"],
+                        hysteresis=c["hysteresis"], min_samples_between=c["min_between"],
+                        max_stages=c["max_stages"], margin=c["margin"], constraints=cons)
+
+
+@settings(max_examples=40, deadline=None)
+@given(c=configs, seed=st.integers(0, 2**16), noise=st.sampled_from([0.0, 0.02, 0.1]),
+       failure=st.integers(5_000, 60_000))
+def test_invariants_hold_for_any_config(c, seed, noise, failure):
+    cfg = _make(c)
+    s = TwoClockScheduler(cfg)
+    recs, decs = drive(s, failure_samples=failure, noise=noise, seed=seed, steps=1500)
+    # deterministic: the same records give the same decisions
+    again = TwoClockScheduler(cfg)
+    assert [again.step(r) for r in recs] == decs
+    sw = [d for d in decs if d.switched]
+    assert len(sw) <= cfg.max_stages - 1 and len(s.stages) == len(sw) + 1
+    assert all(cfg.constraints.is_valid(d.batch) for d in decs)
+    for a, b in zip(sw, sw[1:]):
+        assert b.samples - a.samples >= cfg.min_samples_between
+    prev = (cfg.initial_batch, s.stages[0].lr)
+    for d in decs:  # switched exactly when batch or lr change
+        assert d.switched == ((d.batch, d.lr) != prev)
+        prev = (d.batch, d.lr)
+    idx = [i for i, d in enumerate(decs) if d.switched]
+    for i in idx:  # the trigger held for `hysteresis` consecutive records
+        assert all(decs[j].reason for j in range(i - cfg.hysteresis + 1, i))
+
+
+@settings(max_examples=25, deadline=None)
+@given(c=configs, seed=st.integers(0, 2**16), split=st.floats(0.0, 1.0))
+def test_state_round_trip_gives_identical_decisions(c, seed, split):
+    cfg = _make(c)
+    recs, decs = drive(TwoClockScheduler(cfg), failure_samples=30_000, noise=0.05, seed=seed, steps=800)
+    k = int(split * len(recs))
+    a = TwoClockScheduler(cfg)
+    head = [a.step(r) for r in recs[:k]]
+    state = json.loads(json.dumps(a.state_dict(), allow_nan=False))  # plain JSON for checkpoints
+    b = TwoClockScheduler(cfg)
+    b.load_state_dict(state)
+    assert b.current == a.current
+    assert head + [b.step(r) for r in recs[k:]] == decs
