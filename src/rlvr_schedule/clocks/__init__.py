@@ -1,1 +1,40 @@
-"""clocks"""
+"""The two clocks: progress (samples to make progress; the critical batch) and failure (samples
+consumed before collapse), offline from logs and online from a record stream."""
+
+from rlvr_schedule.clocks.ceiling import RewardCeilingFit
+from rlvr_schedule.clocks.failure import (
+    Alarm,
+    Detector,
+    EntropyCollapse,
+    FailureClock,
+    FailureForecast,
+    FailureScalingFit,
+    GradNormSpike,
+    KLBlowup,
+    RewardCrash,
+    ZeroVarianceGroups,
+    default_detectors,
+    expected_group_variance,
+    expected_zero_std_fraction,
+)
+from rlvr_schedule.clocks.online import GradientNoiseScale, OnlineProgress, two_batch_estimate
+
+__all__ = [
+    "Alarm",
+    "Detector",
+    "EntropyCollapse",
+    "RewardCrash",
+    "GradNormSpike",
+    "KLBlowup",
+    "ZeroVarianceGroups",
+    "default_detectors",
+    "expected_group_variance",
+    "expected_zero_std_fraction",
+    "FailureClock",
+    "FailureForecast",
+    "FailureScalingFit",
+    "RewardCeilingFit",
+    "OnlineProgress",
+    "GradientNoiseScale",
+    "two_batch_estimate",
+]
