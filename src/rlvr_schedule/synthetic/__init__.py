@@ -1,1 +1,38 @@
-"""synthetic"""
+"""Synthetic runs with known clocks: sweeps for fits, a closed-loop task for schedules, pytest helpers.
+
+For users who test a schedule before spending GPU hours (see :mod:`rlvr_schedule.synthetic.testing`).
+"""
+
+from rlvr_schedule.synthetic.environment import SyntheticEnvironment
+from rlvr_schedule.synthetic.generator import (
+    FRAMEWORK_KEYS,
+    NAME_STYLES,
+    make_run,
+    make_sweep,
+    to_framework_dict,
+    write_jsonl,
+)
+from rlvr_schedule.synthetic.model import ClockModel
+from rlvr_schedule.synthetic.testing import (
+    ConstantComparison,
+    SwitchCheck,
+    assert_beats_constant,
+    assert_switches_before_failure,
+    samples_to_target,
+)
+
+__all__ = [
+    "ClockModel",
+    "SyntheticEnvironment",
+    "make_run",
+    "make_sweep",
+    "to_framework_dict",
+    "write_jsonl",
+    "FRAMEWORK_KEYS",
+    "NAME_STYLES",
+    "samples_to_target",
+    "assert_switches_before_failure",
+    "assert_beats_constant",
+    "SwitchCheck",
+    "ConstantComparison",
+]
