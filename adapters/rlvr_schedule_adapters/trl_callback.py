@@ -1,1 +1,411 @@
-"""Placeholder until the adapter lands; imports no framework."""
+"""TRL adapter: a ``transformers.TrainerCallback`` that runs a rollout-batch schedule inside ``GRPOTrainer``.
+
+:class:`RlvrScheduleCallback` turns each of TRL's ``on_log`` metric dicts into a
+:class:`~rlvr_schedule.records.StepRecord` (rollouts counted from the micro-steps the update really
+ran: per-device batch x world x micro-steps), feeds the schedule, and applies a switched decision the
+way TRL 1.16 is measured to honour mid-run (``/work/shared/INTEGRATION.md``):
+
+- rollouts per update: ``steps_per_generation`` S stays fixed and ``args.gradient_accumulation_steps``
+  becomes ``k x S``, set only at an update boundary where the micro-steps done in the epoch divide by
+  the new count (elsewhere the next update would be cut short); until then the old stage runs on;
+- LR: ``lr_scheduler.base_lrs``, the optimizer's ``param_groups`` and the scheduler's last LR together.
+
+Decisions go through a :class:`~rlvr_schedule.plugins.PluginHost`: the callback implements
+``rlvr_schedule_apply_decision`` there, and observer plugins (sinks) get every record and decision. The
+schedule's state rides in checkpoints as a transformers ``ExportableState`` (``stateful_callbacks`` of
+``trainer_state.json``); with ``restore_callback_states_from_checkpoint=True`` a resumed run rebuilds the
+callback from it and re-applies the stage in ``on_train_begin`` (the accumulation count is not saved by
+transformers). Any failure inside the callback is logged and training goes on at the current stage.
+
+This module imports neither transformers nor TRL: the entry-point plugin loader imports it for
+:func:`rlvr_schedule_metric_aliases`; the callback class is built on first access.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from rlvr_schedule.plugins import PluginHost, hookimpl
+from rlvr_schedule.records import Decision, StepRecord
+from rlvr_schedule_adapters._common import (
+    BatchUnit,
+    build_schedule,
+    epoch_fit,
+    planned_batches,
+    scale_base_lr,
+    schedule_spec,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rlvr_schedule.records import BatchSchedule
+
+__all__ = ["RlvrScheduleCallback", "find_callback", "TRL_METRIC_ALIASES", "rlvr_schedule_metric_aliases",
+           "ScheduleSetupWarning"]
+
+log = logging.getLogger("rlvr_schedule.adapters.trl")
+
+#: TRL 1.16 ``GRPOTrainer`` log keys -> canonical fields (the built-in table has them too; plugins that
+#: build their own tables get them from here).
+TRL_METRIC_ALIASES: Mapping[str, str] = {
+    "reward": "reward_mean",
+    "reward_std": "reward_std",
+    "entropy": "entropy",
+    "kl": "kl",
+    "grad_norm": "grad_norm",
+    "clip_ratio/region_mean": "clip_frac",
+    "completions/mean_length": "response_length",
+    "frac_reward_zero_std": "frac_zero_std",
+    "learning_rate": "lr",
+}
+
+
+@hookimpl
+def rlvr_schedule_metric_aliases() -> Mapping[str, str]:
+    """TRL's metric names (this module is the ``trl`` entry-point plugin)."""
+    return dict(TRL_METRIC_ALIASES)
+
+
+#: Plugin hosts of live callbacks, so that a callback rebuilt from a checkpoint in the same process
+#: (transformers builds a new instance from ``state()["args"]``) keeps the user's plugins.
+_HOSTS: "weakref.WeakValueDictionary[str, PluginHost]" = weakref.WeakValueDictionary()
+
+
+class ScheduleSetupWarning(UserWarning):
+    """The trainer's set-up cannot run the schedule as written (data too short, batch not runnable)."""
+
+
+class _Applier:
+    """The pluggy face of the callback: kept apart so pluggy does not walk the callback's attributes."""
+
+    def __init__(self, owner: "_ScheduleCallbackCore") -> None:
+        self.owner = owner
+
+    @hookimpl
+    def rlvr_schedule_apply_decision(self, decision: Decision) -> bool | None:
+        return self.owner.request(decision.batch, decision.lr, reason=decision.reason)
+
+
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Log and swallow errors of a callback event (``strict`` re-raises): a broken schedule must not
+    stop a training run, which then continues at its current stage."""
+
+    def wrapper(self: "_ScheduleCallbackCore", *args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            fn(self, *args, **kwargs)
+        except Exception as exc:
+            if self.strict:
+                raise
+            self.errors.append(f"{fn.__name__}: {type(exc).__name__}: {exc}")
+            log.exception("rlvr-schedule callback failed in %s; training continues at the current stage",
+                          fn.__name__)
+        finally:
+            self.overhead_s += time.perf_counter() - t0
+        return None  # TrainerCallbackHandler keeps the control object when a callback returns None
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+class _ScheduleCallbackCore:
+    """Everything of :class:`RlvrScheduleCallback` except its transformers base classes."""
+
+    def __init__(self, schedule: Any = None, *, plugins: PluginHost | None = None, strict: bool = False,
+                 check_setup: bool = True, host_key: str | None = None) -> None:
+        """``schedule``: a YAML/JSON path, a config mapping (``schedule_from_dict``) or a schedule object.
+
+        ``plugins``: the host whose ``rlvr_schedule_apply_decision`` / observer hooks are called (a new
+        one with the entry-point plugins by default). ``strict``: re-raise errors (tests).
+        ``check_setup``: warn at train start when the data plan cannot hold the schedule.
+        ``host_key``: set by checkpoint restore (reuses the original callback's plugin host when alive).
+        """
+        if schedule is None:
+            raise TypeError("RlvrScheduleCallback needs a schedule (a path, a config mapping or a schedule)")
+        self.strict = strict
+        self.check_setup = check_setup
+        if plugins is None and host_key is not None:
+            plugins = _HOSTS.get(host_key)
+        self.host = plugins if plugins is not None else PluginHost(strict=strict)
+        self.host_key = f"{id(self.host):x}"
+        _HOSTS[self.host_key] = self.host
+        self._applier = _Applier(self)
+        self.host.register(self._applier, name=f"rlvr_schedule_trl_callback_{id(self):x}")
+        for old in [p for p in self.host.pm.get_plugins() if isinstance(p, _Applier) and p is not self._applier]:
+            self.host.unregister(old)  # a restored callback replaces the one it was rebuilt from
+        self.schedule: BatchSchedule = build_schedule(schedule, plugins=self.host)
+        if hasattr(self.schedule, "plugins") and getattr(self.schedule, "plugins") is None:
+            self.schedule.plugins = self.host  # the two-clock policy routes switches through the host
+        self._spec = schedule_spec(schedule)
+        from rlvr_schedule.ingest.aliases import collect_aliases
+
+        self._aliases = collect_aliases(self.host)
+        # progress of the run
+        self.samples = 0             # rollouts consumed, this update included
+        self.last_batch: int | None = None   # rollouts of the last update (measured micro-steps)
+        self.last_step = 0           # global step of the last record fed
+        self.wanted: tuple[int, float] | None = None    # stage the schedule asked for
+        self.applied: tuple[int, float] | None = None   # stage in effect in the trainer
+        self.pending: tuple[int, float] | None = None   # asked for, waiting for an aligned boundary
+        self.errors: list[str] = []
+        self.decisions: list[Decision] = []
+        self.overhead_s = 0.0
+        # trainer-side state (not saved)
+        self._args: Any = None
+        self._optimizer: Any = None
+        self._lr_scheduler: Any = None
+        self._unit: BatchUnit | None = None
+        self._micro = 0              # micro-steps of the update in progress
+        self._epoch_pos = 0          # micro-steps done in the current epoch
+        self._resume_pos: int | None = None
+        self._saved_epoch_pos: int | None = None
+
+    # --- ExportableState ---------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """``{"args", "attributes"}`` for ``trainer_state.json``: the rebuild spec and the run state."""
+        if self._spec is None:
+            warnings.warn("the schedule has no config form (to_dict); a resumed run cannot rebuild it",
+                          ScheduleSetupWarning, stacklevel=2)
+        return {"args": {"schedule": self._spec, "strict": self.strict, "check_setup": self.check_setup,
+                         "host_key": self.host_key},
+                "attributes": {"rlvr_state": self.rlvr_state}}
+
+    @property
+    def rlvr_state(self) -> dict[str, Any]:
+        """The JSON-able run state (schedule state, samples, stage in effect) saved in checkpoints."""
+        return {
+            "version": 1,
+            "schedule": self.schedule.state_dict(),
+            "samples": self.samples,
+            "last_batch": self.last_batch,
+            "last_step": self.last_step,
+            "wanted": list(self.wanted) if self.wanted else None,
+            "applied": list(self.applied) if self.applied else None,
+            "pending": list(self.pending) if self.pending else None,
+            "epoch_pos": self._epoch_pos,
+        }
+
+    @rlvr_state.setter
+    def rlvr_state(self, state: Mapping[str, Any]) -> None:
+        self.schedule.load_state_dict(state["schedule"])
+        self.samples = int(state["samples"])
+        self.last_batch = state.get("last_batch")
+        self.last_step = int(state.get("last_step", 0))
+
+        def pair(v: Any) -> tuple[int, float] | None:
+            return (int(v[0]), float(v[1])) if v else None
+
+        self.wanted, self.applied = pair(state.get("wanted")), pair(state.get("applied"))
+        self.pending = pair(state.get("pending"))
+        self._saved_epoch_pos = state.get("epoch_pos")
+
+    # --- applying decisions ------------------------------------------------------------------------
+    def request(self, batch: int, lr: float, *, reason: str = "") -> bool:
+        """Ask for ``batch`` rollouts per update at base LR ``lr``; applied now if the boundary is aligned.
+
+        Raises ValueError when ``batch`` is not runnable (not a multiple of per-device batch x world x
+        ``steps_per_generation``); the caller keeps the current stage.
+        """
+        if self._unit is not None:
+            self._unit.accumulation(batch)  # validate before accepting
+        self.wanted = self.pending = (int(batch), float(lr))
+        log.info("rlvr-schedule: stage %s rollouts/update, lr %g requested%s", batch, lr,
+                 f" ({reason})" if reason else "")
+        self._try_apply()
+        return True
+
+    def _try_apply(self) -> None:
+        if self.pending is None or self._args is None or self._unit is None:
+            return
+        batch, lr = self.pending
+        ga = self._unit.accumulation(batch)
+        if ga != self._args.gradient_accumulation_steps and self._epoch_pos % ga:
+            return  # the next update would be cut short: wait for an aligned boundary
+        if self.applied is None or self.applied[1] != lr:
+            scale_base_lr(self._optimizer, self._lr_scheduler, lr)
+        if self._args.gradient_accumulation_steps != ga:
+            self._args.gradient_accumulation_steps = ga
+        self.applied, self.pending = (batch, lr), None
+        log.info("rlvr-schedule: applied %s rollouts/update (gradient_accumulation_steps=%s), lr %g",
+                 batch, ga, lr)
+
+    # --- trainer events ------------------------------------------------------------------------------
+    @_guarded
+    def on_train_begin(self, args: Any, state: Any, control: Any, optimizer: Any = None,
+                       lr_scheduler: Any = None, train_dataloader: Any = None, **kwargs: Any) -> None:
+        """Bind to the trainer, re-apply the saved (or first) stage, and check the data plan."""
+        self._args, self._optimizer, self._lr_scheduler = args, optimizer, lr_scheduler
+        s = int(getattr(args, "steps_per_generation", None) or args.gradient_accumulation_steps)
+        ga0 = int(args.gradient_accumulation_steps)
+        if ga0 % s:
+            warnings.warn(f"gradient_accumulation_steps {ga0} is not a multiple of steps_per_generation {s}: "
+                          "updates and generations are misaligned", ScheduleSetupWarning, stacklevel=2)
+        self._unit = BatchUnit(per_step=int(args.per_device_train_batch_size) * int(args.world_size),
+                               accumulation_multiple=s)
+        if getattr(args, "num_iterations", 1) != 1:
+            log.warning("num_iterations=%s: each rollout is used %s times; samples count completions per update",
+                        args.num_iterations, args.num_iterations)
+        micro_per_epoch = len(train_dataloader) if train_dataloader is not None and hasattr(
+            train_dataloader, "__len__") else None
+        self._micro = 0
+        if state.global_step > 0:  # resumed: where the Trainer's data skip puts us in the epoch
+            if micro_per_epoch and not getattr(args, "ignore_data_skip", False):
+                per_epoch = max(-(-micro_per_epoch // ga0), 1)
+                self._resume_pos = (state.global_step % per_epoch) * ga0
+            else:
+                self._resume_pos = 0
+            self._epoch_pos = self._resume_pos
+            if self.last_step == 0:
+                log.warning("resumed at step %s without saved schedule state (set "
+                            "restore_callback_states_from_checkpoint=True): the schedule starts over",
+                            state.global_step)
+            elif self._saved_epoch_pos is not None and self._saved_epoch_pos != self._resume_pos:
+                log.warning("resume: the Trainer skips %s micro-steps of the epoch (it assumes a constant "
+                            "gradient_accumulation_steps) where the run had done %s; updates stay whole but "
+                            "some prompts are seen again or skipped", self._resume_pos, self._saved_epoch_pos)
+        target = self.pending or self.applied or self.wanted or (self.schedule.current.batch,
+                                                                  float(self.schedule.current.lr))
+        # GA is not checkpointed (args hold the initial value again) and the LR is re-applied too
+        # (idempotent when scheduler.pt brought it back): nothing counts as in effect yet
+        self.applied = None
+        self.request(*target, reason="resume" if state.global_step else "initial stage")
+        if self.check_setup and micro_per_epoch:
+            self._check_plan(state, micro_per_epoch, ga0)
+
+    def _check_plan(self, state: Any, micro_per_epoch: int, ga0: int) -> None:
+        assert self._unit is not None
+        remaining = int(state.max_steps) - int(state.global_step)
+        if remaining <= 0:
+            return
+        stages = list(self.schedule.stages)
+        index = getattr(self.schedule, "index", len(stages) - 1)
+        plan = planned_batches(stages, remaining, samples=self.samples, start=index)
+        try:
+            accum = [self._unit.accumulation(b) for b in plan]
+        except ValueError as exc:
+            warnings.warn(f"schedule not runnable with this trainer: {exc}", ScheduleSetupWarning, stacklevel=3)
+            return
+        epochs = max(int(state.num_train_epochs) - int(state.global_step) // max(-(-micro_per_epoch // ga0), 1), 1)
+        fit = epoch_fit(accum, micro_per_epoch=micro_per_epoch, initial_accumulation=ga0, epochs=epochs)
+        if fit.updates < fit.planned:
+            warnings.warn(
+                f"the dataset is too small for the schedule: the Trainer plans epochs from the initial "
+                f"gradient_accumulation_steps={ga0}, so with the planned accumulation the run ends after "
+                f"{fit.updates} of {fit.planned} remaining updates ({fit.micro_needed} micro-steps needed, "
+                f"{micro_per_epoch} per epoch x {epochs} epochs); one epoch must hold the sum of accumulation "
+                f"over all steps: use at least {-(-fit.micro_needed * self._unit.per_step // max(epochs, 1))} "
+                f"completions per epoch or more epochs", ScheduleSetupWarning, stacklevel=3)
+        elif fit.partial:
+            warnings.warn(f"{fit.partial} update(s) will be cut short at an epoch end: make the epoch "
+                          f"({micro_per_epoch} micro-steps) a multiple of every planned accumulation count",
+                          ScheduleSetupWarning, stacklevel=3)
+
+    @_guarded
+    def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._epoch_pos = self._resume_pos or 0
+        self._resume_pos = None
+        self._try_apply()
+
+    def on_substep_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._micro += 1  # hot path: no guard needed for an increment
+
+    @_guarded
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Count the update just done from its micro-steps; apply a waiting stage if now aligned."""
+        micro, self._micro = self._micro + 1, 0
+        self._epoch_pos += micro
+        if self._unit is not None:
+            self.last_batch = self._unit.batch(micro)
+            self.samples += self.last_batch
+        self._try_apply()
+
+    @_guarded
+    def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None,
+               **kwargs: Any) -> None:
+        """A training log after an update: record -> schedule -> (switch) -> host."""
+        if not logs or state.global_step <= self.last_step or self.last_batch is None:
+            return
+        if "train_runtime" in logs or any(str(k).startswith("eval_") for k in logs):
+            return
+        self.last_step = int(state.global_step)
+        record = self.record(logs, step=self.last_step)
+        self.feed(record)
+
+    def record(self, logs: Mapping[str, Any], *, step: int) -> StepRecord:
+        """TRL's log dict as a canonical record (samples and batch measured, not logged)."""
+        from rlvr_schedule.ingest import canonicalize
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # NaN metrics (a reward returned None) stay NaN, no warning spam
+            return canonicalize(logs, step=step, samples=self.samples, batch=self.last_batch,
+                                aliases=self._aliases)
+
+    def feed(self, record: StepRecord) -> Decision | None:
+        """Step the schedule; apply its decision when it differs from the stage asked for.
+
+        A schedule that raises is logged and the current stage holds; a schedule without its own
+        plugin host gets the observer and apply hooks called here.
+        """
+        routed = getattr(self.schedule, "plugins", None) is self.host
+        if not routed:
+            self.host.call("rlvr_schedule_on_record", record=record)
+        try:
+            decision = self.schedule.step(record)
+        except Exception as exc:
+            if self.strict:
+                raise
+            self.errors.append(f"schedule.step: {type(exc).__name__}: {exc}")
+            log.exception("the schedule raised at step %s; holding the current stage", record.step)
+            return None
+        self.decisions.append(decision)
+        if (decision.batch, float(decision.lr)) != self.wanted and not routed:
+            n0 = len(self.host.faults)
+            self.host.call("rlvr_schedule_apply_decision", decision=decision)
+            if len(self.host.faults) > n0:
+                self.errors.append(f"apply at step {record.step}: {self.host.faults[-1][2]}")
+        if not routed:
+            self.host.call("rlvr_schedule_on_decision", decision=decision, record=record)
+        return decision
+
+
+def find_callback(trainer: Any) -> Any:
+    """The schedule callback a trainer runs (after a checkpoint restore it is a new instance)."""
+    for cb in trainer.callback_handler.callbacks:
+        if isinstance(cb, _ScheduleCallbackCore):
+            return cb
+    return None
+
+
+_CLASS: type | None = None
+
+
+def _define() -> type:
+    """Build the callback class on top of transformers (imported here, not at module import)."""
+    global _CLASS
+    if _CLASS is None:
+        from transformers import TrainerCallback
+        from transformers.trainer_callback import ExportableState
+
+        class RlvrScheduleCallback(_ScheduleCallbackCore, TrainerCallback, ExportableState):
+            __doc__ = (
+                "Run a rollout-batch schedule inside a TRL ``GRPOTrainer`` (a ``TrainerCallback``).\n\n"
+                "``RlvrScheduleCallback(schedule)`` with a YAML/JSON path, a config mapping or a schedule; "
+                "pass it in ``callbacks=[...]``. Needs ``logging_steps=1`` for a decision after every update "
+                "(else decisions are taken at logging steps). Rollout batches must be multiples of "
+                "per_device_train_batch_size x world x steps_per_generation.\n\n" + (_ScheduleCallbackCore.__init__.__doc__ or "")
+            )
+
+        RlvrScheduleCallback.__module__ = __name__
+        RlvrScheduleCallback.__qualname__ = "RlvrScheduleCallback"
+        _CLASS = RlvrScheduleCallback
+    return _CLASS
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RlvrScheduleCallback":
+        return _define()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

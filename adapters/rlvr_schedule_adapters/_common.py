@@ -1,0 +1,191 @@
+"""Framework-free helpers shared by the adapters: schedule specs, batch arithmetic, plan checks.
+
+Adapters for TRL, verl and OpenRLHF all have to (1) rebuild a schedule from JSON-able data kept in
+a checkpoint, (2) turn a rollout batch into the host's accumulation count, (3) check before the run
+that the host's data plan can hold the schedule, and (4) apply a new base LR to a torch optimizer and
+its ``lr_scheduler`` so that neither undoes it at the next step. None of that needs the frameworks:
+this module imports the core and nothing else (torch objects are duck-typed).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rlvr_schedule.records import BatchSchedule, Stage
+
+__all__ = [
+    "BatchUnit",
+    "schedule_spec",
+    "build_schedule",
+    "planned_batches",
+    "EpochFit",
+    "epoch_fit",
+    "scale_base_lr",
+]
+
+
+# --- schedules -------------------------------------------------------------------------------
+def schedule_spec(schedule: Any) -> dict[str, Any] | None:
+    """The JSON-able config form of a schedule (what ``schedule_from_dict`` reads back), or None.
+
+    A path is read (YAML/JSON) so that checkpoints hold the schedule itself, not a file that may
+    change or move; a mapping is copied; a schedule object gives ``to_dict()`` (StaticSchedule) or
+    its ``config.to_dict()`` with ``type: two_clock`` (TwoClockScheduler).
+    """
+    if schedule is None:
+        return None
+    if isinstance(schedule, (str, Path)):
+        from rlvr_schedule.policy import read_config
+
+        return dict(read_config(schedule))
+    if isinstance(schedule, Mapping):
+        return dict(schedule)
+    to_dict = getattr(schedule, "to_dict", None)
+    if callable(to_dict):
+        return dict(to_dict())
+    config = getattr(schedule, "config", None)
+    if config is not None and callable(getattr(config, "to_dict", None)):
+        return {"type": "two_clock", **config.to_dict()}
+    return None
+
+
+def build_schedule(schedule: Any, *, plugins: Any = None) -> BatchSchedule:
+    """A schedule object from a path, a config mapping or an existing schedule (returned as is)."""
+    from rlvr_schedule.policy import load_schedule, schedule_from_dict
+
+    if isinstance(schedule, (str, Path)):
+        return load_schedule(schedule, plugins=plugins)
+    if isinstance(schedule, Mapping):
+        return schedule_from_dict(schedule, source="<schedule spec>", plugins=plugins)
+    if callable(getattr(schedule, "step", None)) and callable(getattr(schedule, "state_dict", None)):
+        return schedule
+    raise TypeError(f"schedule must be a path, a config mapping or a BatchSchedule, got {type(schedule).__name__}")
+
+
+def planned_batches(stages: Sequence[Stage], steps: int, *, samples: int = 0, start: int = 0) -> list[int]:
+    """Rollout batch of each of the next ``steps`` updates if the stages run as written.
+
+    Stage ``i`` runs while cumulative samples are below its ``until_samples`` (the last stage, or
+    one without ``until_samples``, runs to the end). ``start`` is the current stage index and
+    ``samples`` the rollouts consumed so far. An online schedule knows only its current stage, so
+    its plan is that stage held to the end (a lower bound on what the run will need).
+    """
+    out: list[int] = []
+    i = min(start, len(stages) - 1)
+    for _ in range(max(steps, 0)):
+        while i < len(stages) - 1 and stages[i].until_samples is not None and samples >= stages[i].until_samples:
+            i += 1
+        out.append(stages[i].batch)
+        samples += stages[i].batch
+    return out
+
+
+# --- batch arithmetic --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BatchUnit:
+    """How a rollout batch maps onto accumulation: ``batch = per_step x accumulation``.
+
+    ``per_step`` is rollouts per micro-step over all ranks (per-device batch x data-parallel world);
+    ``accumulation_multiple`` is what the accumulation count must be a multiple of (TRL: the
+    ``steps_per_generation`` kept fixed while the batch changes).
+    """
+
+    per_step: int
+    accumulation_multiple: int = 1
+
+    @property
+    def multiple(self) -> int:
+        """Every runnable rollout batch is a multiple of this (``BatchConstraints.divisor``)."""
+        return self.per_step * self.accumulation_multiple
+
+    def accumulation(self, batch: int) -> int:
+        """Accumulation steps for ``batch``; ValueError saying which batches are runnable."""
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1 or batch % self.multiple:
+            raise ValueError(
+                f"rollout batch {batch!r} is not runnable here: it must be a positive multiple of "
+                f"{self.multiple} (= {self.per_step} rollouts per micro-step x accumulation multiple "
+                f"{self.accumulation_multiple}); set BatchConstraints(divisor={self.multiple})")
+        return batch // self.per_step
+
+    def batch(self, accumulation: int) -> int:
+        return self.per_step * accumulation
+
+
+@dataclass(frozen=True)
+class EpochFit:
+    """What a host's epoch plan (fixed from the initial accumulation) does with a batch plan.
+
+    ``updates`` is how many of the planned updates run before the data plan ends; ``partial`` how
+    many of those get fewer micro-steps than planned (an epoch ends mid-update);
+    ``micro_needed`` / ``micro_available`` the micro-steps the plan needs and the run offers.
+    """
+
+    planned: int
+    updates: int
+    partial: int
+    micro_needed: int
+    micro_available: int
+
+    @property
+    def fits(self) -> bool:
+        return self.updates >= self.planned and self.partial == 0
+
+
+def epoch_fit(accumulations: Sequence[int], *, micro_per_epoch: int, initial_accumulation: int,
+              epochs: int) -> EpochFit:
+    """Replay the HF-Trainer epoch loop with a changing accumulation count.
+
+    The Trainer fixes updates per epoch as ``ceil(micro_per_epoch / initial_accumulation)`` and
+    takes the current accumulation count of micro-steps for each update until the epoch's data
+    runs out: a larger accumulation later ends each epoch early (fewer updates than planned; the
+    run stops short of ``max_steps``) and an epoch length that is not a multiple of it cuts the
+    last update of the epoch short.
+    """
+    per_epoch = max(-(-micro_per_epoch // initial_accumulation), 1)
+    done = partial = 0
+    for _ in range(max(epochs, 0)):
+        pos = 0
+        for _ in range(per_epoch):
+            if done >= len(accumulations) or pos >= micro_per_epoch:
+                break
+            take = min(accumulations[done], micro_per_epoch - pos)
+            partial += take < accumulations[done]
+            pos += take
+            done += 1
+        if done >= len(accumulations):
+            break
+    return EpochFit(planned=len(accumulations), updates=done, partial=partial,
+                    micro_needed=int(sum(accumulations)), micro_available=micro_per_epoch * max(epochs, 0))
+
+
+# --- learning rate ------------------------------------------------------------------------------
+def scale_base_lr(optimizer: Any, lr_scheduler: Any, lr: float) -> list[float]:
+    """Make ``lr`` the base LR of a torch optimizer + ``lr_scheduler`` pair, effective next step.
+
+    Setting only the optimizer's ``param_groups`` is undone at the next ``lr_scheduler.step()``,
+    and setting only ``base_lrs`` waits a step and leaves the logged last LR stale, so all three
+    change together: ``base_lrs`` (first group set to ``lr``, others keep their ratio to it), each
+    group's current ``lr`` (keeping the scheduler's present warm-up/decay multiplier) and the
+    scheduler's last-LR values. Returns the new per-group LRs. Wrappers exposing ``.scheduler`` /
+    ``.optimizer`` (accelerate) are unwrapped.
+    """
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr >= 0):
+        raise ValueError(f"learning rate must be a finite non-negative number, got {lr!r}")
+    sched = getattr(lr_scheduler, "scheduler", lr_scheduler)
+    opt = getattr(optimizer, "optimizer", optimizer)
+    groups = opt.param_groups
+    old = list(getattr(sched, "base_lrs", None) or [g.get("initial_lr", g["lr"]) for g in groups])
+    ratio = lr / old[0] if old[0] else None
+    new_base = [lr if ratio is None else b * ratio for b in old]
+    for g, b_old, b_new in zip(groups, old, new_base):
+        mult = g["lr"] / b_old if b_old else 1.0
+        g["lr"] = b_new * mult
+        if "initial_lr" in g:
+            g["initial_lr"] = b_new
+    if sched is not None and hasattr(sched, "base_lrs"):
+        sched.base_lrs = new_base
+        sched._last_lr = [g["lr"] for g in groups]
+    return [g["lr"] for g in groups]
