@@ -1,20 +1,44 @@
 """Ingestion: framework metric names -> :class:`~rlvr_schedule.records.StepRecord`, logs -> :class:`Run`.
 
-``aliases`` maps TRL / verl / OpenRLHF names onto canonical fields; :func:`canonicalize` turns one
-metrics dict into a record (adapters, online). Readers for JSONL, CSV and TensorBoard files and the
-in-memory :class:`RecordStream` validate order and derive samples/batch; :class:`JsonlWriter` appends.
-Needs numpy alone; tensorboard is imported only when reading event files.
+:mod:`.aliases` maps TRL / verl / OpenRLHF names onto canonical fields; :func:`canonicalize` turns
+one metrics dict into a record (adapters, online). Readers for JSONL, CSV and TensorBoard logs and
+the in-memory :class:`RecordStream` share one set of checks (order, samples/batch derivation,
+non-finite values, missing reward); :class:`JsonlWriter` appends. Needs numpy alone; tensorboard
+is imported only when reading event files.
 """
 
-from rlvr_schedule.ingest.aliases import ALIASES, FIELD_ALIASES, AliasTable, collect_aliases, merge_aliases
+from rlvr_schedule.ingest.aliases import (
+    ALIASES,
+    FIELD_ALIASES,
+    AliasTable,
+    collect_aliases,
+    default_aliases,
+    merge_aliases,
+)
 from rlvr_schedule.ingest.canonical import canonicalize, map_metrics
+from rlvr_schedule.ingest.csv_log import read_csv
+from rlvr_schedule.ingest.jsonl import read_jsonl
+from rlvr_schedule.ingest.load import find_runs, load_run, load_runs
+from rlvr_schedule.ingest.stream import RecordStream
+from rlvr_schedule.ingest.tb import read_tensorboard
+from rlvr_schedule.ingest.writer import JsonlWriter, write_jsonl
 
 __all__ = [
     "ALIASES",
     "FIELD_ALIASES",
     "AliasTable",
-    "collect_aliases",
-    "merge_aliases",
+    "JsonlWriter",
+    "RecordStream",
     "canonicalize",
+    "collect_aliases",
+    "default_aliases",
+    "find_runs",
+    "load_run",
+    "load_runs",
     "map_metrics",
+    "merge_aliases",
+    "read_csv",
+    "read_jsonl",
+    "read_tensorboard",
+    "write_jsonl",
 ]

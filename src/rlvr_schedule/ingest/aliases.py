@@ -20,7 +20,7 @@ import functools
 import logging
 from dataclasses import fields
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.records import StepRecord
@@ -33,6 +33,7 @@ __all__ = [
     "FIELD_ALIASES",
     "ALIASES",
     "KNOWN_EXTRA",
+    "STRIP_PREFIXES",
     "TRAIN_PREFIX",
     "AliasTable",
     "merge_aliases",
@@ -47,6 +48,10 @@ CANONICAL_FIELDS: frozenset[str] = frozenset(f.name for f in fields(StepRecord) 
 
 #: Prefix loggers put before trainer metrics (HF Trainer's TensorBoard writer: ``train/reward``).
 TRAIN_PREFIX = "train/"
+
+#: Prefixes stripped when a name is not known as written, one rank below the bare name:
+#: ``train/`` (HF Trainer loggers) and ``rlvr/`` (this library's TensorBoard sink).
+STRIP_PREFIXES: tuple[str, ...] = (TRAIN_PREFIX, "rlvr/")
 
 #: canonical field -> logged names, highest priority first (the canonical name itself leads).
 FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
@@ -139,6 +144,8 @@ KNOWN_EXTRA: frozenset[str] = frozenset({
     "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
     "step_time", "epoch", "total_flos", "train_runtime", "train_samples_per_second",
     "train_steps_per_second", "train_loss", "rewards/",
+    # this library's sinks (decision lines, rlvr/decision/* scalars); W&B exports
+    "kind", "decision/", "stage", "_runtime", "_timestamp",
     # verl
     "critic/score/max", "critic/score/min", "critic/rewards/max", "critic/rewards/min",
     "critic/advantages/mean", "critic/advantages/max", "critic/advantages/min",
@@ -148,16 +155,16 @@ KNOWN_EXTRA: frozenset[str] = frozenset({
     "actor/pg_loss", "actor/kl_coef", "actor/pg_clipfrac_lower", "timing_s/", "timing_per_token_ms/",
     "perf/", "training/epoch", "val-core/", "val-aux/",
     # OpenRLHF
-    "policy_loss", "rollout/", "timing/", "dynamic_filtering_pass_rate", "kl_coef", "actor_loss", "critic_loss",
-    "values", "return", "advantages", "response_clip_ratio", "total_length",
+    "policy_loss", "rollout/", "timing/", "dynamic_filtering_pass_rate", "kl_coef", "actor_loss",
+    "critic_loss", "values", "return", "advantages", "response_clip_ratio", "total_length",
 })
 
 
 class AliasTable(Mapping[str, str]):
     """A read-only ``{logged_name: field}`` mapping that also knows each name's priority.
 
-    Lookup accepts the ``train/`` prefixed form of every name. ``rank(name)`` orders names of
-    one field: lower wins.
+    :meth:`resolve` also accepts every name behind a :data:`STRIP_PREFIXES` prefix
+    (``train/reward``) and returns the name's rank: among names of one field, lower wins.
     """
 
     __slots__ = ("_map", "_rank")
@@ -184,13 +191,14 @@ class AliasTable(Mapping[str, str]):
         return len(self._map)
 
     def resolve(self, name: str) -> tuple[str, float] | None:
-        """``(field, rank)`` for a logged name (bare or ``train/``-prefixed), or None if unknown."""
+        """``(field, rank)`` of a logged name, bare or behind a :data:`STRIP_PREFIXES` prefix (or None)."""
         if name in self._map:
             return self._map[name], float(self._rank[name])
-        if name.startswith(TRAIN_PREFIX):
-            bare = name[len(TRAIN_PREFIX):]
-            if bare in self._map:
-                return self._map[bare], self._rank[bare] + 0.5
+        for prefix in STRIP_PREFIXES:
+            if name.startswith(prefix):
+                bare = name[len(prefix):]
+                if bare in self._map:
+                    return self._map[bare], self._rank[bare] + 0.5
         return None
 
     def __repr__(self) -> str:
@@ -199,8 +207,8 @@ class AliasTable(Mapping[str, str]):
 
 def is_known_extra(name: str) -> bool:
     """True for framework names that have no canonical field but are expected (no warning)."""
-    if name.startswith(TRAIN_PREFIX):
-        name = name[len(TRAIN_PREFIX):]
+    for prefix in STRIP_PREFIXES:
+        name = name.removeprefix(prefix)
     if name in KNOWN_EXTRA:
         return True
     return any(p.endswith("/") and name.startswith(p) for p in KNOWN_EXTRA)

@@ -10,14 +10,15 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from rlvr_schedule.errors import IngestError, IngestWarning
 from rlvr_schedule.ingest.aliases import as_table, is_known_extra
 from rlvr_schedule.records import METRIC_FIELDS, StepRecord
 
-__all__ = ["MappedMetrics", "map_metrics", "canonicalize", "to_number", "INT_FIELDS"]
+__all__ = ["INT_FIELDS", "MappedMetrics", "canonicalize", "map_metrics", "to_number"]
 
 #: Fields stored as integers; a non-finite or fractional value there is an error, not a warning.
 INT_FIELDS: tuple[str, ...] = ("step", "samples", "batch", "micro_batch")
@@ -119,7 +120,8 @@ def _as_int(value: float, fld: str, *, source: str | None, line: int | None, min
     if not math.isfinite(value) or value != int(value):
         raise IngestError(f"{fld} must be a whole number, got {value!r}", source=source, line=line, field=fld)
     if value < minimum:
-        raise IngestError(f"{fld} must be >= {minimum}, got {int(value)}", source=source, line=line, field=fld)
+        raise IngestError(f"{fld} must be >= {minimum}, got {int(value)}",
+                          source=source, line=line, field=fld)
     return int(value)
 
 

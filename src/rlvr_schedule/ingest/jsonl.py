@@ -1,0 +1,61 @@
+"""JSON-lines logs: one object per line (this library's writers, framework dumps, W&B exports).
+
+A run killed mid-write leaves a truncated last line: it is skipped with an :class:`IngestWarning`.
+A bad line anywhere else means the file is damaged: :class:`IngestError` with its line number.
+Lines with a string ``"kind"`` other than ``"record"`` (the JSONL sink's decisions) are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from rlvr_schedule.errors import IngestError, IngestWarning
+from rlvr_schedule.ingest.stream import RecordStream
+from rlvr_schedule.records import Run
+
+__all__ = ["read_jsonl", "iter_jsonl_rows"]
+
+
+def iter_jsonl_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each record line of a JSONL file (1-based line numbers)."""
+    source = str(path)
+    pending: tuple[int, str] | None = None  # an unparsable line: fatal unless it is the last one
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for lineno, text in enumerate(fh, start=1):
+                if not text.strip():
+                    continue
+                if pending is not None:
+                    bad_line, err = pending
+                    raise IngestError(f"not valid JSON ({err})", source=source, line=bad_line)
+                try:
+                    obj = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    pending = (lineno, exc.msg)
+                    continue
+                if not isinstance(obj, dict):
+                    raise IngestError(f"expected a JSON object, got {type(obj).__name__}",
+                                      source=source, line=lineno)
+                kind = obj.get("kind")
+                if isinstance(kind, str) and kind != "record":
+                    continue
+                yield lineno, obj
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source) from exc
+    if pending is not None:
+        warnings.warn(f"{source}:{pending[0]}: truncated last line skipped ({pending[1]}; "
+                      "a run killed mid-write?)", IngestWarning, stacklevel=3)
+
+
+def read_jsonl(path: str | os.PathLike[str], *, name: str | None = None,
+               aliases: Mapping[str, str] | None = None) -> Run:
+    """Read a JSONL log into a validated :class:`Run` (framework names mapped by ``aliases``)."""
+    stream = RecordStream(name=name or Path(path).stem, source=str(path), aliases=aliases)
+    for lineno, obj in iter_jsonl_rows(path):
+        stream.append(obj, line=lineno)
+    return stream.to_run()
