@@ -18,8 +18,17 @@ from rlvr_schedule.clocks.failure import (
     expected_zero_std_fraction,
 )
 from rlvr_schedule.clocks.online import GradientNoiseScale, OnlineProgress, two_batch_estimate
+from rlvr_schedule.clocks.progress import CriticalBatchFit, ProgressClock, default_target, reward_curve
+from rlvr_schedule.clocks.sweep import RunFit, SweepFit, fit_sweep
 
 __all__ = [
+    "ProgressClock",
+    "CriticalBatchFit",
+    "default_target",
+    "reward_curve",
+    "fit_sweep",
+    "SweepFit",
+    "RunFit",
     "Alarm",
     "Detector",
     "EntropyCollapse",

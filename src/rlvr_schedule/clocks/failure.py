@@ -193,33 +193,55 @@ class EntropyCollapse(Detector):
 
 class RewardCrash(Detector):
     """Smoothed reward (EMA over ~``span`` records) dropped from its running best by more than
-    ``drop`` x (best - initial) and at least ``min_drop``."""
+    ``drop`` x (best - initial), at least ``min_drop``, and at least ``noise_z`` standard
+    deviations of the EMA itself (the per-record noise is tracked from first differences, so a
+    noisy small-batch run does not alarm on the wiggles of its running best). It arms only once
+    the best rose ``min_drop`` above the initial level: a run that never progressed (e.g. a batch
+    past the zero-progress batch) has no progress to lose."""
 
     name = "reward_crash"
 
     def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 20, warmup: int = 10,
-                 patience: int = 5) -> None:
+                 patience: int = 5, noise_z: float = 6.0) -> None:
         super().__init__(patience)
         if not 0 < drop <= 1:
             raise ValueError(f"drop must be in (0, 1], got {drop}")
         self.drop, self.min_drop, self.span, self.warmup = drop, min_drop, int(span), int(warmup)
+        self.noise_z = float(noise_z)
         self._alpha = 2.0 / (self.span + 1)
         self.ema = math.nan
         self.initial = math.nan
         self.best = -math.inf
+        self._last = math.nan
+        self._absdiff = math.nan  # slow EMA of |r_t - r_{t-1}|
         self._n = 0
+
+    @property
+    def ema_sd(self) -> float:
+        """Standard deviation of the EMA from reward noise alone."""
+        if not finite(self._absdiff):
+            return 0.0
+        sd = self._absdiff * math.sqrt(math.pi) / 2  # E|diff| = 2 sd / sqrt(pi) for Gaussian noise
+        return sd * math.sqrt(self._alpha / (2 - self._alpha))
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         r = record.reward_mean
         if not finite(r):
             return None, math.nan
+        r = float(r)
         self._n += 1
-        self.ema = float(r) if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
+        if finite(self._last):
+            d = abs(r - self._last)
+            self._absdiff = d if not finite(self._absdiff) else self._absdiff + 0.01 * (d - self._absdiff)
+        self._last = r
+        self.ema = r if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
         if self._n <= self.warmup:
             self.initial = self.ema
             return False, self.ema
         self.best = max(self.best, self.ema)
-        margin = max(self.min_drop, self.drop * (self.best - self.initial))
+        if self.best - self.initial < self.min_drop:
+            return False, self.ema
+        margin = max(self.min_drop, self.drop * (self.best - self.initial), self.noise_z * self.ema_sd)
         return self.ema < self.best - margin, self.ema
 
     def _describe(self, value: float) -> str:
@@ -227,28 +249,46 @@ class RewardCrash(Detector):
 
     def _extra_state(self) -> dict[str, Any]:
         return {"ema": self.ema, "initial": self.initial, "best": self.best if finite(self.best) else None,
-                "n": self._n}
+                "last": self._last, "absdiff": self._absdiff, "n": self._n}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self.ema, self.initial = float(state["ema"]), float(state["initial"])
         self.best = -math.inf if state["best"] is None else float(state["best"])
+        self._last, self._absdiff = float(state["last"]), float(state["absdiff"])
         self._n = int(state["n"])
 
 
 class _RobustSpike(Detector):
     """Robust z-score of log(value) against the median/MAD of the last ``window`` non-alarming
-    values; spikes are kept out of the window so a sustained blow-up keeps alarming."""
+    values; spikes are kept out of the window so a sustained blow-up keeps alarming. The median
+    and MAD are refreshed every ``refresh`` values (a slow baseline; keeps a record O(1))."""
 
     field = "grad_norm"
 
     def __init__(self, z: float = 6.0, window: int = 100, warmup: int = 20, patience: int = 2,
-                 max_value: float | None = None) -> None:
+                 max_value: float | None = None, refresh: int = 10) -> None:
         super().__init__(patience)
         if window < warmup or warmup < 3:
             raise ValueError(f"need 3 <= warmup <= window, got warmup={warmup}, window={window}")
+        if refresh < 1:
+            raise ValueError(f"refresh must be >= 1, got {refresh}")
         self.z, self.window, self.warmup, self.max_value = float(z), int(window), int(warmup), max_value
+        self.refresh = int(refresh)
         self._hist: deque[float] = deque(maxlen=self.window)
+        self._stale = 0
+        self._med = math.nan
+        self._mad = math.nan
         self.last_z = math.nan
+
+    def _baseline(self) -> tuple[float, float]:
+        if self._stale > 0 or not finite(self._med):
+            if self._stale >= self.refresh or not finite(self._med):
+                h = np.fromiter(self._hist, float, len(self._hist))
+                self._med = float(np.median(h))
+                # floor: a flat history must not turn tiny wiggles into spikes
+                self._mad = max(float(np.median(np.abs(h - self._med))) * 1.4826, 1e-3)
+                self._stale = 0
+        return self._med, self._mad
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         v = getattr(record, self.field)
@@ -261,25 +301,27 @@ class _RobustSpike(Detector):
         lv = math.log(max(v, 1e-12))
         hit = False
         if len(self._hist) >= self.warmup:
-            h = np.fromiter(self._hist, float, len(self._hist))
-            med = float(np.median(h))
-            mad = float(np.median(np.abs(h - med))) * 1.4826
-            mad = max(mad, 1e-3)  # a flat history must not turn tiny wiggles into spikes
+            med, mad = self._baseline()
             self.last_z = (lv - med) / mad
             hit = self.last_z > self.z
         if not hit:
             self._hist.append(lv)
+            self._stale += 1
         return hit, v
 
     def _describe(self, value: float) -> str:
         return f"{self.field} {value:.4g} spiked (robust z {self.last_z:.3g} > {self.z:g})"
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"hist": list(self._hist), "last_z": self.last_z if finite(self.last_z) else None}
+        f = lambda x: x if finite(x) else None  # noqa: E731
+        return {"hist": list(self._hist), "last_z": f(self.last_z), "stale": self._stale,
+                "med": f(self._med), "mad": f(self._mad)}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
+        g = lambda x: math.nan if x is None else float(x)  # noqa: E731
         self._hist = deque((float(x) for x in state["hist"]), maxlen=self.window)
-        self.last_z = math.nan if state["last_z"] is None else float(state["last_z"])
+        self.last_z, self._med, self._mad = g(state["last_z"]), g(state["med"]), g(state["mad"])
+        self._stale = int(state["stale"])
 
 
 class GradNormSpike(_RobustSpike):
@@ -328,8 +370,9 @@ class ZeroVarianceGroups(Detector):
 
 def default_detectors() -> list[Detector]:
     """Entropy collapse, reward crash, grad-norm spike and KL blow-up with conservative defaults
-    (zero-variance groups is opt-in: easy problems legitimately saturate)."""
-    return [EntropyCollapse(), RewardCrash(), GradNormSpike(), KLBlowup()]
+    (zero-variance groups is opt-in: easy problems legitimately saturate). The spike detectors
+    wait 50 records: KL and grad norm move fast early in training without anything failing."""
+    return [EntropyCollapse(), RewardCrash(), GradNormSpike(warmup=50), KLBlowup(warmup=50)]
 
 
 class FailureClock:

@@ -1,0 +1,110 @@
+"""``fit_sweep``: both clocks from a batch sweep in one call (what ``rlvr-schedule fit`` prints)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from rlvr_schedule.clocks._stats import finite
+from rlvr_schedule.clocks.failure import Detector, FailureClock, FailureScalingFit
+from rlvr_schedule.clocks.progress import CriticalBatchFit
+from rlvr_schedule.records import Run
+
+__all__ = ["RunFit", "SweepFit", "fit_sweep"]
+
+
+def _clean(v: Any) -> Any:
+    """JSON-ready: NaN/inf -> None, tuples -> lists, recursively."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):  # numpy scalars
+        return _clean(v.item())
+    return v
+
+
+@dataclass
+class RunFit:
+    """One run of the sweep. Sample counts are rollouts; NaN / None where not estimable."""
+
+    name: str
+    batch: int
+    lr: float
+    rate: float  # reward per rollout on the sweep's common scale (see CriticalBatchFit)
+    rate_interval: tuple[float, float]  # of the run's own regression slope
+    samples_to_target: float
+    samples_to_target_interval: tuple[float, float]
+    failure_samples: float | None
+    failure_signal: str | None
+    constant_batch: bool = True
+    reached_target: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return _clean(dict(self.__dict__))
+
+
+@dataclass
+class SweepFit:
+    """Both clocks of a sweep.
+
+    ``critical_batch`` (rollouts per update) at which per-rollout progress halves; ``failure_samples``
+    pooled over the runs that collapsed (geometric mean); ``failure_exponent`` alpha of failure
+    samples ~ B^alpha (0: sample clock); ``target`` the reward the samples-to-target refer to.
+    """
+
+    critical_batch: float
+    critical_batch_interval: tuple[float, float]
+    rate_at_zero: float
+    failure_samples: float
+    failure_samples_interval: tuple[float, float]
+    failure_exponent: float
+    failure_exponent_interval: tuple[float, float]
+    target: float
+    initial_reward: float
+    runs: list[RunFit] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract of ``rlvr-schedule fit --json`` (NaN and inf become null)."""
+        d = {k: v for k, v in self.__dict__.items() if k != "runs"}
+        d["runs"] = [r.to_dict() for r in self.runs]
+        return _clean(d)
+
+
+def fit_sweep(runs: Sequence[Run], target: float | None = None, *, fraction: float = 0.5,
+              detectors: Sequence[Detector] | None = None, level: float = 0.95, n_boot: int = 200,
+              seed: int = 0) -> SweepFit:
+    """Fit both clocks to a sweep of runs.
+
+    ``target=None``: ``fraction`` (default half) of the way from the initial reward (median over
+    the constant-batch runs) to the best pre-failure smoothed reward of any of them, so every run's
+    samples-to-target refers to the same reward. Failure per run: first sustained alarm of
+    ``detectors`` (default :func:`~rlvr_schedule.clocks.failure.default_detectors`). Runs whose
+    batch changed are reported but left out of the critical-batch and failure-scaling fits.
+    """
+    runs = list(runs)
+    if not runs:
+        raise ValueError("fit_sweep needs at least one run")
+    fclocks = [FailureClock(detectors).fit(r) for r in runs]
+    fs = [c.failure_samples_ for c in fclocks]
+    cbf = CriticalBatchFit(target, fraction=fraction, level=level, n_boot=n_boot, seed=seed,
+                           detectors=detectors).fit(runs, failure_samples=fs)
+    const = [i for i, r in enumerate(runs) if r.constant_batch] or list(range(len(runs)))
+    fsf = FailureScalingFit(detectors, level).fit([runs[i] for i in const], [fs[i] for i in const])
+    out = []
+    for r, fc, row, pc in zip(runs, fclocks, cbf.table_, cbf.clocks_):
+        out.append(RunFit(
+            name=r.name, batch=r.batch, lr=r.lr, rate=row["rate"] if finite(row["rate"]) else pc.rate_,
+            rate_interval=pc.rate_interval_, samples_to_target=pc.samples_to_target_,
+            samples_to_target_interval=pc.samples_to_target_interval_,
+            failure_samples=fc.failure_samples_, failure_signal=fc.signal_,
+            constant_batch=r.constant_batch, reached_target=pc.reached_target_))
+    return SweepFit(
+        critical_batch=cbf.critical_batch_, critical_batch_interval=cbf.critical_batch_interval_,
+        rate_at_zero=cbf.rate_at_zero_, failure_samples=fsf.failure_samples_,
+        failure_samples_interval=fsf.failure_samples_interval_, failure_exponent=fsf.alpha_,
+        failure_exponent_interval=fsf.alpha_interval_, target=cbf.target_,
+        initial_reward=cbf.initial_reward_, runs=out)
