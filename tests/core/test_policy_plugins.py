@@ -9,7 +9,8 @@ from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
 from rlvr_schedule.records import StepRecord
 
 # hysteresis 1 and an absolute threshold: the first record with entropy <= 0.5 triggers a switch
-CFG = dict(initial_batch=8, hysteresis=1, failure_threshold=0.5, forecast_half_life=2, max_stages=3)
+CFG = dict(initial_batch=8, hysteresis=1, failure_threshold=0.5, forecast_window=3, max_stages=3,
+           min_stage_steps=0, detectors=())
 
 
 def records(n=12, drop_at=6):

@@ -84,7 +84,8 @@ def test_no_failure_in_sight_means_no_switch():
 
 
 def test_hysteresis_needs_consecutive_triggers():
-    cfg = PolicyConfig(initial_batch=8, hysteresis=4, failure_threshold=0.5, forecast_half_life=2)
+    cfg = PolicyConfig(initial_batch=8, hysteresis=4, failure_threshold=0.5, forecast_window=3,
+                       min_stage_steps=0)
     s = TwoClockScheduler(cfg)
     # entropy at the threshold on alternate records: never 4 in a row, so no switch
     for i in range(60):

@@ -16,10 +16,18 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from rlvr_schedule.clocks import (
+    EntropyCollapse,
+    FailureForecast,
+    GradientNoiseScale,
+    GradNormSpike,
+    KLBlowup,
+    RewardCrash,
+    ZeroVarianceGroups,
+)
 from rlvr_schedule.errors import ConfigError
-from rlvr_schedule.theory.scaling import RULES, lr_for_batch
-from rlvr_schedule.policy._online import FALLING_SIGNALS, RISING_SIGNALS, NoiseScale, TrendForecast
 from rlvr_schedule.policy.constraints import BatchConstraints
+from rlvr_schedule.theory.scaling import RULES, lr_for_batch
 from rlvr_schedule.records import Decision, Stage, StepRecord
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,7 +38,10 @@ __all__ = ["PolicyConfig", "TwoClockScheduler"]
 log = logging.getLogger("rlvr_schedule.policy")
 
 _STATE_KIND = "two_clock"
-SIGNALS = tuple(sorted(FALLING_SIGNALS | RISING_SIGNALS))
+#: Signals the failure forecast can follow (entropy and reward fall towards collapse, the others rise).
+SIGNALS = ("entropy", "reward_mean", "kl", "grad_norm", "clip_frac", "frac_zero_std")
+#: Built-in failure detectors (``rlvr_schedule.clocks``) that ``detectors`` may name.
+DETECTORS = {c.name: c for c in (EntropyCollapse, RewardCrash, GradNormSpike, KLBlowup, ZeroVarianceGroups)}
 
 
 @dataclass
@@ -45,11 +56,15 @@ class PolicyConfig:
     growth: batch factor per switch. margin, horizon_steps: switch when the forecast samples to
         failure fall below ``margin`` x ``horizon_steps`` x the next batch (the next stage must get
         that many updates in before failure). hysteresis: the trigger must hold for this many
-        consecutive records. min_samples_between: rollouts between two switches.
+        consecutive records. min_samples_between, min_stage_steps: rollouts and updates a stage
+        runs before the next switch (the forecast needs fresh records at the new batch).
     max_stages: stages in all, the initial one included (so at most max_stages - 1 switches).
-    failure_signal, failure_threshold, failure_fraction: the forecast signal and its collapse
-        level (absolute, else a fraction of its early level; rising signals use 1/fraction).
-    switch_on_alarm: a plugin detector's alarm counts as a trigger too.
+    failure_signal, failure_threshold, failure_fraction, forecast_window: the forecast
+        (:class:`rlvr_schedule.clocks.FailureForecast`) follows this signal to its collapse level:
+        ``failure_threshold`` if given, else ``failure_fraction`` x its early level (default 0.1
+        for falling signals such as entropy, 10 for rising ones such as kl).
+    detectors: built-in :mod:`rlvr_schedule.clocks` detectors to run (by name); with
+        ``switch_on_alarm`` their alarms, and those of plugin detectors, are triggers too.
     """
 
     initial_batch: int | str = "auto"
@@ -64,19 +79,35 @@ class PolicyConfig:
     max_stages: int = 4
     failure_signal: str = "entropy"
     failure_threshold: float | None = None
-    failure_fraction: float = 0.5
-    forecast_half_life: float = 20.0
+    failure_fraction: float | None = None
+    forecast_window: int = 200
+    min_stage_steps: int = 10
+    detectors: tuple[str, ...] = ("entropy_collapse", "reward_crash")
     critical_batch: float | None = None
     critical_fraction: float = 0.5
     fallback_batch: int | None = None
-    auto_records: int = 10
+    auto_records: int = 100
     switch_on_alarm: bool = True
     constraints: BatchConstraints = field(default_factory=BatchConstraints)
 
     def __post_init__(self) -> None:
         if isinstance(self.constraints, Mapping):
             self.constraints = BatchConstraints.from_dict(self.constraints)
+        if isinstance(self.detectors, list):
+            self.detectors = tuple(self.detectors)
         self.validate()
+
+    @property
+    def falling(self) -> bool:
+        """Whether the failure signal falls towards collapse (entropy, reward)."""
+        return self.failure_signal in ("entropy", "reward_mean")
+
+    @property
+    def fraction(self) -> float:
+        """The collapse level as a fraction of the signal's early level."""
+        if self.failure_fraction is not None:
+            return self.failure_fraction
+        return 0.1 if self.falling else 10.0
 
     def validate(self, *, source: str | None = None) -> None:
         """ConfigError naming the first invalid field."""
@@ -120,10 +151,17 @@ class PolicyConfig:
                 isinstance(self.failure_threshold, bool) or not isinstance(self.failure_threshold, (int, float))
                 or not math.isfinite(self.failure_threshold)):
             raise bad("failure_threshold", f"must be a finite number or null, got {self.failure_threshold!r}")
-        pos_num("failure_fraction", self.failure_fraction)
-        if not self.failure_fraction < 1:
-            raise bad("failure_fraction", f"must be in (0, 1), got {self.failure_fraction!r}")
-        pos_num("forecast_half_life", self.forecast_half_life)
+        pos_num("failure_fraction", self.failure_fraction, optional=True)
+        if self.failure_fraction is not None and (self.failure_fraction < 1) != self.falling:
+            raise bad("failure_fraction", f"must be {'below' if self.falling else 'above'} 1 for "
+                      f"{self.failure_signal} (it {'falls' if self.falling else 'rises'} towards collapse), "
+                      f"got {self.failure_fraction!r}")
+        pos_int("forecast_window", self.forecast_window)
+        if self.forecast_window < 3:
+            raise bad("forecast_window", f"must be at least 3 records, got {self.forecast_window!r}")
+        pos_int("min_stage_steps", self.min_stage_steps, zero=True)
+        if not isinstance(self.detectors, (tuple, list)) or any(d not in DETECTORS for d in self.detectors):
+            raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {self.detectors!r}")
         pos_num("critical_batch", self.critical_batch, optional=True)
         pos_num("critical_fraction", self.critical_fraction)
         pos_int("fallback_batch", self.fallback_batch, optional=True)
@@ -136,6 +174,7 @@ class PolicyConfig:
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["constraints"] = self.constraints.to_dict()
+        d["detectors"] = list(self.detectors)
         return d
 
     @classmethod
@@ -171,10 +210,14 @@ class TwoClockScheduler:
         self.config = cfg = config if config is not None else PolicyConfig()
         cfg.validate()
         self.plugins = plugins
-        self.forecast = TrendForecast(cfg.failure_signal, threshold=cfg.failure_threshold,
-                                      fraction=cfg.failure_fraction, half_life=cfg.forecast_half_life)
-        self.noise = NoiseScale()
-        self.detectors: list[Any] = self._plugin_detectors()
+        win = cfg.forecast_window
+        self.forecast = FailureForecast(cfg.failure_signal, threshold=cfg.failure_threshold,
+                                        fraction=cfg.fraction, window=win, min_points=min(20, win),
+                                        warmup=min(10, win))
+        self.noise = GradientNoiseScale()
+        self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
+        self._n_builtin = len(self.detectors)
+        self.detectors += self._plugin_detectors()
         c = cfg.constraints
         self._auto_pending = cfg.initial_batch == "auto" and cfg.critical_batch is None
         if cfg.initial_batch != "auto":
@@ -191,6 +234,7 @@ class TwoClockScheduler:
         self._streak = 0
         self._records = 0
         self._last_switch = 0
+        self._last_switch_step = 0
 
     # --- BatchSchedule -------------------------------------------------------------------------
     @property
@@ -270,6 +314,8 @@ class TwoClockScheduler:
             return None, f"held: batch at its maximum ({trigger})"
         if record.samples - self._last_switch < cfg.min_samples_between:
             return None, f"held: min_samples_between {cfg.min_samples_between} ({trigger})"
+        if self._records - self._last_switch_step < cfg.min_stage_steps:
+            return None, f"held: min_stage_steps {cfg.min_stage_steps} ({trigger})"
         return nxt, trigger
 
     def _next_batch(self, batch: int) -> int | None:
@@ -286,8 +332,8 @@ class TwoClockScheduler:
         self._stages.append(Stage(batch=d.batch, lr=d.lr, reason=d.reason, start_samples=d.samples))
         self._streak = 0
         self._last_switch = d.samples
+        self._last_switch_step = self._records
         self._auto_pending = False
-        self.forecast.reset_trend()
 
     @staticmethod
     def _decision(record: StepRecord, cur: Stage, index: int, switched: bool, reason: str) -> Decision:
@@ -304,9 +350,14 @@ class TwoClockScheduler:
         return out
 
     def _run_detectors(self, record: StepRecord) -> str | None:
-        """Update every plugin detector; the first alarm as a reason string (None: no alarm)."""
+        """Update every detector; the first alarm as a reason string (None: no alarm)."""
         alarm = None
-        for det in self.detectors:
+        for i, det in enumerate(self.detectors):
+            if i < self._n_builtin:
+                a = det.update(record)
+                if a is not None and alarm is None:
+                    alarm = f"alarm {a.name}: {a.message}"
+                continue
             try:
                 a = det.update(record)
             except Exception as exc:
@@ -328,14 +379,15 @@ class TwoClockScheduler:
         dets = {}
         for i, det in enumerate(self.detectors):
             if hasattr(det, "state_dict"):
-                dets[f"{i}:{getattr(det, 'name', type(det).__name__)}"] = det.state_dict()
+                dets[f"{i}:{getattr(det, 'name', type(det).__name__)}"] = _to_json(det.state_dict())
         return {
             "kind": _STATE_KIND, "version": 1,
             "stages": [s.to_dict() for s in self._stages],
             "base_batch": self.base_batch,
             "streak": self._streak, "records": self._records, "last_switch": self._last_switch,
+            "last_switch_step": self._last_switch_step,
             "auto_pending": self._auto_pending,
-            "forecast": self.forecast.state_dict(), "noise": self.noise.state_dict(),
+            "forecast": _to_json(self.forecast.state_dict()), "noise": _to_json(self.noise.state_dict()),
             "detectors": dets,
         }
 
@@ -350,15 +402,40 @@ class TwoClockScheduler:
         self._streak = int(state["streak"])
         self._records = int(state["records"])
         self._last_switch = int(state["last_switch"])
+        self._last_switch_step = int(state["last_switch_step"])
         self._auto_pending = bool(state["auto_pending"])
-        self.forecast.load_state_dict(state["forecast"])
-        self.noise.load_state_dict(state["noise"])
+        self.forecast.load_state_dict(_from_json(state["forecast"]))
+        self.noise.load_state_dict(_from_json(state["noise"]))
         saved = state.get("detectors", {})
         for i, det in enumerate(self.detectors):
             key = f"{i}:{getattr(det, 'name', type(det).__name__)}"
             if key in saved and hasattr(det, "load_state_dict"):
-                det.load_state_dict(saved[key])
+                det.load_state_dict(_from_json(saved[key]))
 
     def __repr__(self) -> str:
         cur = self.current
         return f"TwoClockScheduler(stage={len(self._stages) - 1}, batch={cur.batch}, lr={cur.lr:g})"
+
+
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _to_json(x: Any) -> Any:
+    """Non-finite floats as the strings "NaN"/"Infinity": strict JSON (checkpoints), exact round trip."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")
+    if isinstance(x, Mapping):
+        return {k: _to_json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_to_json(v) for v in x]
+    return x
+
+
+def _from_json(x: Any) -> Any:
+    if isinstance(x, str) and x in _NONFINITE:
+        return _NONFINITE[x]
+    if isinstance(x, Mapping):
+        return {k: _from_json(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_from_json(v) for v in x]
+    return x
