@@ -90,7 +90,8 @@ def map_metrics(metrics: Mapping[str, Any], aliases: Mapping[str, str] | None = 
         if value is None:
             if hit is not None and raw is not None and not (isinstance(raw, str) and not raw.strip()):
                 raise IngestError(f"value {raw!r} is not a number", source=source, line=line, field=name)
-            if hit is None and raw is not None and not (isinstance(raw, str) and not raw.strip()):
+            if hit is None and raw is not None and not (isinstance(raw, str) and not raw.strip()) \
+                    and not is_known_extra(name):
                 out.non_numeric.append(name)
             continue
         if not math.isfinite(value):
