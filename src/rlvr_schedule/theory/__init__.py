@@ -3,6 +3,36 @@
 numpy only. The formulas are those of the project's THEORY notes (sections 1-3).
 """
 
+from rlvr_schedule.theory import mccandlish
+from rlvr_schedule.theory.mccandlish import (
+    b_noise,
+    b_simple,
+    eps_max,
+    eps_opt,
+    gradient_noise_from_two_batches,
+    progress_opt,
+    sgd_expected_decrease,
+    steps_for_samples,
+)
+from rlvr_schedule.theory.quadratic import LocalQuadratic
 from rlvr_schedule.theory.scaling import RULES, AdamHparams, adam_hparams_for_batch, lr_for_batch
+from rlvr_schedule.theory.simulator import NoisyQuadratic, StepEstimate
 
-__all__ = ["RULES", "AdamHparams", "adam_hparams_for_batch", "lr_for_batch"]
+__all__ = [
+    "RULES",
+    "AdamHparams",
+    "adam_hparams_for_batch",
+    "lr_for_batch",
+    "LocalQuadratic",
+    "NoisyQuadratic",
+    "StepEstimate",
+    "mccandlish",
+    "b_noise",
+    "b_simple",
+    "eps_max",
+    "eps_opt",
+    "progress_opt",
+    "sgd_expected_decrease",
+    "steps_for_samples",
+    "gradient_noise_from_two_batches",
+]
