@@ -1,0 +1,132 @@
+"""Run configuration and presets (the embedded tiny default and Qwen2.5-Math-1.5B).
+
+All sample counts are rollouts (prompts x group size); ``batch`` is rollouts per optimizer
+update. The LR at any batch follows the core's rule:
+``lr_for_batch(batch, base_batch, base_lr, rule=lr_rule)`` (square root for Adam).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from rlvr_schedule.errors import ConfigError
+
+from rlvr_trainer.grpo import LOSS_TYPES
+
+__all__ = ["TrainConfig", "PRESETS", "preset", "QWEN25_MATH_15B"]
+
+
+@dataclass
+class TrainConfig:
+    """Everything one GRPO run needs; JSON-able (stored in checkpoints)."""
+
+    model: str | None = None  # HF directory; None = the embedded tiny model
+    task: str = "arithmetic"  # "arithmetic" or a local .jsonl/.parquet of GSM8K/MATH records
+    task_max_level: int | None = None  # arithmetic only: 0 = one-digit sums (an easy task)
+    group_size: int = 8
+    batch: int = 32  # rollouts per update at the start
+    base_batch: int = 32
+    base_lr: float = 2e-4
+    lr_rule: str = "sqrt"
+    max_samples: int = 2048
+    micro_batch: int = 32  # rollouts per forward/backward (memory); the first one feeds grad_norm_micro
+    ppo_epochs: int = 1
+    max_tokens: int = 12  # completion tokens
+    max_model_len: int = 64
+    temperature: float = 1.0
+    loss_type: str = "token_mean"
+    scale_rewards: bool = True  # divide advantages by the group std (False: Dr. GRPO)
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    beta: float = 0.0  # KL-to-reference coefficient
+    track_kl: bool = True  # log KL to the initial policy even when beta = 0
+    max_grad_norm: float = 1.0
+    weight_decay: float = 0.0
+    adam_betas: tuple[float, float] = (0.9, 0.99)
+    rollout: str = "vllm"  # "vllm" or "hf"
+    dtype: str = "float32"
+    seed: int = 0
+    checkpoint_every: int = 0  # updates between checkpoints (0: only at the end)
+    min_batch: int | None = None
+    max_batch: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.adam_betas = tuple(self.adam_betas)  # JSON gives lists
+        self.validate()
+
+    def validate(self) -> None:
+        """ConfigError naming the first invalid field."""
+        def need(cond: bool, name: str, msg: str) -> None:
+            if not cond:
+                raise ConfigError(f"{msg}, got {getattr(self, name)!r}", field=name)
+
+        for name in ("group_size", "batch", "base_batch", "max_samples", "micro_batch", "ppo_epochs",
+                     "max_tokens", "max_model_len"):
+            v = getattr(self, name)
+            need(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, "must be a positive integer")
+        need(self.batch % self.group_size == 0, "batch", f"must be a multiple of group_size={self.group_size}")
+        need(self.group_size >= 2, "group_size", "must be >= 2 (advantages are relative to the group)")
+        need(self.base_lr > 0, "base_lr", "must be positive")
+        need(self.lr_rule in ("sqrt", "linear", "constant"), "lr_rule", "must be sqrt, linear or constant")
+        need(self.loss_type in LOSS_TYPES, "loss_type", f"must be one of {LOSS_TYPES}")
+        need(self.rollout in ("vllm", "hf"), "rollout", "must be 'vllm' or 'hf'")
+        need(0 <= self.clip_low < 1, "clip_low", "must be in [0, 1)")
+        need(self.clip_high >= 0, "clip_high", "must be >= 0")
+        need(self.beta >= 0, "beta", "must be >= 0")
+        need(self.temperature >= 0, "temperature", "must be >= 0")
+        need(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["adam_betas"] = list(self.adam_betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> "TrainConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        for k in d:
+            if k not in names:
+                raise ConfigError(f"unknown key (allowed: {', '.join(sorted(names))})", source=source, field=k)
+        return cls(**dict(d))
+
+    def replace(self, **kw: Any) -> "TrainConfig":
+        return dataclasses.replace(self, **kw)
+
+    def json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
+#: Qwen2.5-Math-1.5B's architecture (from its config.json), used by ``--dry-run`` when the
+#: weights are not on this machine.
+QWEN25_MATH_15B: dict[str, Any] = {
+    "architectures": ["Qwen2ForCausalLM"], "hidden_size": 1536, "intermediate_size": 8960,
+    "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2, "vocab_size": 151936,
+    "max_position_embeddings": 4096, "tie_word_embeddings": True, "rope_theta": 10000.0,
+    "rms_norm_eps": 1e-6, "torch_dtype": "bfloat16",
+}
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # the embedded default: runs on 2 CPU cores
+    "tiny": {},
+    # paper-like settings for a real GPU run; weights from a local path or the HF cache
+    "qwen2.5-math-1.5b": {
+        "model": "Qwen/Qwen2.5-Math-1.5B", "task": "gsm8k.jsonl", "group_size": 8, "batch": 128,
+        "base_batch": 128, "base_lr": 1e-6, "lr_rule": "sqrt", "max_samples": 200_000, "micro_batch": 8,
+        "max_tokens": 1024, "max_model_len": 1536, "loss_type": "dr_grpo", "scale_rewards": False,
+        "clip_low": 0.2, "clip_high": 0.28, "beta": 0.0, "track_kl": False, "dtype": "bfloat16",
+        "checkpoint_every": 50,
+    },
+}
+
+#: Sweep batches per preset: a 16x range of rollout batches.
+SWEEP_BATCHES: dict[str, list[int]] = {"tiny": [8, 16, 32, 64, 128], "qwen2.5-math-1.5b": [64, 128, 256, 512, 1024]}
+
+
+def preset(name: str, **overrides: Any) -> TrainConfig:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset (choose from {', '.join(PRESETS)})", field="preset")
+    return TrainConfig(**{**PRESETS[name], **overrides})

@@ -1,0 +1,162 @@
+"""The embedded default policy: a tiny Qwen2 model with a character tokenizer, warm-started locally.
+
+Nothing is downloaded. The tokenizer maps each character of the arithmetic task to one token; the
+model is a 2-layer Qwen2 (hidden 128, 4 heads: vLLM's CPU attention needs head_dim >= 32) with
+untied embeddings (vLLM keeps a stale ``lm_head`` for tied models on weight reload). A short
+supervised pass on the generated task gives a policy that already solves the easy problems and
+some of the hard ones, so RL has something to improve. The result is cached under
+``~/.cache/rlvr-schedule/tiny-<hash>`` keyed by the config, and saved in Hugging Face format so vLLM
+loads it from the directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CHARS", "TinyModelConfig", "build_tokenizer", "build_model", "ensure_tiny_model", "cache_root"]
+
+#: Every character the arithmetic task and its ``\boxed{}`` answers use.
+CHARS = "0123456789+-*=()\\boxed{} Q:A"
+PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
+
+
+@dataclass(frozen=True)
+class TinyModelConfig:
+    """Architecture and warm-start recipe; its hash names the cache directory."""
+
+    hidden_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_size: int = 256
+    max_position: int = 64
+    warm_steps: int = 300
+    warm_batch: int = 64
+    warm_lr: float = 3e-3
+    seed: int = 0
+    version: int = 1  # bump when the recipe changes
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
+
+
+def cache_root() -> Path:
+    """``$RLVR_SCHEDULE_CACHE`` or ``~/.cache/rlvr-schedule``."""
+    return Path(os.environ.get("RLVR_SCHEDULE_CACHE", Path.home() / ".cache" / "rlvr-schedule"))
+
+
+def build_tokenizer():
+    """A character-level ``PreTrainedTokenizerFast`` (saved beside the model for vLLM)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {PAD: 0, EOS: 1, UNK: 2}
+    for ch in dict.fromkeys(CHARS):
+        vocab[ch] = len(vocab)
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS, unk_token=UNK,
+                                   padding_side="left", model_max_length=64)
+
+
+def build_model(cfg: TinyModelConfig, vocab_size: int, *, eos_id: int = 1, pad_id: int = 0):
+    """A randomly initialised tiny Qwen2 causal LM in float32."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(cfg.seed)
+    config = Qwen2Config(
+        vocab_size=vocab_size, hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_heads, max_position_embeddings=cfg.max_position,
+        tie_word_embeddings=False, eos_token_id=eos_id, bos_token_id=eos_id, pad_token_id=pad_id,
+        torch_dtype="float32", use_sliding_window=False,
+    )
+    return Qwen2ForCausalLM(config).float()
+
+
+def warm_start(model, tokenizer, cfg: TinyModelConfig, *, progress: bool = False) -> dict[str, Any]:
+    """Supervised pass on ``prompt + \\boxed{answer}`` strings; returns the loss trace's ends.
+
+    Stops short of solving the task: the mix leans on hard problems that a few hundred steps
+    only partly learn (see :func:`rlvr_trainer.tasks.arithmetic_problem`).
+    """
+    import torch
+
+    from rlvr_trainer.tasks import ArithmeticTask
+
+    task = ArithmeticTask(seed=cfg.seed + 1)
+    rng = random.Random(cfg.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.warm_lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / cfg.warm_steps))
+    model.train()
+    losses = []
+    steps = range(cfg.warm_steps)
+    if progress:
+        from tqdm.auto import tqdm
+
+        steps = tqdm(steps, desc="warm start", leave=False)
+    for _ in steps:
+        probs = [task.problem(rng.randrange(1 << 30)) for _ in range(cfg.warm_batch)]
+        texts = [p.prompt + p.solution + EOS for p in probs]
+        enc = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        plen = [len(tokenizer(p.prompt, add_special_tokens=False)["input_ids"]) for p in probs]
+        width = max(map(len, enc))
+        ids = torch.full((len(enc), width), tokenizer.pad_token_id, dtype=torch.long)
+        labels = torch.full_like(ids, -100)
+        attn = torch.zeros_like(ids)
+        for i, (e, n) in enumerate(zip(enc, plen)):
+            ids[i, : len(e)] = torch.tensor(e)
+            attn[i, : len(e)] = 1
+            labels[i, n: len(e)] = torch.tensor(e[n:])
+        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(float(loss))
+    model.eval()
+    return {"loss_first": losses[0], "loss_last": sum(losses[-10:]) / min(10, len(losses))}
+
+
+def ensure_tiny_model(cfg: TinyModelConfig | None = None, *, root: Path | None = None,
+                      progress: bool = False) -> Path:
+    """Path of the warm-started tiny model, building and caching it on first use.
+
+    Written to a temporary directory and renamed into place, so a half-built model is never
+    picked up by a concurrent or later run.
+    """
+    cfg = cfg or TinyModelConfig()
+    root = Path(root) if root is not None else cache_root()
+    path = root / f"tiny-qwen2-{cfg.key()}"
+    if (path / "config.json").exists() and (path / "model.safetensors").exists():
+        return path
+    import tempfile
+
+    import torch
+
+    root.mkdir(parents=True, exist_ok=True)
+    tok = build_tokenizer()
+    with torch.random.fork_rng():
+        model = build_model(cfg, len(tok), eos_id=tok.eos_token_id, pad_id=tok.pad_token_id)
+        stats = warm_start(model, tok, cfg, progress=progress)
+    tmp = Path(tempfile.mkdtemp(prefix=path.name + ".tmp", dir=root))
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    model.save_pretrained(tmp, safe_serialization=True)
+    tok.save_pretrained(tmp)
+    (tmp / "warm_start.json").write_text(json.dumps({"config": asdict(cfg), **stats}, indent=2))
+    try:
+        os.replace(tmp, path)
+    except OSError:  # another process won the race: use its copy
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path

@@ -1,0 +1,172 @@
+"""Prompts and verifiable rewards.
+
+Two sources: a procedurally generated arithmetic task (offline, an easy-to-hard mix, problem ``i``
+is a pure function of ``(seed, i)`` so a resumed run sees the same prompts), and GSM8K/MATH-style
+records from local JSONL or parquet files. Both are scored by math-verify on the completion's
+``\\boxed{}`` answer: reward 1 when it matches the gold answer, else 0.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Protocol, Sequence
+
+from rlvr_schedule.errors import IngestError
+
+__all__ = ["Problem", "Task", "ArithmeticTask", "FileTask", "load_problems", "math_reward", "score"]
+
+MATH_PROMPT = "{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}."
+
+
+@dataclass(frozen=True)
+class Problem:
+    prompt: str
+    answer: str  # gold answer, as math-verify should parse it
+    solution: str = ""  # a reference completion (used by the warm start)
+    level: int = 0
+
+
+class Task(Protocol):
+    """Problem ``i`` of a task; deterministic so that resumed runs see the same prompts."""
+
+    def problem(self, index: int) -> Problem: ...
+
+
+#: (weight, description, generator) for each difficulty level of the arithmetic task.
+_LEVELS = (
+    (0.30, "1-digit + 1-digit", lambda r: (r.randint(0, 9), "+", r.randint(0, 9))),
+    (0.25, "2-digit + 1-digit", lambda r: (r.randint(10, 99), "+", r.randint(0, 9))),
+    (0.20, "2-digit + 2-digit", lambda r: (r.randint(10, 99), "+", r.randint(10, 99))),
+    (0.15, "2-digit - 2-digit", lambda r: (r.randint(10, 99), "-", r.randint(10, 99))),
+    (0.10, "1-digit * 2-digit", lambda r: (r.randint(2, 9), "*", r.randint(10, 99))),
+)
+
+
+def arithmetic_problem(rng: random.Random, *, max_level: int | None = None) -> Problem:
+    """One ``a op b=`` problem, level drawn from the easy-to-hard mix."""
+    levels = _LEVELS if max_level is None else _LEVELS[: max_level + 1]
+    level = rng.choices(range(len(levels)), weights=[w for w, _, _ in levels])[0]
+    a, op, b = levels[level][2](rng)
+    value = a + b if op == "+" else a - b if op == "-" else a * b
+    return Problem(prompt=f"{a}{op}{b}=", answer=str(value), solution=f"\\boxed{{{value}}}", level=level)
+
+
+@dataclass(frozen=True)
+class ArithmeticTask:
+    """Generated arithmetic; ``max_level`` restricts the mix (0 = one-digit sums only)."""
+
+    seed: int = 0
+    max_level: int | None = None
+
+    def problem(self, index: int) -> Problem:
+        return arithmetic_problem(random.Random(self.seed * 1_000_003 + index), max_level=self.max_level)
+
+
+@dataclass
+class FileTask:
+    """Problems from a local file, cycled in a seed-fixed shuffled order."""
+
+    problems: Sequence[Problem]
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self._order = list(range(len(self.problems)))
+        random.Random(self.seed).shuffle(self._order)
+
+    def problem(self, index: int) -> Problem:
+        return self.problems[self._order[index % len(self._order)]]
+
+
+_QUESTION_KEYS = ("prompt", "question", "problem")
+_ANSWER_KEYS = ("answer", "solution", "ground_truth")
+
+
+def _gold(text: str) -> str:
+    """Gold answer from a GSM8K (``#### 42``) or MATH (``\\boxed{..}``) solution, else the text."""
+    if "####" in text:
+        return text.rsplit("####", 1)[1].strip().replace(",", "")
+    boxed = _last_boxed(text)
+    return boxed if boxed is not None else text.strip()
+
+
+def _last_boxed(text: str) -> str | None:
+    i = text.rfind("\\boxed{")
+    if i < 0:
+        return None
+    depth, j = 0, i + len("\\boxed{")
+    for k in range(j, len(text)):
+        if text[k] == "{":
+            depth += 1
+        elif text[k] == "}":
+            if depth == 0:
+                return text[j:k]
+            depth -= 1
+    return None
+
+
+def _row_to_problem(row: dict, source: str, line: int | None) -> Problem:
+    if not isinstance(row, dict):
+        raise IngestError("expected a JSON object", source=source, line=line)
+    q = next((row[k] for k in _QUESTION_KEYS if k in row), None)
+    a = next((row[k] for k in _ANSWER_KEYS if k in row), None)
+    if not isinstance(q, str) or not q.strip():
+        raise IngestError(f"missing question text (one of {_QUESTION_KEYS})", source=source, line=line,
+                          field=next((k for k in _QUESTION_KEYS if k in row), _QUESTION_KEYS[0]))
+    if a is None or (isinstance(a, str) and not a.strip()):
+        raise IngestError(f"missing gold answer (one of {_ANSWER_KEYS})", source=source, line=line,
+                          field=next((k for k in _ANSWER_KEYS if k in row), _ANSWER_KEYS[0]))
+    return Problem(prompt=MATH_PROMPT.format(question=q.strip()), answer=_gold(str(a)))
+
+
+def load_problems(path: str | Path) -> list[Problem]:
+    """GSM8K/MATH-style records from ``.jsonl`` or ``.parquet`` (fields question/problem/prompt and
+    answer/solution); errors name the file, line and field."""
+    path = Path(path)
+    out: list[Problem] = []
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        for i, row in enumerate(pq.read_table(path).to_pylist()):
+            out.append(_row_to_problem(row, str(path), i + 1))
+    else:
+        with open(path, encoding="utf-8") as fh:
+            for i, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise IngestError(f"invalid JSON ({exc.msg})", source=str(path), line=i) from None
+                out.append(_row_to_problem(row, str(path), i))
+    if not out:
+        raise IngestError("no problems", source=str(path))
+    return out
+
+
+_BOXED = re.compile(r"\\boxed\{")
+
+
+@lru_cache(maxsize=65536)
+def math_reward(completion: str, gold: str) -> float:
+    """1.0 when math-verify finds the completion's answer equal to ``gold``, else 0.0.
+
+    Cached: small policies repeat completions a lot, and math-verify parses with sympy.
+    A completion without ``\\boxed{}`` scores 0 without calling the verifier.
+    """
+    if not _BOXED.search(completion):
+        return 0.0
+    from math_verify import parse, verify
+
+    try:
+        return 1.0 if verify(parse(f"${gold}$"), parse(completion)) else 0.0
+    except Exception:  # the verifier's own parse/timeout failures count as wrong answers
+        return 0.0
+
+
+def score(completions: Iterable[str], golds: Iterable[str]) -> list[float]:
+    return [math_reward(c, g) for c, g in zip(completions, golds)]

@@ -1,0 +1,295 @@
+"""The GRPO loop with a batch schedule live inside it.
+
+Each update: draw ``batch / group_size`` prompts, sample ``group_size`` completions each with the
+rollout engine, score them, compute group-normalised advantages, take one AdamW step (per PPO
+epoch) over micro-batches, push the new weights into the engine, log a canonical
+:class:`~rlvr_schedule.records.StepRecord` and hand it to the schedule. The schedule's switched
+decisions reach the trainer through the same hook the framework adapters implement
+(``rlvr_schedule_apply_decision`` on a :class:`~rlvr_schedule.plugins.PluginHost`), via the
+small :class:`TrainerControl` plugin.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rlvr_schedule.plugins import PluginHost, hookimpl
+from rlvr_schedule.records import BatchSchedule, Decision, Stage, StepRecord
+from rlvr_schedule.theory.scaling import lr_for_batch
+
+from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
+from rlvr_trainer.config import TrainConfig
+from rlvr_trainer.grpo import LossStats, group_advantages, policy_loss, token_logprobs
+from rlvr_trainer.rollout import Rollout, make_engine, set_cpu_env
+from rlvr_trainer.tasks import ArithmeticTask, FileTask, Task, load_problems, score
+
+__all__ = ["Trainer", "TrainerControl", "initial_schedule"]
+
+log = logging.getLogger("rlvr_trainer")
+
+
+class TrainerControl:
+    """The trainer's side of the hook interface: applies a switched decision (batch and LR)."""
+
+    def __init__(self, trainer: "Trainer") -> None:
+        self.trainer = trainer
+
+    @hookimpl
+    def rlvr_schedule_apply_decision(self, decision: Decision) -> bool:
+        self.trainer.set_batch(decision.batch, decision.lr)
+        return True
+
+
+def initial_schedule(cfg: TrainConfig) -> BatchSchedule:
+    """A one-stage static schedule at ``cfg.batch`` with the LR from the core's scaling rule."""
+    from rlvr_schedule.policy import StaticSchedule
+
+    lr = lr_for_batch(cfg.batch, cfg.base_batch, cfg.base_lr, rule=cfg.lr_rule)
+    return StaticSchedule([Stage(batch=cfg.batch, lr=lr)])
+
+
+def _make_task(cfg: TrainConfig) -> Task:
+    if cfg.task == "arithmetic":
+        return ArithmeticTask(seed=cfg.seed, max_level=cfg.task_max_level)
+    return FileTask(load_problems(cfg.task), seed=cfg.seed)
+
+
+class Trainer:
+    """One GRPO run writing ``metrics.jsonl``, ``decisions.jsonl`` and ``checkpoint.pt`` to ``out_dir``.
+
+    ``schedule`` defaults to a constant batch (``cfg.batch``); pass a
+    :class:`~rlvr_schedule.policy.TwoClockScheduler` built with ``plugins=trainer.plugins`` (or
+    use :meth:`Trainer.with_policy`) to run the two-clock policy live.
+    """
+
+    def __init__(self, cfg: TrainConfig, out_dir: str | Path, *, schedule: BatchSchedule | None = None,
+                 plugins: PluginHost | None = None, progress: bool = False, desc: str | None = None) -> None:
+        set_cpu_env()
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from rlvr_trainer.model import ensure_tiny_model
+
+        self.cfg = cfg
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.progress, self.desc = progress, desc or self.out_dir.name
+        self.model_dir = Path(cfg.model) if cfg.model else ensure_tiny_model(progress=progress)
+        torch.manual_seed(cfg.seed)
+        dtype = getattr(torch, cfg.dtype)
+        self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
+        self.model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=dtype)
+        self.model.train()
+        self.ref_model = None
+        if cfg.beta > 0 or cfg.track_kl:
+            self.ref_model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=dtype).eval()
+            self.ref_model.requires_grad_(False)
+        self.task = _make_task(cfg)
+        self.plugins = plugins if plugins is not None else PluginHost(load_entrypoints=False)
+        self.plugins.register(TrainerControl(self), name=f"rlvr_trainer.control.{id(self)}")
+        self.schedule = schedule if schedule is not None else initial_schedule(cfg)
+        self.batch, lr = self.schedule.current.batch, self.schedule.current.lr
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, betas=cfg.adam_betas,
+                                           weight_decay=cfg.weight_decay)
+        self.step = 0
+        self.samples = 0
+        self.next_problem = 0
+        self.engine = None
+        self.metrics_path = self.out_dir / "metrics.jsonl"
+        self.decisions_path = self.out_dir / "decisions.jsonl"
+        self.checkpoint_path = self.out_dir / "checkpoint.pt"
+        (self.out_dir / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2))
+
+    # --- schedule control ---------------------------------------------------------------------
+    @property
+    def lr(self) -> float:
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def set_batch(self, batch: int, lr: float) -> None:
+        """Rollouts per update and LR for the next update (called by :class:`TrainerControl`)."""
+        g = self.cfg.group_size
+        if batch < g or batch % g:
+            raise ValueError(f"batch {batch} is not a positive multiple of group_size {g}")
+        self.batch = int(batch)
+        for group in self.optimizer.param_groups:
+            group["lr"] = float(lr)
+
+    # --- checkpoint ----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"config": self.cfg.to_dict(), "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
+                "step": self.step, "samples": self.samples, "next_problem": self.next_problem,
+                "batch": self.batch, "lr": self.lr}
+
+    def save(self) -> Path:
+        return save_checkpoint(self.checkpoint_path, self.state_dict())
+
+    def resume(self) -> bool:
+        """Continue from ``checkpoint.pt`` if present (logs are cut back to its step)."""
+        if not self.checkpoint_path.exists():
+            return False
+        st = load_checkpoint(self.checkpoint_path)
+        self.model.load_state_dict(st["model"])
+        self.optimizer.load_state_dict(st["optimizer"])
+        self.schedule.load_state_dict(st["schedule"])
+        self.step, self.samples, self.next_problem = st["step"], st["samples"], st["next_problem"]
+        self.set_batch(st["batch"], st["lr"])
+        set_rng_state(st["rng"])
+        truncate_jsonl(self.metrics_path, self.step)
+        truncate_jsonl(self.decisions_path, self.step)
+        log.info("resumed %s at step %d (%d samples)", self.out_dir, self.step, self.samples)
+        return True
+
+    # --- loop ----------------------------------------------------------------------------------
+    def _engine(self):
+        if self.engine is None:
+            c = self.cfg
+            self.engine = make_engine(c.rollout, model_dir=self.model_dir, model=self.model,
+                                      tokenizer=self.tokenizer, max_tokens=c.max_tokens, temperature=c.temperature,
+                                      seed=c.seed, max_model_len=c.max_model_len, dtype=c.dtype)
+            self.engine.push_weights(self.model)  # the engine always runs the trainer's weights
+        return self.engine
+
+    def train(self, *, resume: bool = False, max_steps: int | None = None) -> list[StepRecord]:
+        """Run until ``cfg.max_samples`` rollouts (or ``max_steps`` more updates); return new records."""
+        if resume:
+            self.resume()
+        engine = self._engine()
+        records: list[StepRecord] = []
+        bar = None
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=self.cfg.max_samples, initial=min(self.samples, self.cfg.max_samples),
+                       desc=self.desc, unit="rollout", dynamic_ncols=True)
+        done = 0
+        with open(self.metrics_path, "a") as mfh, open(self.decisions_path, "a") as dfh:
+            while self.samples < self.cfg.max_samples and (max_steps is None or done < max_steps):
+                record = self.train_step(engine)
+                decision = self.schedule.step(record)
+                if decision.switched and getattr(self.schedule, "plugins", None) is not self.plugins:
+                    # schedules without a plugin host (StaticSchedule) are applied here, same hook
+                    self.plugins.call("rlvr_schedule_apply_decision", decision=decision)
+                mfh.write(json.dumps(record.to_dict()) + "\n")
+                mfh.flush()
+                dfh.write(json.dumps(decision.to_dict()) + "\n")
+                dfh.flush()
+                records.append(record)
+                done += 1
+                if bar is not None:
+                    bar.update(record.batch)
+                    bar.set_postfix(batch=record.batch, reward=f"{record.reward_mean:.3f}",
+                                    entropy=f"{record.entropy:.3f}", refresh=False)
+                if self.cfg.checkpoint_every and self.step % self.cfg.checkpoint_every == 0:
+                    self.save()
+        if bar is not None:
+            bar.close()
+        self.save()
+        return records
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
+    def train_step(self, engine) -> StepRecord:
+        """One rollout batch and its optimizer update(s); returns the canonical record."""
+        cfg, g = self.cfg, self.cfg.group_size
+        batch, lr = self.batch, self.lr
+        t0 = time.perf_counter()
+        problems = [self.task.problem(self.next_problem + i) for i in range(batch // g)]
+        groups = engine.generate([p.prompt for p in problems], g, step=self.step)
+        rollouts: list[Rollout] = [r for grp in groups for r in grp]
+        golds = [p.answer for p in problems for _ in range(g)]
+        rewards = torch.tensor(score([r.text for r in rollouts], golds), dtype=torch.float32)
+        t1 = time.perf_counter()
+
+        adv = group_advantages(rewards, g, scale=cfg.scale_rewards)
+        ids, attn, targets, mask = self._tensors(rollouts)
+        n_seqs, n_tokens, max_len = len(rollouts), int(mask.sum()), cfg.max_tokens
+        micro = min(cfg.micro_batch, n_seqs)
+        chunks = [(lo, min(lo + micro, n_seqs)) for lo in range(0, n_seqs, micro)]
+
+        ref_logp = old_logp = None
+        with torch.no_grad():
+            if self.ref_model is not None:
+                ref_logp = torch.cat([token_logprobs(self.ref_model(ids[a:b], attention_mask=attn[a:b]).logits,
+                                                     targets[a:b])[0] for a, b in chunks])
+            if cfg.ppo_epochs > 1:
+                old_logp = torch.cat([token_logprobs(self.model(ids[a:b], attention_mask=attn[a:b]).logits,
+                                                     targets[a:b])[0] for a, b in chunks])
+
+        stats = LossStats()
+        grad_norm = grad_norm_micro = math.nan
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        for epoch in range(cfg.ppo_epochs):
+            self.optimizer.zero_grad(set_to_none=True)
+            for j, (a, b) in enumerate(chunks):
+                logits = self.model(ids[a:b], attention_mask=attn[a:b]).logits
+                logp, ent = token_logprobs(logits, targets[a:b], with_entropy=epoch == 0)
+                old = old_logp[a:b] if old_logp is not None else logp.detach()
+                loss, st = policy_loss(
+                    logp, old, adv[a:b], mask[a:b], loss_type=cfg.loss_type, n_seqs=n_seqs, n_tokens=n_tokens,
+                    max_len=max_len, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
+                    ref_logp=ref_logp[a:b] if ref_logp is not None else None, beta=cfg.beta, entropy=ent)
+                loss.backward()
+                if epoch == 0:
+                    stats.add(st)
+                else:
+                    stats.clipped += st.clipped
+                if epoch == 0 and j == 0 and len(chunks) > 1:
+                    # the first micro-batch's own mean gradient (same parameters): rescale its share
+                    grad_norm_micro = _norm(params) * _micro_scale(cfg.loss_type, n_seqs, n_tokens, b - a, st.tokens)
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+            self.optimizer.step()
+        t2 = time.perf_counter()
+        engine.push_weights(self.model)
+        t3 = time.perf_counter()
+
+        self.step += 1
+        self.samples += n_seqs
+        self.next_problem += len(problems)
+        grouped = rewards.view(-1, g)
+        tok = max(stats.tokens, 1.0)
+        return StepRecord(
+            step=self.step, samples=self.samples, batch=batch, lr=lr,
+            reward_mean=float(rewards.mean()), reward_std=float(rewards.std()) if n_seqs > 1 else 0.0,
+            entropy=stats.entropy / tok, kl=stats.kl / tok if ref_logp is not None else math.nan,
+            grad_norm=grad_norm, clip_frac=stats.clipped / (tok * cfg.ppo_epochs),
+            response_length=float(mask.sum(1).float().mean()),
+            frac_zero_std=float((grouped.std(dim=1) == 0).float().mean()),
+            grad_norm_micro=grad_norm_micro, micro_batch=(chunks[0][1] - chunks[0][0]) if len(chunks) > 1 else None,
+            extra={"rollout_s": t1 - t0, "update_s": t2 - t1, "push_s": t3 - t2,
+                   "truncated_frac": float(sum(not r.finished for r in rollouts) / n_seqs)},
+        )
+
+    def _tensors(self, rollouts: list[Rollout]) -> tuple[torch.Tensor, ...]:
+        """Right-padded ``prompt + completion`` ids; ``mask[i, t]`` marks completion targets."""
+        pad = self.tokenizer.pad_token_id
+        seqs = [r.prompt_ids + r.completion_ids for r in rollouts]
+        width = max(map(len, seqs))
+        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        mask = torch.zeros((len(seqs), width - 1), dtype=torch.float32)
+        for i, (s, r) in enumerate(zip(seqs, rollouts)):
+            ids[i, : len(s)] = torch.tensor(s)
+            attn[i, : len(s)] = 1
+            mask[i, len(r.prompt_ids) - 1: len(s) - 1] = 1.0
+        return ids[:, :-1], attn[:, :-1], ids[:, 1:], mask
+
+
+def _norm(params: list[torch.Tensor]) -> float:
+    return float(torch.sqrt(sum((p.grad.detach().float() ** 2).sum() for p in params if p.grad is not None)))
+
+
+def _micro_scale(loss_type: str, n_seqs: int, n_tokens: int, micro_seqs: int, micro_tokens: float) -> float:
+    """Factor from a micro-batch's share of the batch-normalised loss to its own mean loss."""
+    if loss_type == "token_mean":
+        return n_tokens / max(micro_tokens, 1.0)
+    return n_seqs / micro_seqs
