@@ -1,0 +1,219 @@
+"""Sweep logs to a multi-step batch schedule, with predicted samples and updates to target.
+
+From a constant-batch sweep, :func:`rlvr_schedule.clocks.fit_sweep` gives the critical batch B*,
+the pooled failure samples F and their scaling with batch (F(B) ~ B^alpha). The plan starts below
+B* (best progress per rollout), and each stage ends after ``margin`` of the failure horizon left
+to it, then the batch grows by ``growth`` (LR by the rule). Predictions use the progress clock's
+fitted form: a constant batch needs E(B) = E0 / (1 - B/(2B*)) rollouts to the target, so a stage
+of n rollouts at B does n / E(B) of the climb; the failure budget (health) is spent at 1/F(B) per
+rollout. Each constant run's measured samples and updates to target sit beside the prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from rlvr_schedule.errors import RlvrScheduleError
+from rlvr_schedule.policy.constraints import BatchConstraints
+from rlvr_schedule.policy.static import StaticSchedule
+from rlvr_schedule.records import Run, Stage
+from rlvr_schedule.theory.scaling import lr_for_batch
+
+__all__ = ["Plan", "plan_schedule", "samples_to_target_model"]
+
+
+def _finite(x: Any) -> bool:
+    return x is not None and isinstance(x, (int, float)) and math.isfinite(x)
+
+
+def _num(x: Any) -> float | None:
+    return float(x) if _finite(x) else None
+
+
+def samples_to_target_model(batch: float, critical_batch: float, e0: float) -> float:
+    """E(B) = E0 / (1 - B/(2B*)): rollouts to the target at a constant batch (inf at and past 2B*)."""
+    f = 1.0 - batch / (2.0 * critical_batch)
+    return e0 / f if f > 0 else math.inf
+
+
+@dataclass
+class Plan:
+    """A planned schedule and what it is predicted to do, beside the sweep's constant runs.
+
+    ``stages`` end at ``until_samples`` (None on the last). ``predicted`` has the plan's
+    ``samples_to_target``, ``steps_to_target``, ``failure_samples`` and
+    ``reaches_target_before_failure``; ``constant`` one row per sweep run (measured and predicted).
+    """
+
+    stages: list[Stage]
+    critical_batch: float
+    failure_samples: float | None
+    failure_exponent: float
+    target: float
+    samples_to_target_at_zero: float
+    predicted: dict[str, Any]
+    constant: list[dict[str, Any]]
+    constraints: BatchConstraints = field(default_factory=BatchConstraints)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (None where not estimable); ``stages`` is a schedule file's body."""
+        return {
+            "stages": [{"batch": s.batch, "lr": s.lr, "until_samples": s.until_samples} for s in self.stages],
+            "predicted": dict(self.predicted),
+            "constant": [dict(c) for c in self.constant],
+            "critical_batch": _num(self.critical_batch),
+            "failure_samples": _num(self.failure_samples),
+            "failure_exponent": _num(self.failure_exponent),
+            "target": _num(self.target),
+            "samples_to_target_at_zero": _num(self.samples_to_target_at_zero),
+            "constraints": self.constraints.to_dict(),
+            "notes": list(self.notes),
+        }
+
+    def to_schedule(self) -> StaticSchedule:
+        """The plan as a :class:`StaticSchedule` a host can drive."""
+        return StaticSchedule(self.stages, self.constraints)
+
+
+def plan_schedule(
+    runs: Sequence[Run],
+    *,
+    target: float | None = None,
+    group_size: int = 1,
+    constraints: BatchConstraints | None = None,
+    start_fraction: float = 0.5,
+    growth: float = 2.0,
+    margin: float = 0.8,
+    max_stages: int = 3,
+    lr_rule: str = "sqrt",
+    base_batch: int | None = None,
+    base_lr: float | None = None,
+    fit: Any = None,
+) -> Plan:
+    """Plan a multi-step schedule from a constant-batch sweep.
+
+    ``fit``: a precomputed :class:`~rlvr_schedule.clocks.SweepFit` (default: ``fit_sweep(runs,
+    target)``). Batches satisfy ``constraints`` (default: whole groups of ``group_size``). The LR
+    follows ``lr_rule`` from (``base_batch``, ``base_lr``), by default the smallest run's.
+    Raises :class:`~rlvr_schedule.errors.RlvrScheduleError` when the sweep gives no critical batch.
+    """
+    if not 0 < start_fraction < 2:
+        raise ValueError(f"start_fraction must be in (0, 2), got {start_fraction!r}")
+    if not growth > 1:
+        raise ValueError(f"growth must be > 1, got {growth!r}")
+    if not 0 < margin < 1:
+        raise ValueError(f"margin must be in (0, 1): the share of a stage's failure horizon it uses, "
+                         f"got {margin!r}")
+    if max_stages < 1:
+        raise ValueError(f"max_stages must be >= 1, got {max_stages!r}")
+    runs = list(runs)
+    if not runs:
+        raise RlvrScheduleError("cannot plan without runs")
+    if fit is None:
+        from rlvr_schedule.clocks import fit_sweep
+
+        fit = fit_sweep(runs, target=target)
+    cons = constraints if constraints is not None else BatchConstraints(group_size=group_size)
+    bstar = float(fit.critical_batch) if _finite(fit.critical_batch) else math.nan
+    if not bstar > 0:
+        raise RlvrScheduleError(
+            "cannot plan: the sweep gives no critical batch (need constant-batch runs at two or more "
+            "batches whose reward reaches the target)")
+    notes: list[str] = []
+
+    # --- progress clock: E0 from the runs' measured samples to target -------------------------
+    e0s = [rf.samples_to_target * (1 - rf.batch / (2 * bstar)) for rf in fit.runs
+           if getattr(rf, "constant_batch", True) and _finite(rf.samples_to_target) and rf.batch < 2 * bstar]
+    if e0s:
+        e0 = float(np.median(e0s))
+    elif _finite(getattr(fit, "rate_at_zero", None)) and fit.rate_at_zero > 0:
+        e0 = (fit.target - fit.initial_reward) / fit.rate_at_zero
+        notes.append("no run reached the target below 2B*: E0 from the fitted rate at zero batch")
+    else:
+        e0 = math.nan
+        notes.append("samples to target not estimable: predictions left empty")
+
+    # --- failure clock: F(B) = F (B / B_ref)^alpha -------------------------------------------
+    fail = float(fit.failure_samples) if _finite(fit.failure_samples) else None
+    alpha = float(fit.failure_exponent) if _finite(fit.failure_exponent) else 0.0
+    failed = [rf.batch for rf in fit.runs if _finite(rf.failure_samples)]
+    b_ref = float(np.exp(np.mean(np.log(failed)))) if failed else 1.0
+
+    def failure_at(b: float) -> float:
+        return math.inf if fail is None else fail * (b / b_ref) ** alpha
+
+    # --- LR rule base ---------------------------------------------------------------------------
+    smallest = min(runs, key=lambda r: r.batch)
+    b0 = base_batch if base_batch is not None else smallest.batch
+    lr0 = base_lr if base_lr is not None else smallest.lr
+    if not (_finite(lr0) and lr0 > 0):
+        raise RlvrScheduleError(f"cannot plan: no usable base LR (run {smallest.name!r} has lr {lr0!r}); "
+                                "pass base_lr")
+
+    # --- ladder of batches and switch points ----------------------------------------------------
+    batches = [cons.snap(start_fraction * bstar, "down")]
+    if batches[0] >= bstar:
+        notes.append(f"the smallest runnable batch {batches[0]} is not below the critical batch {bstar:.4g}")
+    if fail is None:
+        notes.append("no run collapsed: a single stage (nothing to switch ahead of)")
+    else:
+        while len(batches) < max_stages:
+            nxt = cons.snap(batches[-1] * growth, "up")
+            if nxt <= batches[-1]:
+                notes.append(f"batch growth stops at the largest runnable batch {batches[-1]}")
+                break
+            batches.append(nxt)
+    stages: list[Stage] = []
+    start, health = 0.0, 1.0
+    for k, b in enumerate(batches):
+        last = k == len(batches) - 1
+        until = None if last else int(math.ceil(start + margin * health * failure_at(b)))
+        if until is not None and stages and until <= (stages[-1].until_samples or 0):
+            until = (stages[-1].until_samples or 0) + 1
+        reason = ("initial: {:g} x critical batch {:.4g}".format(start_fraction, bstar) if k == 0 else
+                  f"{margin:g} of the failure horizon of stage {k - 1} used")
+        stages.append(Stage(batch=b, lr=float(lr_for_batch(b, b0, lr0, rule=lr_rule)), reason=reason,
+                            start_samples=int(start), until_samples=until))
+        if until is not None:
+            health -= (until - start) / failure_at(b)
+            start = float(until)
+    plan_failure = start + max(health, 0.0) * failure_at(batches[-1]) if fail is not None else None
+
+    # --- predictions ------------------------------------------------------------------------------
+    samples, steps, left = 0.0, 0.0, 1.0
+    reached = None
+    if _finite(e0):
+        for st in stages:
+            e = samples_to_target_model(st.batch, bstar, e0)
+            n = math.inf if st.until_samples is None else st.until_samples - st.start_samples
+            if n / e >= left:
+                samples += left * e
+                steps += left * e / st.batch
+                reached = True
+                break
+            left -= n / e
+            samples += n
+            steps += n / st.batch
+    predicted = {
+        "samples_to_target": samples if reached else None,
+        "steps_to_target": steps if reached else None,
+        "failure_samples": plan_failure,
+        "reaches_target_before_failure": (bool(reached) and (plan_failure is None or samples < plan_failure)),
+    }
+    constant = []
+    for rf in fit.runs:
+        stt = _num(rf.samples_to_target)
+        constant.append({
+            "name": rf.name, "batch": rf.batch, "lr": _num(rf.lr),
+            "samples_to_target": stt, "steps_to_target": None if stt is None else stt / rf.batch,
+            "predicted_samples_to_target": _num(samples_to_target_model(rf.batch, bstar, e0)) if _finite(e0) else None,
+            "failure_samples": _num(rf.failure_samples),
+        })
+    return Plan(stages=stages, critical_batch=bstar, failure_samples=fail, failure_exponent=alpha,
+                target=float(fit.target), samples_to_target_at_zero=e0, predicted=predicted, constant=constant,
+                constraints=cons, notes=notes)

@@ -1,0 +1,97 @@
+"""plan_schedule: a multi-step schedule from sweep logs, with predictions beside the constant runs."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from rlvr_schedule.errors import RlvrScheduleError
+from rlvr_schedule.planner import plan_schedule, samples_to_target_model
+from rlvr_schedule.policy import BatchConstraints, StaticSchedule
+from rlvr_schedule.records import Run, StepRecord
+from rlvr_schedule.synthetic import SyntheticEnvironment, make_sweep
+from rlvr_schedule.synthetic.testing import assert_switches_before_failure
+
+
+def _run(batch, lr):
+    return Run([StepRecord(step=0, samples=batch, batch=batch, lr=lr)], name=f"B{batch}")
+
+
+def _fit(bstar=200.0, fail=10_000.0, alpha=0.0, e0=1000.0, batches=(50, 100, 200)):
+    rows = [SimpleNamespace(name=f"B{b}", batch=b, lr=1e-6 * math.sqrt(b / 50),
+                            samples_to_target=samples_to_target_model(b, bstar, e0), failure_samples=fail,
+                            constant_batch=True) for b in batches]
+    return SimpleNamespace(critical_batch=bstar, failure_samples=fail, failure_exponent=alpha, target=0.5,
+                           rate_at_zero=math.nan, initial_reward=0.1, runs=rows)
+
+
+def test_stages_from_a_known_fit():
+    runs = [_run(b, 1e-6 * math.sqrt(b / 50)) for b in (50, 100, 200)]
+    plan = plan_schedule(runs, fit=_fit(), group_size=10, margin=0.8, growth=2, max_stages=3)
+    assert [(s.batch, s.until_samples) for s in plan.stages] == [(100, 8000), (200, 9600), (400, None)]
+    assert [s.lr for s in plan.stages] == pytest.approx([1e-6 * math.sqrt(b / 50) for b in (100, 200, 400)])
+    # E(100) = 1000 / (1 - 100/400) = 1333.3 rollouts, reached inside the first stage
+    assert plan.predicted["samples_to_target"] == pytest.approx(4000 / 3)
+    assert plan.predicted["steps_to_target"] == pytest.approx(4000 / 3 / 100)
+    # health: 0.8 spent in stage 0, 0.16 in stage 1, the rest (0.04 x 10000) in stage 2
+    assert plan.predicted["failure_samples"] == pytest.approx(10_000)
+    assert plan.predicted["reaches_target_before_failure"] is True
+    assert plan.samples_to_target_at_zero == pytest.approx(1000)
+
+
+def test_target_spanning_stages_and_failure_scaling():
+    runs = [_run(b, 1e-6) for b in (50, 100, 200)]
+    # E0 = 9000: stage 0 (B=100, E=12000) does 8000/12000 of the climb, stage 1 (B=200, E=18000) the rest
+    plan = plan_schedule(runs, fit=_fit(e0=9000.0), group_size=10, base_batch=50, base_lr=1e-6, max_stages=2)
+    assert plan.predicted["samples_to_target"] == pytest.approx(8000 + 18000 / 3)
+    assert plan.predicted["steps_to_target"] == pytest.approx(80 + 6000 / 200)
+    assert plan.predicted["reaches_target_before_failure"] is False  # the sample clock runs out at 10000
+    # with a third stage at 2B* = 400 (no progress per rollout) the target is never predicted
+    assert plan_schedule(runs, fit=_fit(e0=9000.0), group_size=10).predicted["samples_to_target"] is None
+    # a step-like failure clock (alpha = 1) lengthens the horizon of the larger batches
+    steep = plan_schedule(runs, fit=_fit(alpha=1.0), group_size=10)
+    assert steep.stages[1].until_samples - steep.stages[0].until_samples > 1600
+
+
+def test_no_critical_batch_is_refused():
+    with pytest.raises(RlvrScheduleError, match="critical batch"):
+        plan_schedule([_run(64, 1e-6)], fit=_fit(bstar=math.nan))
+
+
+def test_no_collapse_gives_one_open_stage():
+    plan = plan_schedule([_run(50, 1e-6)], fit=_fit(fail=math.nan))
+    assert len(plan.stages) == 1 and plan.stages[0].until_samples is None
+    assert plan.predicted["failure_samples"] is None and any("collapse" in n for n in plan.notes)
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return make_sweep([32, 64, 128, 256, 512], critical_batch=256, failure_samples=50_000, seed=0)
+
+
+def test_plan_from_a_synthetic_sweep(sweep):
+    plan = plan_schedule(sweep, group_size=8)
+    d = json.loads(json.dumps(plan.to_dict(), allow_nan=False))
+    assert set(d) >= {"stages", "predicted", "constant"}
+    stages = d["stages"]
+    assert stages[0]["batch"] < 256 and stages[-1]["until_samples"] is None
+    assert all(s["batch"] % 8 == 0 for s in stages)
+    untils = [s["until_samples"] for s in stages[:-1]]
+    assert untils == sorted(untils) and untils[-1] < 50_000  # every switch before the failure clock
+    assert [c["batch"] for c in d["constant"]] == [32, 64, 128, 256, 512]
+    # the fitted curve tracks the measured constant runs below B*
+    for c in d["constant"][:4]:
+        assert c["predicted_samples_to_target"] == pytest.approx(c["samples_to_target"], rel=0.25)
+    assert d["predicted"]["reaches_target_before_failure"] is True
+
+
+def test_plan_schedule_runs_and_switches_before_failure(sweep):
+    plan = plan_schedule(sweep, constraints=BatchConstraints(group_size=8, max_batch=1024))
+    sched = plan.to_schedule()
+    assert isinstance(sched, StaticSchedule)
+    env = SyntheticEnvironment(critical_batch=256, failure_samples=50_000, seed=3)
+    check = assert_switches_before_failure(sched, env, max_samples=60_000)
+    assert check.batches == [s.batch for s in plan.stages]
