@@ -163,13 +163,15 @@ class _ScheduleCallbackCore:
         self._epoch_pos = 0          # micro-steps done in the current epoch
         self._resume_pos: int | None = None
         self._saved_epoch_pos: int | None = None
+        self._warned_spec = False
 
     # --- ExportableState ---------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
         """``{"args", "attributes"}`` for ``trainer_state.json``: the rebuild spec and the run state."""
-        if self._spec is None:
-            warnings.warn("the schedule has no config form (to_dict); a resumed run cannot rebuild it",
-                          ScheduleSetupWarning, stacklevel=2)
+        if self._spec is None and not self._warned_spec:
+            self._warned_spec = True
+            log.warning("the schedule %r has no config form (to_dict): a run resumed from a checkpoint in "
+                        "another process cannot rebuild it", type(self.schedule).__name__)
         return {"args": {"schedule": self._spec, "strict": self.strict, "check_setup": self.check_setup,
                          "host_key": self.host_key},
                 "attributes": {"rlvr_state": self.rlvr_state}}

@@ -1,0 +1,146 @@
+"""RlvrScheduleCallback on a real TRL GRPOTrainer (tiny local model, CPU).
+
+What changes at a switch is MEASURED: completions reaching the reward function between optimizer
+steps and the LR in the optimizer's param groups when ``step()`` runs (see conftest.Measured).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+
+import pytest
+
+from conftest import GROUP, PER_DEVICE, S, TWO_STAGES, run_grpo
+from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
+
+pytestmark = pytest.mark.slow
+
+
+def test_switch_changes_completions_per_update_and_applied_lr(tiny_model, tmp_path):
+    cb = RlvrScheduleCallback(TWO_STAGES, strict=True)
+    trainer, m = run_grpo(tiny_model, tmp_path, [cb])
+
+    # 4 updates of 8 rollouts reach until_samples=32; from the 5th update on: 16 rollouts at lr/4
+    assert m.completions == [8, 8, 8, 8, 16, 16, 16, 16]
+    assert m.lr == pytest.approx([1e-3] * 4 + [2.5e-4] * 4)
+    assert m.ga == [S] * 4 + [2 * S] * 4
+    # the callback's own sample count agrees with what reached the reward function
+    assert cb.samples == sum(m.completions) == 96
+    assert [d.samples for d in cb.decisions] == [8, 16, 24, 32, 48, 64, 80, 96]
+    assert [d.switched for d in cb.decisions].count(True) == 1
+    # and what TRL logs as the LR is the LR that ran (the scheduler's last-lr was updated too)
+    logged = [h["learning_rate"] for h in trainer.state.log_history if "learning_rate" in h]
+    assert logged == pytest.approx(m.lr)
+    assert cb.errors == []
+
+
+def test_switch_waits_for_an_aligned_boundary(tiny_model, tmp_path):
+    # the switch is decided after 3 updates (24 rollouts, 6 micro-steps): 6 is not a multiple of the
+    # new accumulation 4, so one more update runs at the old stage and no update is cut short
+    sched = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 24}, {"batch": 16, "lr": 5e-4}]}
+    cb = RlvrScheduleCallback(sched, strict=True)
+    _, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=6)
+
+    assert cb.decisions[2].switched and cb.decisions[2].batch == 16
+    assert m.completions == [8, 8, 8, 8, 16, 16]
+    assert m.lr == pytest.approx([1e-3] * 4 + [5e-4] * 2)  # batch and LR switch together
+    assert all(c % (PER_DEVICE * S) == 0 for c in m.completions)
+
+
+def _checkpointed_run(tiny_model, out):
+    cb = RlvrScheduleCallback(TWO_STAGES, strict=True)
+    _, m = run_grpo(tiny_model, out, [cb], save_strategy="steps", save_steps=3)
+    return cb, m
+
+
+@pytest.mark.parametrize("ckpt, expect", [
+    (3, [8, 16, 16, 16, 16]),   # resumed in stage 0 with 24 samples: the switch still comes at 32
+    (6, [16, 16]),              # resumed in stage 1: GA re-applied in on_train_begin
+])
+def test_resume_restores_stage_and_keeps_updates_whole(tiny_model, tmp_path, ckpt, expect):
+    first, m0 = _checkpointed_run(tiny_model, tmp_path)
+    assert m0.completions == [8, 8, 8, 8, 16, 16, 16, 16]
+    state = json.loads((tmp_path / f"checkpoint-{ckpt}" / "trainer_state.json").read_text())
+    saved = state["stateful_callbacks"]["RlvrScheduleCallback"]
+    assert saved["attributes"]["rlvr_state"]["samples"] == sum(m0.completions[:ckpt])
+
+    fresh = RlvrScheduleCallback(TWO_STAGES, strict=True)
+    trainer, m = run_grpo(tiny_model, tmp_path, [fresh], resume=str(tmp_path / f"checkpoint-{ckpt}"),
+                          restore_callback_states_from_checkpoint=True)
+    restored = find_callback(trainer)
+    assert restored is not fresh and isinstance(restored, RlvrScheduleCallback)
+    assert m.completions == expect
+    assert m.lr == pytest.approx(m0.lr[ckpt:])
+    assert restored.samples == sum(m0.completions) == 96
+    assert restored.schedule.index == 1
+    assert [d.samples for d in restored.decisions] == [d.samples for d in first.decisions][ckpt:]
+
+
+class _Raising:
+    """A schedule that raises from its third record on."""
+
+    def __init__(self):
+        from rlvr_schedule.policy import StaticSchedule
+
+        self.inner = StaticSchedule(TWO_STAGES["stages"])
+        self.calls = 0
+
+    stages = property(lambda self: self.inner.stages)
+    current = property(lambda self: self.inner.current)
+
+    def step(self, record):
+        self.calls += 1
+        if self.calls >= 3:
+            raise RuntimeError("broken schedule")
+        return self.inner.step(record)
+
+    def state_dict(self):
+        return self.inner.state_dict()
+
+    def load_state_dict(self, state):
+        self.inner.load_state_dict(state)
+
+
+def test_raising_schedule_does_not_stop_training(tiny_model, tmp_path, caplog):
+    sched = _Raising()
+    cb = RlvrScheduleCallback(sched)
+    with caplog.at_level(logging.ERROR, logger="rlvr_schedule.adapters.trl"):
+        trainer, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=6)
+    assert trainer.state.global_step == 6
+    assert m.completions == [8] * 6 and m.lr == pytest.approx([1e-3] * 6)  # current stage held
+    assert sched.calls == 6 and len(cb.errors) == 4
+    assert "broken schedule" in caplog.text
+
+
+def test_unrunnable_batch_is_refused_and_stage_held(tiny_model, tmp_path, caplog):
+    # 12 rollouts is not a multiple of per-device 4 x steps_per_generation 2
+    sched = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 16}, {"batch": 12, "lr": 5e-4}]}
+    cb = RlvrScheduleCallback(sched)
+    with caplog.at_level(logging.ERROR):
+        trainer, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=4)
+    assert trainer.state.global_step == 4
+    assert m.completions == [8] * 4 and m.lr == pytest.approx([1e-3] * 4)
+    assert cb.errors and "multiple of 8" in cb.errors[0]
+
+
+def test_warns_when_the_dataset_cannot_hold_the_schedule(tiny_model, tmp_path):
+    # 8 prompts x 4 completions = 8 micro-steps per epoch; the Trainer plans 8 // 2 = 4 updates per
+    # epoch and 2 epochs from the initial accumulation, but the plan needs 4 x 2 + 4 x 4 = 24 micro-steps
+    with pytest.warns(ScheduleSetupWarning, match="too small"):
+        trainer, m = run_grpo(tiny_model, tmp_path, [RlvrScheduleCallback(TWO_STAGES)], n_prompts=8)
+    # ... and the warning is real: the run silently ends before max_steps
+    assert trainer.state.global_step < 8
+    assert sum(m.completions) <= 2 * 8 * PER_DEVICE
+
+
+def test_two_clock_scheduler_initial_stage_is_applied_through_the_host(tiny_model, tmp_path):
+    spec = {"type": "two_clock", "initial_batch": 16, "base_lr": 4e-4, "base_batch": 8, "lr_rule": "sqrt",
+            "constraints": {"group_size": GROUP, "divisor": PER_DEVICE * S}}
+    cb = RlvrScheduleCallback(spec, strict=True)
+    assert cb.schedule.plugins is cb.host
+    _, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=3)
+    assert m.completions == [16, 16, 16]
+    assert m.lr == pytest.approx([4e-4 * math.sqrt(2)] * 3)
+    assert len(cb.decisions) == 3 and cb.errors == []
