@@ -1,0 +1,99 @@
+"""Launch verl's PPO/GRPO trainer with a batch schedule.
+
+    python -m rlvr_schedule_adapters.verl_plugin --schedule schedule.yaml \\
+        data.train_files=... actor_rollout_ref.model.path=... actor_rollout_ref.rollout.n=8 ...
+
+The arguments other than ours are verl's usual Hydra overrides. The config is composed from
+verl's own ``ppo_trainer`` config (``--config-name`` picks another, e.g.
+``ppo_megatron_trainer``, or ``--config-dir`` a directory of yours), checked as
+``verl.trainer.main_ppo.main`` checks it, given an ``rlvr_schedule`` section and run through
+:data:`~rlvr_schedule_adapters.verl.trainer.RlvrScheduleTaskRunner`. A bad schedule file fails
+here, before Ray starts, with a ConfigError naming the file and field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+__all__ = ["build_config", "launch", "main", "parse_args"]
+
+
+def _verl_config_dir() -> str:
+    import verl
+
+    return os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+    """Our options and the remaining Hydra overrides (``key=value``, ``+key=value``, ``~key``)."""
+    p = argparse.ArgumentParser(prog="python -m rlvr_schedule_adapters.verl_plugin",
+                                description="Run verl's sync PPO/GRPO trainer following a batch schedule.")
+    p.add_argument("--schedule", required=True, help="schedule YAML/JSON (static or two_clock)")
+    p.add_argument("--mini-batch-mode", choices=("per_step", "fixed"), default="per_step",
+                   help="per_step: keep PPO mini-batches per step (default); fixed: keep ppo_mini_batch_size")
+    p.add_argument("--jsonl", default=None, help="also write records and decisions to this JSONL file")
+    p.add_argument("--config-name", default="ppo_trainer", help="verl config to compose (default ppo_trainer)")
+    p.add_argument("--config-dir", default=None, help="directory of the config (default: verl's own)")
+    args, rest = p.parse_known_args(argv)
+    bad = [a for a in rest if "=" not in a and not a.startswith("~")]
+    if bad:
+        p.error(f"not a Hydra override (key=value): {' '.join(bad)}")
+    return args, rest
+
+
+def build_config(overrides: Sequence[str], schedule: str | os.PathLike[str], *, mini_batch_mode: str = "per_step",
+                 jsonl: str | None = None, config_name: str = "ppo_trainer", config_dir: str | None = None,
+                 validate: bool = True) -> Any:
+    """verl's composed config with ``overrides`` and the ``rlvr_schedule`` section.
+
+    The schedule file is parsed first (ConfigError on a bad one). ``validate`` runs verl's
+    ``auto_set_device`` and ``validate_config`` as its own ``main`` does.
+    """
+    from hydra import compose, initialize_config_dir
+    from omegaconf import open_dict
+
+    from rlvr_schedule.policy import load_schedule
+    from rlvr_schedule_adapters.verl.trainer import SETTINGS_KEY
+
+    schedule_path = str(Path(schedule).resolve())
+    load_schedule(schedule_path)  # fail early, on the driver
+    with initialize_config_dir(config_dir=str(Path(config_dir or _verl_config_dir()).resolve()), version_base=None):
+        config = compose(config_name=config_name, overrides=list(overrides))
+    if not config.trainer.get("use_v1", False):
+        raise ValueError("the rlvr-schedule verl adapter drives the v1 trainer: set trainer.use_v1=True")
+    if validate:
+        from verl.trainer.ppo.utils import need_critic, need_reference_policy
+        from verl.utils.config import validate_config
+        from verl.utils.device import auto_set_device
+
+        auto_set_device(config)
+        validate_config(config=config, use_reference_policy=need_reference_policy(config),
+                        use_critic=need_critic(config))
+    with open_dict(config):
+        config[SETTINGS_KEY] = {
+            "schedule": schedule_path,
+            "mini_batch_mode": mini_batch_mode,
+            "jsonl": None if jsonl is None else str(Path(jsonl).resolve()),
+        }
+    return config
+
+
+def launch(config: Any, *, run: Callable[..., None] | None = None) -> None:
+    """Run ``config`` (from :func:`build_config`) with the schedule-following task runner."""
+    from rlvr_schedule_adapters.verl.trainer import RlvrScheduleTaskRunner
+
+    if run is None:
+        from verl.trainer.main_ppo import run_ppo as run
+    run(config, task_runner_class=RlvrScheduleTaskRunner)
+
+
+def main(argv: Sequence[str] | None = None, *, run: Callable[..., None] | None = None) -> int:
+    """The command line: build the config, then :func:`launch` it."""
+    args, overrides = parse_args(argv)
+    config = build_config(overrides, args.schedule, mini_batch_mode=args.mini_batch_mode, jsonl=args.jsonl,
+                          config_name=args.config_name, config_dir=args.config_dir)
+    launch(config, run=run)
+    return 0

@@ -1,0 +1,257 @@
+"""The verl 0.9.1 classes: a sync trainer that follows a batch schedule, its worker, its runner.
+
+Importing this module imports verl (and registers the trainer); the entry-point module
+:mod:`rlvr_schedule_adapters.verl_plugin` imports it only on use.
+
+- :class:`RlvrSchedulePPOTrainer` subclasses ``PPOTrainerSync``. ``register_trainer`` refuses
+  to re-register ``"sync"`` and verl's code tests ``trainer_mode == "sync"`` in several places,
+  so the class is registered as ``"rlvr_sync"`` and resets ``trainer.v1.trainer_mode`` to
+  ``"sync"`` before the base constructor runs: everything downstream sees a plain sync run.
+- :data:`RlvrScheduleTaskRunner` is verl's ``TaskRunnerV1`` Ray actor with the mode set to
+  ``"rlvr_sync"``; the actor process imports this module (classes pickle by reference), which
+  registers the trainer there. Launch with ``run_ppo(config, task_runner_class=RlvrScheduleTaskRunner)``
+  (what :mod:`rlvr_schedule_adapters.verl.launch` does).
+- :class:`ScheduleActorRolloutRefWorker` is verl's ``ActorRolloutRefWorker`` plus
+  :meth:`LRControlMixin.rlvr_set_lr`, a ``Dispatch.ONE_TO_ALL`` method that sets the peak LR
+  of the actor's optimizer and LambdaLR on every rank.
+
+Settings come from the ``rlvr_schedule`` section of the verl config (see :data:`SETTINGS_KEY`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from typing import Any
+
+import ray
+from omegaconf import DictConfig, open_dict
+
+from verl.single_controller.base.decorator import Dispatch, register
+from verl.trainer.main_ppo import TaskRunnerV1
+from verl.trainer.ppo.utils import Role
+from verl.trainer.ppo.v1.trainer_base import register_trainer
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+from verl.workers.engine_workers import ActorRolloutRefWorker
+
+from rlvr_schedule_adapters.verl.batch import (
+    MINI_BATCH_MODES,
+    VerlSetupWarning,
+    apply_rollout_batch,
+    check_setup,
+    pin_gen_batch_size,
+    read_layout,
+)
+from rlvr_schedule_adapters.verl.controller import ScheduleController
+from rlvr_schedule_adapters.verl.lr import rescale_lr
+from rlvr_schedule_adapters.verl.state import STATE_FILE, checkpoint_folder, load_state, save_state
+from rlvr_schedule_adapters.verl.tracking import ScheduleMetricsBackend, attach_backend
+
+__all__ = [
+    "TRAINER_NAME",
+    "SETTINGS_KEY",
+    "LRControlMixin",
+    "ScheduleActorRolloutRefWorker",
+    "RlvrSchedulePPOTrainer",
+    "RlvrScheduleTaskRunner",
+    "build_controller",
+]
+
+log = logging.getLogger("rlvr_schedule.adapters.verl")
+
+#: The name the trainer is registered under in verl's TRAINER_REGISTRY.
+TRAINER_NAME = "rlvr_sync"
+#: Config section read by the trainer: ``schedule`` (path, required), ``mini_batch_mode``
+#: ("per_step" | "fixed"), ``jsonl`` (optional path: records and decisions), ``state_file``.
+SETTINGS_KEY = "rlvr_schedule"
+
+
+class LRControlMixin:
+    """Adds :meth:`rlvr_set_lr` to a verl worker holding ``self.actor.engine.{optimizer, lr_scheduler}``."""
+
+    @register(dispatch_mode=Dispatch.ONE_TO_ALL)
+    def rlvr_set_lr(self, lr: float) -> list[float] | None:
+        """Set the actor's peak LR (base_lrs and param groups together) on this rank; returns
+        the group LRs now in effect (None on a worker without a trainable actor)."""
+        actor = getattr(self, "actor", None)
+        if actor is None:
+            return None
+        engine = getattr(actor, "engine", actor)
+        optimizer = getattr(engine, "optimizer", None)
+        if optimizer is None:
+            return None
+        return rescale_lr(optimizer, getattr(engine, "lr_scheduler", None), lr)
+
+
+class ScheduleActorRolloutRefWorker(LRControlMixin, ActorRolloutRefWorker):
+    """verl's ActorRolloutRefWorker with :meth:`LRControlMixin.rlvr_set_lr`."""
+
+
+def _settings(config: Any) -> dict[str, Any]:
+    section = config.get(SETTINGS_KEY, None)
+    if section is None or not section.get("schedule"):
+        raise ValueError(f"the verl config has no '{SETTINGS_KEY}.schedule' (a schedule YAML/JSON file); "
+                         "launch with `python -m rlvr_schedule_adapters.verl_plugin --schedule FILE ...`")
+    mode = section.get("mini_batch_mode", "per_step") or "per_step"
+    if mode not in MINI_BATCH_MODES:
+        raise ValueError(f"{SETTINGS_KEY}.mini_batch_mode must be one of {MINI_BATCH_MODES}, got {mode!r}")
+    return {
+        "schedule": str(section.schedule),
+        "mini_batch_mode": mode,
+        "jsonl": section.get("jsonl", None),
+        "state_file": section.get("state_file", None) or STATE_FILE,
+    }
+
+
+def build_controller(config: Any, apply_fn, *, schedule: Any = None, plugins: Any = None) -> ScheduleController:
+    """A controller for ``config`` (its ``rlvr_schedule`` section names the schedule file)."""
+    from rlvr_schedule.ingest import collect_aliases
+    from rlvr_schedule.plugins import PluginHost
+    from rlvr_schedule.policy import load_schedule
+
+    settings = _settings(config) if schedule is None else {"jsonl": None}
+    if plugins is None:
+        plugins = PluginHost()
+    if settings.get("jsonl"):
+        from rlvr_schedule.plugins.sinks import JsonlSink
+
+        plugins.register(JsonlSink(settings["jsonl"]), name="rlvr-verl-jsonl")
+    if schedule is None:
+        schedule = load_schedule(settings["schedule"], plugins=plugins)
+    layout = read_layout(config)
+    lr0 = float(config.actor_rollout_ref.actor.optim.lr)
+    return ScheduleController(schedule, group_size=layout.group_size, running=(layout.rollouts, lr0),
+                              apply_fn=apply_fn, plugins=plugins, aliases=collect_aliases(plugins))
+
+
+@register_trainer(TRAINER_NAME)
+class RlvrSchedulePPOTrainer(PPOTrainerSync):
+    """``PPOTrainerSync`` whose rollouts per step and actor LR follow a batch schedule.
+
+    Start-up: pins ``data.gen_batch_size`` and warns (:class:`VerlSetupWarning`) about planned
+    stages the set-up cannot hold. Each step: the metrics reach the schedule through a
+    ``Tracking`` backend; a new stage is written into the per-step config and sent to the
+    workers' optimizers. Checkpoints get the scheduler state beside them; a resume restores it.
+    """
+
+    def __init__(self, config: DictConfig) -> None:
+        v1 = config.trainer.v1
+        if v1.trainer_mode == TRAINER_NAME:
+            with open_dict(v1):
+                v1.trainer_mode = "sync"  # the base classes branch on "sync"
+        if v1.trainer_mode != "sync":
+            raise ValueError(f"{type(self).__name__} runs the sync trainer, got trainer_mode={v1.trainer_mode!r}")
+        self.rlvr_settings = _settings(config)
+        self.rlvr_controller = build_controller(config, self._rlvr_apply)
+        schedule = self.rlvr_controller.schedule
+        pin_gen_batch_size(config, schedule)
+        self.rlvr_setup_warnings = check_setup(config, schedule, mini_batch_mode=self.rlvr_settings["mini_batch_mode"])
+        self._rlvr_mini_batches = read_layout(config).mini_batches or 1
+        self._rlvr_pending_state: tuple[int, str] | None = None
+        super().__init__(config)
+
+    # --- workers ------------------------------------------------------------------------------
+    def _init_resource_pool_mgr(self) -> None:
+        super()._init_resource_pool_mgr()
+        for role in (Role.ActorRolloutRef, Role.ActorRollout, Role.Actor):
+            if role in self.role_worker_mapping:
+                self.role_worker_mapping[role] = ray.remote(ScheduleActorRolloutRefWorker)
+                break
+
+    # --- applying a stage ---------------------------------------------------------------------
+    def _rlvr_apply(self, batch: int, lr: float) -> None:
+        """Write ``batch`` rollouts per step into the config and ``lr`` into every rank's
+        optimizer; on failure the config is restored and the error re-raised."""
+        cfg = self.config
+        before = (cfg.data.train_batch_size, cfg.actor_rollout_ref.actor.ppo_mini_batch_size)
+        critic_before = cfg.critic.get("ppo_mini_batch_size") if cfg.get("critic") is not None else None
+        use_critic = bool(getattr(self, "use_critic", False))
+        try:
+            layout = apply_rollout_batch(cfg, batch, mini_batch_mode=self.rlvr_settings["mini_batch_mode"],
+                                         mini_batches=self._rlvr_mini_batches, use_critic=use_critic)
+            self.actor_rollout_wg.rlvr_set_lr(lr=float(lr))
+        except Exception:
+            with open_dict(cfg):
+                cfg.data.train_batch_size, cfg.actor_rollout_ref.actor.ppo_mini_batch_size = before
+                if use_critic and critic_before is not None:
+                    cfg.critic.ppo_mini_batch_size = critic_before
+            raise
+        rb = getattr(self, "replay_buffer", None)
+        if rb is not None and getattr(rb, "train_batch_size", None) is not None:
+            rb.train_batch_size = layout.train_batch_size  # Sync DAPO's in-flight bound
+
+    # --- loop hooks ---------------------------------------------------------------------------
+    def on_train_begin(self) -> None:
+        super().on_train_begin()
+        try:
+            attach_backend(self.logger, ScheduleMetricsBackend(self.rlvr_controller, self._rlvr_after_log))
+        except Exception as exc:
+            log.exception("rlvr-schedule: cannot attach the metrics backend; the schedule will not run")
+            self.rlvr_controller.faults.append(("attach", exc))
+            return
+        self.rlvr_controller.start()
+
+    # --- checkpoints --------------------------------------------------------------------------
+    def _rlvr_state(self, *, complete: bool) -> dict[str, Any]:
+        state = self.rlvr_controller.state_dict()
+        state["complete"] = complete
+        state["global_step"] = int(self.global_steps)
+        state["pending_rollouts"] = 0 if complete else self.rlvr_controller.running[0]
+        return state
+
+    def _save_checkpoint(self) -> None:
+        super()._save_checkpoint()
+        folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
+        try:
+            save_state(folder, self._rlvr_state(complete=False), name=self.rlvr_settings["state_file"])
+            self._rlvr_pending_state = (int(self.global_steps), folder)
+        except Exception as exc:
+            log.exception("rlvr-schedule: writing the scheduler state into %s failed", folder)
+            self.rlvr_controller.faults.append(("save_state", exc))
+
+    def _rlvr_after_log(self, step: int) -> None:
+        pending = self._rlvr_pending_state
+        if pending is None or pending[0] != step:
+            return
+        self._rlvr_pending_state = None
+        save_state(pending[1], self._rlvr_state(complete=True), name=self.rlvr_settings["state_file"])
+
+    def _load_checkpoint(self) -> None:
+        super()._load_checkpoint()
+        try:
+            self._rlvr_restore()
+        except Exception as exc:
+            log.exception("rlvr-schedule: restoring the scheduler state failed; starting the schedule afresh")
+            self.rlvr_controller.faults.append(("load_state", exc))
+
+    def _rlvr_restore(self) -> None:
+        folder = checkpoint_folder(self.config, int(self.global_steps))
+        if folder is None:
+            return
+        state = load_state(folder, name=self.rlvr_settings["state_file"])
+        if state is None:
+            warnings.warn(f"rlvr-schedule: no scheduler state in {folder}; the schedule restarts from its "
+                          "first stage and counts rollouts from zero", VerlSetupWarning, stacklevel=2)
+            return
+        if not state.get("complete", True):
+            # saved before step N's record reached the schedule: count its rollouts at least
+            state = dict(state)
+            state["samples"] = int(state["samples"]) + int(state.get("pending_rollouts", 0))
+            state["step"] = state.get("global_step", state.get("step"))
+            log.warning("rlvr-schedule: the state in %s predates step %s's record; its rollouts are "
+                        "counted, the record itself is lost", folder, state.get("global_step"))
+        self.rlvr_controller.load_state_dict(state)
+
+
+class _RunnerWithSchedule(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined,misc]
+    """verl's TaskRunnerV1 that runs :class:`RlvrSchedulePPOTrainer` (via trainer_mode ``rlvr_sync``)."""
+
+    def run(self, config: DictConfig) -> None:
+        with open_dict(config.trainer.v1):
+            config.trainer.v1.trainer_mode = TRAINER_NAME
+        return super().run(config)
+
+
+#: Pass to ``verl.trainer.main_ppo.run_ppo(config, task_runner_class=...)``.
+RlvrScheduleTaskRunner = ray.remote(_RunnerWithSchedule)
