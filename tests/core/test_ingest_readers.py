@@ -163,6 +163,22 @@ def test_tensorboard_verl_names_event_file_path(tmp_path: Path) -> None:
     assert run.records[0].extra["actor/ppo_kl"] == pytest.approx(0.001)
 
 
+def test_tensorboard_own_writer_tensor_scalars(tmp_path: Path) -> None:
+    """tensorboard's own writer logs TF2-style scalar tensors (metadata on the first value only)."""
+    from tensorboard.summary import Writer
+
+    w = Writer(str(tmp_path / "tf2"))
+    for i in range(1, 4):
+        w.add_scalar("reward", 0.25 * i, i)
+        w.add_scalar("samples", 32.0 * i, i)
+        w.add_scalar("learning_rate", 1e-6, i)
+    w.close()
+    run = read_tensorboard(tmp_path / "tf2")
+    assert run.array("samples").tolist() == [32, 64, 96]
+    assert run.array("reward_mean").tolist() == [0.25, 0.5, 0.75]
+    assert run.lr == pytest.approx(1e-6)
+
+
 def test_tensorboard_resumed_run_later_file_wins(tmp_path: Path) -> None:
     logdir = tmp_path / "tb"
     _write_tb(logdir, [{"step": i, "reward": 0.1 * i, "batch": 8.0} for i in range(1, 7)], filename_suffix=".a")
@@ -254,3 +270,23 @@ def test_writer_leaves_out_nonfinite_values(tmp_path: Path) -> None:
     r = StepRecord(step=1, samples=4, batch=4, lr=math.nan, reward_mean=1.0, extra={"x": math.inf})
     p = write_jsonl(tmp_path / "r.jsonl", [r])
     assert json.loads(p.read_text()) == {"step": 1, "samples": 4, "batch": 4, "reward_mean": 1.0}
+
+
+@pytest.mark.parametrize("names", ["canonical", "trl", "verl"])
+def test_synthetic_framework_logs_read_back(tmp_path: Path, names: str) -> None:
+    from rlvr_schedule.synthetic import make_sweep
+    from rlvr_schedule.synthetic.generator import write_jsonl as write_framework_jsonl
+
+    runs = make_sweep([16, 64], critical_batch=128, failure_samples=5000, seed=1, steps=20, names=names)
+    for run in runs:
+        write_framework_jsonl(tmp_path / f"{run.name}.jsonl", run, names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # framework names are all known
+        loaded = load_runs(tmp_path)
+    assert [r.name for r in loaded] == sorted(r.name for r in runs)
+    for got, want in zip(loaded, sorted(runs, key=lambda r: r.name), strict=True):
+        drop = {"num_tokens"}  # TRL's token counter lands in extra
+        g = [{k: v for k, v in d.items() if k not in drop} for d in _dicts(got)]
+        w = [{k: v for k, v in d.items() if k not in drop} for d in _dicts(want)]
+        assert g == w
+        assert [r.step for r in got] == [r.step for r in want]
