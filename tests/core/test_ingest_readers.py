@@ -290,3 +290,15 @@ def test_synthetic_framework_logs_read_back(tmp_path: Path, names: str) -> None:
         w = [{k: v for k, v in d.items() if k not in drop} for d in _dicts(want)]
         assert g == w
         assert [r.step for r in got] == [r.step for r in want]
+
+
+def test_trainer_state_json_log_history(tmp_path: Path, ingest_data: Path) -> None:
+    rows = [json.loads(line) for line in (ingest_data / "trl_log_history.jsonl").read_text().splitlines()]
+    p = tmp_path / "trainer_state.json"
+    p.write_text(json.dumps({"global_step": 5, "log_history": rows}, indent=2))
+    run = load_run(p)
+    assert run.array("samples").tolist() == [32, 64, 96, 128, 160]
+    rows[2]["step"] = 9
+    p.write_text(json.dumps(rows, indent=2))  # a bare list works too; errors name the entry
+    with pytest.raises(IngestError, match=r"trainer_state.json \(\[3\]\), field 'step': step 4 comes after step 9"):
+        load_run(p)

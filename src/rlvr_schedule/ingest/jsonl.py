@@ -3,6 +3,8 @@
 A run killed mid-write leaves a truncated last line: it is skipped with an :class:`IngestWarning`.
 A bad line anywhere else means the file is damaged: :class:`IngestError` with its line number.
 Lines with a string ``"kind"`` other than ``"record"`` (the JSONL sink's decisions) are skipped.
+A ``.json`` file holding one JSON document is also read: a list of metric dicts, or an object
+with a ``log_history`` list (HF Trainer's ``trainer_state.json``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,27 @@ from rlvr_schedule.errors import IngestError, IngestWarning
 from rlvr_schedule.ingest.stream import RecordStream
 from rlvr_schedule.records import Run
 
-__all__ = ["read_jsonl", "iter_jsonl_rows"]
+__all__ = ["read_jsonl", "iter_jsonl_rows", "iter_json_document_rows"]
+
+
+def iter_json_document_rows(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, Any]]] | None:
+    """``(label, dict)`` rows of a whole-file JSON list / ``log_history``; None if not such a file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    key = ""
+    if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
+        doc, key = doc["log_history"], "log_history"
+    if not isinstance(doc, list):
+        return None
+    rows = []
+    for i, obj in enumerate(doc):
+        if not isinstance(obj, dict):
+            raise IngestError(f"{key}[{i}] is a {type(obj).__name__}, expected an object", source=str(path))
+        rows.append((f"{key}[{i}]", obj))
+    return rows
 
 
 def iter_jsonl_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -56,6 +78,12 @@ def read_jsonl(path: str | os.PathLike[str], *, name: str | None = None,
                aliases: Mapping[str, str] | None = None) -> Run:
     """Read a JSONL log into a validated :class:`Run` (framework names mapped by ``aliases``)."""
     stream = RecordStream(name=name or Path(path).stem, source=str(path), aliases=aliases)
+    if Path(path).suffix.lower() == ".json":
+        doc_rows = iter_json_document_rows(path)
+        if doc_rows is not None:
+            for label, obj in doc_rows:
+                stream.append(obj, label=label)
+            return stream.to_run()
     for lineno, obj in iter_jsonl_rows(path):
         stream.append(obj, line=lineno)
     return stream.to_run()

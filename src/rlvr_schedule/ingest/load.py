@@ -78,7 +78,9 @@ def _run_name(path: Path, base: Path | None) -> str:
     if base is not None and path != base:
         rel = path.relative_to(base)
         return str(rel.with_suffix("") if path.is_file() else rel)
-    return path.stem if path.is_file() else path.name
+    if path.is_file():
+        return path.parent.name if is_event_file(path) else path.stem
+    return path.name
 
 
 def load_run(path: str | os.PathLike[str], *, name: str | None = None,
