@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +100,19 @@ def test_syntax_errors_name_the_line(tmp_path):
         load_schedule(r)
     with pytest.raises(ConfigError, match="cannot read"):
         load_schedule(tmp_path / "missing.yaml")
+
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "schedules").glob("*.yaml"))
+
+
+def test_example_schedules_load():
+    assert len(EXAMPLES) >= 3
+    kinds = set()
+    for p in EXAMPLES:
+        s = load_schedule(p)
+        kinds.add(type(s).__name__)
+        assert s.current.batch >= 1 and s.current.lr > 0
+    assert kinds == {"StaticSchedule", "TwoClockScheduler"}
+    static = load_schedule(EXAMPLES[0].with_name("static_three_stage.yaml"))
+    assert [st.batch for st in static.stages] == [128, 256, 512]
+    assert static.stages[2].lr == pytest.approx(2e-6)
