@@ -1,4 +1,4 @@
-"""Readers: JSONL, CSV and real TensorBoard event files, for canonical, TRL-, verl- and OpenRLHF-style names."""
+"""Readers: JSONL, CSV and real TensorBoard event files; canonical, TRL, verl and OpenRLHF names."""
 
 from __future__ import annotations
 
@@ -181,8 +181,10 @@ def test_tensorboard_own_writer_tensor_scalars(tmp_path: Path) -> None:
 
 def test_tensorboard_resumed_run_later_file_wins(tmp_path: Path) -> None:
     logdir = tmp_path / "tb"
-    _write_tb(logdir, [{"step": i, "reward": 0.1 * i, "batch": 8.0} for i in range(1, 7)], filename_suffix=".a")
-    _write_tb(logdir, [{"step": i, "reward": 1.0, "batch": 8.0} for i in range(4, 9)], filename_suffix=".b")
+    first = [{"step": i, "reward": 0.1 * i, "batch": 8.0} for i in range(1, 7)]
+    resumed = [{"step": i, "reward": 1.0, "batch": 8.0} for i in range(4, 9)]  # from a step-3 checkpoint
+    _write_tb(logdir, first, filename_suffix=".a")
+    _write_tb(logdir, resumed, filename_suffix=".b")
     assert len(list(logdir.iterdir())) == 2
     with pytest.warns(IngestWarning, match="logged again"):
         run = read_tensorboard(logdir)
@@ -300,5 +302,5 @@ def test_trainer_state_json_log_history(tmp_path: Path, ingest_data: Path) -> No
     assert run.array("samples").tolist() == [32, 64, 96, 128, 160]
     rows[2]["step"] = 9
     p.write_text(json.dumps(rows, indent=2))  # a bare list works too; errors name the entry
-    with pytest.raises(IngestError, match=r"trainer_state.json \(\[3\]\), field 'step': step 4 comes after step 9"):
+    with pytest.raises(IngestError, match=r"state.json \(\[3\]\), field 'step': step 4 comes after step 9"):
         load_run(p)

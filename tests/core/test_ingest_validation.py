@@ -197,7 +197,8 @@ def test_step_missing_in_some_rows_is_an_error(tmp_path: Path) -> None:
 
 
 def test_rows_without_any_step_are_numbered(tmp_path: Path) -> None:
-    run = read_jsonl(_jsonl(tmp_path / "n.jsonl", [{"samples": 8, "reward": 0}, {"samples": 16, "reward": 0}]))
+    rows = [{"samples": 8, "reward": 0}, {"samples": 16, "reward": 0}]
+    run = read_jsonl(_jsonl(tmp_path / "n.jsonl", rows))
     assert [r.step for r in run] == [1, 2]
 
 
