@@ -304,3 +304,30 @@ def test_trainer_state_json_log_history(tmp_path: Path, ingest_data: Path) -> No
     p.write_text(json.dumps(rows, indent=2))  # a bare list works too; errors name the entry
     with pytest.raises(IngestError, match=r"state.json \(\[3\]\), field 'step': step 4 comes after step 9"):
         load_run(p)
+
+
+def test_logs_of_the_plugin_sinks_read_back(tmp_path: Path) -> None:
+    """The JSONL and TensorBoard sinks write records and decisions into one log; readers keep records."""
+    from rlvr_schedule.plugins.sinks import JsonlSink, TensorBoardSink
+    from rlvr_schedule.records import Decision
+
+    recs = [StepRecord(step=i, samples=16 * i, batch=16, lr=1e-6, reward_mean=0.1 * i, entropy=1.0)
+            for i in range(1, 5)]
+    sinks = [JsonlSink(tmp_path / "sink.jsonl"), TensorBoardSink(tmp_path / "tb")]
+    for r in recs:
+        d = Decision(step=r.step, samples=r.samples, batch=32 if r.step == 4 else 16, lr=1e-6, stage=0,
+                     switched=r.step == 4, reason="test")
+        for s in sinks:
+            s.rlvr_schedule_on_record(r)
+            s.rlvr_schedule_on_decision(d, r)
+    for s in sinks:
+        s.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from_jsonl = load_run(tmp_path / "sink.jsonl")
+        from_tb = load_run(tmp_path / "tb")
+    want = [r.to_dict() for r in recs]
+    assert _dicts(from_jsonl) == want
+    for got, w in zip(_dicts(from_tb), want, strict=True):
+        assert {k: v for k, v in got.items() if not k.startswith("rlvr/decision")} == pytest.approx(w)
+        assert "rlvr/decision/batch" in got
