@@ -168,3 +168,13 @@ def test_state_round_trip_gives_identical_decisions(c, seed, split):
     b.load_state_dict(state)
     assert b.current == a.current
     assert head + [b.step(r) for r in recs[k:]] == decs
+
+
+def test_loading_state_from_another_config_warns(caplog):
+    a = TwoClockScheduler(PolicyConfig(initial_batch=64))
+    b = TwoClockScheduler(PolicyConfig(initial_batch=64, growth=3.0))
+    with caplog.at_level("WARNING", logger="rlvr_schedule.policy"):
+        b.load_state_dict(a.state_dict())
+    assert "growth" in caplog.text
+    with pytest.raises(Exception, match="not a TwoClockScheduler state"):
+        b.load_state_dict({"kind": "static"})

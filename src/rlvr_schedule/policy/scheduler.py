@@ -187,6 +187,8 @@ class PolicyConfig:
                                   field=str(k))
         kw = dict(d)
         kw["constraints"] = BatchConstraints.from_dict(d.get("constraints"), source=source)
+        if isinstance(kw.get("detectors"), list):
+            kw["detectors"] = tuple(kw["detectors"])
         cfg = object.__new__(cls)
         for f in dataclasses.fields(cls):
             val = kw[f.name] if f.name in kw else (
@@ -381,7 +383,7 @@ class TwoClockScheduler:
             if hasattr(det, "state_dict"):
                 dets[f"{i}:{getattr(det, 'name', type(det).__name__)}"] = _to_json(det.state_dict())
         return {
-            "kind": _STATE_KIND, "version": 1,
+            "kind": _STATE_KIND, "version": 1, "config": _to_json(self.config.to_dict()),
             "stages": [s.to_dict() for s in self._stages],
             "base_batch": self.base_batch,
             "streak": self._streak, "records": self._records, "last_switch": self._last_switch,
@@ -394,6 +396,11 @@ class TwoClockScheduler:
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if state.get("kind") != _STATE_KIND:
             raise ConfigError(f"not a TwoClockScheduler state (kind {state.get('kind')!r})", field="kind")
+        saved_cfg = state.get("config")
+        if saved_cfg is not None and saved_cfg != _to_json(self.config.to_dict()):
+            changed = sorted(k for k, v in _to_json(self.config.to_dict()).items() if saved_cfg.get(k) != v)
+            log.warning("loading a TwoClockScheduler state saved under another config (changed: %s); "
+                        "decisions may differ from the uninterrupted run", ", ".join(changed))
         stages = [Stage(**s) for s in state["stages"]]
         if not stages:
             raise ConfigError("a state needs at least one stage", field="stages")
