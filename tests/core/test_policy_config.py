@@ -116,3 +116,12 @@ def test_example_schedules_load():
     static = load_schedule(EXAMPLES[0].with_name("static_three_stage.yaml"))
     assert [st.batch for st in static.stages] == [128, 256, 512]
     assert static.stages[2].lr == pytest.approx(2e-6)
+
+
+def test_policy_config_round_trips_through_a_schedule_dict():
+    from rlvr_schedule.policy import BatchConstraints, PolicyConfig
+
+    cfg = PolicyConfig(initial_batch=48, growth=3.0, detectors=["kl_blowup"], failure_signal="kl",
+                       constraints=BatchConstraints(group_size=16, divisor=3))
+    s = schedule_from_dict(json.loads(json.dumps({"type": "two_clock", **cfg.to_dict()})))
+    assert isinstance(s, TwoClockScheduler) and s.config == cfg
