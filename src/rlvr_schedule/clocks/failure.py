@@ -230,9 +230,10 @@ class RewardCrash(Detector):
             return None, math.nan
         r = float(r)
         self._n += 1
-        if finite(self._last):
+        if finite(self._last):  # running mean of |diff| for the first 100 records, then an EMA
             d = abs(r - self._last)
-            self._absdiff = d if not finite(self._absdiff) else self._absdiff + 0.01 * (d - self._absdiff)
+            a = max(0.01, 1.0 / (self._n - 1))
+            self._absdiff = d if not finite(self._absdiff) else self._absdiff + a * (d - self._absdiff)
         self._last = r
         self.ema = r if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
         if self._n <= self.warmup:

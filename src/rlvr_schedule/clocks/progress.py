@@ -70,7 +70,7 @@ class ProgressClock:
     """Progress of one run: ``fit(run)`` gives
 
     * ``rate_`` - reward gained per rollout: least-squares slope of reward on samples from the
-      start to the target crossing (or, if never reached, to the pre-failure peak), with
+      start to the target crossing (or, if never reached, over the whole pre-failure part), with
       ``rate_interval_`` (``level`` interval, widened for autocorrelated residuals);
     * ``samples_to_target_`` - first crossing of ``target`` by the smoothed reward (NaN if the run
       never got there: ``reached_target_`` False), with ``samples_to_target_interval_`` (crossings
@@ -115,7 +115,7 @@ class ProgressClock:
         else:
             self.samples_to_target_interval_ = (lo if finite(lo) else self.samples_end_, math.inf)
 
-        end = stt if self.reached_target_ else float(x[int(np.nanargmax(ys))])
+        end = stt if self.reached_target_ else float(x[-1])
         sel = x <= end
         if sel.sum() < 3:
             sel = np.zeros_like(sel)
@@ -171,6 +171,57 @@ def _profile_bstar(b: np.ndarray, s: np.ndarray, cb: np.ndarray, bound: np.ndarr
     return float(fine[k]), float(fp0[k]) * scale, float(floss[k])
 
 
+def _register(curves: Sequence[tuple[np.ndarray, np.ndarray]], weights: Sequence[float],
+              k0: np.ndarray, r0: float, n_iter: int = 5, bins: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Speed factors k_i such that reward_i(x) ~ F(k_i x) for one template F shared by the runs.
+
+    Runs of one task at different batches climb the same reward curve at different speeds (per
+    rollout), so aligning whole curves uses every pre-failure record instead of a few crossings.
+    Alternates a template (weighted bin means over the pooled rescaled samples; each record
+    weighs its batch, i.e. its rollouts) with a per-run 1-D search of k on a log grid. The
+    template starts at (0, r0), so a run that makes no progress gets k -> 0.
+    Returns (k normalised to max 1, template x, template y).
+    """
+    k = np.array(k0, float)
+    ok = np.isfinite(k) & (k > 0)
+    k = np.where(ok, k, np.exp(np.mean(np.log(k[ok]))) if ok.any() else 1.0)
+    k /= k.max()
+    xs, ys, ws = [], [], []
+    for (x, y), w in zip(curves, weights):  # chunk long runs: <= 1000 points each keeps this O(n)
+        x, y = np.asarray(x, float), np.asarray(y, float)
+        c = max(1, -(-x.size // 1000))
+        m = x.size // c * c
+        if c > 1 and m < x.size:
+            x, y = x[:m], y[:m]
+        xs.append(x.reshape(-1, c).mean(1))
+        ys.append(y.reshape(-1, c).mean(1))
+        ws.append(np.full(xs[-1].size, w * c))
+    tx = ty = np.zeros(0)
+    for it in range(n_iter + 1):
+        tau = np.concatenate([ki * x for ki, x in zip(k, xs)])
+        yy, ww = np.concatenate(ys), np.concatenate(ws)
+        top = float(tau.max())
+        if top <= 0:
+            break
+        b = np.minimum((tau / top * bins).astype(int), bins - 1)
+        sw = np.bincount(b, ww, bins)
+        have = sw > 0
+        tx = np.concatenate(([0.0], np.bincount(b, ww * tau, bins)[have] / sw[have]))
+        ty = np.concatenate(([r0], np.bincount(b, ww * yy, bins)[have] / sw[have]))
+        if it == n_iter or tx.size < 3:
+            break
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            if it == 0:  # the whole range first (a run may make no progress at all), then locally
+                cand = np.geomspace(1e-4, 3.0, 121)
+            else:
+                cand = k[i] * np.exp(np.linspace(-0.3, 0.3, 31))
+            pred = np.interp(cand[:, None] * x[None, :], tx, ty)
+            sse = ((y[None, :] - pred) ** 2 * ws[i][None, :]).sum(1)
+            k[i] = cand[int(np.argmin(sse))]
+        k = np.maximum(k / k.max(), 1e-4)
+    return k, tx, ty
+
+
 class CriticalBatchFit:
     """Critical batch from a constant-batch sweep: ``fit(runs)`` gives
 
@@ -216,7 +267,8 @@ class CriticalBatchFit:
                   for r, f in zip(runs, failure_samples)]
         self.clocks_ = clocks
 
-        # crossings of common levels -> per-run speed (two-way additive model in log samples)
+        # crossings of common levels -> initial per-run speeds (two-way additive model in log
+        # samples), then curve registration on all pre-failure points refines them
         span = self.target_ - r0
         fr = np.linspace(0.3, 1.0, self.levels) if self.levels > 1 else np.array([1.0])
         lv = r0 + fr * span
@@ -226,23 +278,31 @@ class CriticalBatchFit:
             for j, L in enumerate(lv):
                 e = clocks[i].crossing(L)
                 E[i, j] = e if finite(e) and e > 0 else np.nan
+        init = self._speeds(E, lv, r0)[0] if span > 0 else np.full(len(runs), np.nan)
         rates = np.full(len(runs), np.nan)
-        bounds = np.full(len(runs), np.nan)
-        if span > 0:
-            rates, top = self._speeds(E, lv, r0)
-            for i in idx:
-                if not finite(rates[i]):
-                    bounds[i] = (lv[0] - r0) / max(clocks[i].samples_end_, 1.0)
+        e_fit = np.full(len(runs), np.nan)
+        self.template_ = None
+        if span > 0 and idx:
+            curves = [reward_curve(runs[i], failure_samples[i], self.smooth)[:2] for i in idx]
+            k, tx, ty = _register(curves, [float(runs[i].batch) for i in idx], init[idx], r0)
+            self.template_ = (tx, ty)
+            ttop = first_crossing(tx, ty, self.target_)
+            ltop = self.target_
+            if not finite(ttop):  # target above what any run reached: its highest level instead
+                ltop = r0 + 0.9 * (float(np.max(ty)) - r0)
+                ttop = first_crossing(tx, ty, ltop)
+            if finite(ttop) and ttop > 0 and ltop > r0:
+                for n, i in enumerate(idx):
+                    rates[i] = (ltop - r0) / ttop * k[n]
+                    e_fit[i] = ttop / k[n] if k[n] > 0 else math.inf
         unc = [i for i in idx if finite(rates[i])]
-        cen = [i for i in idx if not finite(rates[i]) and finite(bounds[i])]
         bs = np.array([runs[i].batch for i in unc], float)
         ss = np.array([rates[i] for i in unc], float)
-        cb = np.array([runs[i].batch for i in cen], float)
-        cbd = np.array([bounds[i] for i in cen], float)
+        cb = cbd = np.zeros(0)
         nan = math.nan
         self.critical_batch_, self.rate_at_zero_ = nan, nan
         self.critical_batch_interval_ = (nan, nan)
-        if np.unique(np.concatenate([bs, cb])).size >= 2 and bs.size >= 1:
+        if np.unique(bs).size >= 2:
             self.critical_batch_, self.rate_at_zero_, _ = _profile_bstar(bs, ss, cb, cbd)
             self.critical_batch_interval_ = self._bootstrap(bs, ss, cb, cbd)
         self.zero_progress_batch_ = 2 * self.critical_batch_
@@ -251,7 +311,7 @@ class CriticalBatchFit:
             self.table_.append({
                 "name": r.name, "batch": r.batch, "lr": r.lr, "constant_batch": const[i],
                 "rate": float(rates[i]) if finite(rates[i]) else nan,
-                "rate_bound": float(bounds[i]) if finite(bounds[i]) else nan,
+                "samples_to_target_fit": float(e_fit[i]) if not math.isnan(e_fit[i]) else nan,
                 "predicted_rate": self.predict_rate(r.batch),
                 "rate_regression": c.rate_, "samples_to_target": c.samples_to_target_,
                 "samples_to_target_interval": c.samples_to_target_interval_,
@@ -285,10 +345,15 @@ class CriticalBatchFit:
 
     def _bootstrap(self, bs: np.ndarray, ss: np.ndarray, cb: np.ndarray, cbd: np.ndarray
                    ) -> tuple[float, float]:
+        """Percentile interval of B*: runs resampled with replacement, and each resampled run's
+        rate moved by its residual from the full fit with a random sign (a wild bootstrap), so
+        both the choice of runs and the scatter of their rates count."""
         n_u, n_c = bs.size, cb.size
         n = n_u + n_c
         if n < 3 or self.n_boot < 10:
             return (math.nan, math.nan)
+        pred = np.array([self.predict_rate(b) for b in bs]) if n_u else np.zeros(0)
+        resid = (ss - pred) * math.sqrt(n_u / max(n_u - 2, 1)) if n_u else pred
         rng = np.random.default_rng(self.seed)
         n_distinct = np.unique(np.concatenate([bs, cb])).size
         est = []
@@ -298,7 +363,8 @@ class CriticalBatchFit:
             allb = np.concatenate([bs[pu], cb[pc]])
             if pu.size == 0 or np.unique(allb).size < min(3, n_distinct):
                 continue
-            est.append(_profile_bstar(bs[pu], ss[pu], cb[pc], cbd[pc])[0])
+            s_star = pred[pu] + resid[pu] * rng.choice((-1.0, 1.0), pu.size)
+            est.append(_profile_bstar(bs[pu], s_star, cb[pc], cbd[pc])[0])
         if len(est) < 10:
             return (math.nan, math.nan)
         a = (1 - self.level) / 2
