@@ -241,3 +241,11 @@ def test_record_stream_empty_and_rewardless_runs_are_errors() -> None:
     with pytest.raises(IngestError, match="no reward metric"):
         s.to_run()
     assert len(s.to_run(require_reward=False)) == 1
+
+
+def test_rows_without_any_metric_are_skipped_with_one_warning(tmp_path: Path) -> None:
+    rows = [{"step": 1, "batch": 8, "reward": 0.1}, {"step": 2, "eval_loss": 0.5},
+            {"step": 2, "batch": 8, "reward": 0.2}, {"step": 3, "eval_loss": 0.4}]
+    with pytest.warns(IngestWarning, match=r"e.jsonl:2: 2 row\(s\) without any reward"):
+        run = read_jsonl(_jsonl(tmp_path / "e.jsonl", rows))
+    assert [r.step for r in run] == [1, 2]

@@ -135,7 +135,7 @@ ALIASES: Mapping[str, str] = MappingProxyType(
 )
 
 #: Names the frameworks log that have no canonical field: kept in ``extra`` without the
-#: "unknown columns" warning. Prefixes end with ``/``.
+#: "unknown columns" warning. Entries ending in ``/`` or ``_`` are prefixes.
 KNOWN_EXTRA: frozenset[str] = frozenset({
     # TRL
     "loss", "num_tokens", "completions/clipped_ratio", "completions/min_length",
@@ -143,7 +143,7 @@ KNOWN_EXTRA: frozenset[str] = frozenset({
     "completions/min_terminated_length", "completions/max_terminated_length",
     "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
     "step_time", "epoch", "total_flos", "train_runtime", "train_samples_per_second",
-    "train_steps_per_second", "train_loss", "rewards/",
+    "train_steps_per_second", "train_loss", "rewards/", "eval_", "eval/",
     # this library's sinks (decision lines, rlvr/decision/* scalars); W&B exports
     "kind", "decision/", "stage", "_runtime", "_timestamp",
     # verl
@@ -211,7 +211,7 @@ def is_known_extra(name: str) -> bool:
         name = name.removeprefix(prefix)
     if name in KNOWN_EXTRA:
         return True
-    return any(p.endswith("/") and name.startswith(p) for p in KNOWN_EXTRA)
+    return any(p.endswith(("/", "_")) and name.startswith(p) for p in KNOWN_EXTRA)
 
 
 def merge_aliases(*tables: Mapping[str, str] | None) -> AliasTable:

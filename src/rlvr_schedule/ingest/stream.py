@@ -55,6 +55,7 @@ class RecordStream:
         self._non_numeric: dict[str, None] = {}
         self._nonfinite: dict[str, list[Any]] = {}  # name -> [first line, count]
         self._gap_derived: str | None = None
+        self._skipped: list[str] = []  # rows without any canonical metric, not at the last step
         self._warned = False
         self._loc: str | None = self.source  # source of the row being appended (with its label)
 
@@ -79,12 +80,14 @@ class RecordStream:
         return IngestError(message, source=self._loc, line=line, field=fld)
 
     def append(self, item: Mapping[str, Any] | StepRecord, *, line: int | None = None,
-               label: str | None = None) -> StepRecord:
+               label: str | None = None) -> StepRecord | None:
         """Add one record (a :class:`StepRecord` or a framework metrics dict); returns it.
 
         ``line`` (or, for sources without lines, ``label`` such as ``"step 5"``) says where the
-        row came from in errors and warnings. A metric-less row at the last step returns the
-        last record with its ``extra`` updated.
+        row came from in errors and warnings. A row without any canonical metric (an eval or
+        end-of-training summary line) is not an update: at the last step its values join that
+        record's ``extra`` (that record is returned); elsewhere it is skipped (None), with one
+        warning at the end.
         """
         self._loc = self.source if label is None else f"{self.source or '<stream>'} ({label})"
         if isinstance(item, StepRecord):
@@ -108,10 +111,12 @@ class RecordStream:
             step = self.records[-1].step + 1 if self.records else 1
 
         last = self.last
-        has_metric = any(f in v for f in METRIC_FIELDS) or "samples" in v or "batch" in v
-        if last is not None and step == last.step and not has_metric:
-            last.extra.update(m.extra)  # an annotation row (summary, eval) at the last step
-            return last
+        if not any(f in v for f in METRIC_FIELDS + ("samples", "batch", "lr")):
+            if last is not None and step == last.step:
+                last.extra.update(m.extra)  # an annotation row (summary, eval) at the last step
+                return last
+            self._skipped.append(_where(self._loc, line))
+            return None
         self._rewind_or_check(step, line, step_field)
         prev = self.last
         prev_step = prev.step if prev is not None else 0
@@ -146,7 +151,7 @@ class RecordStream:
                                      f"{gap} steps assuming a constant batch")
         record = build_record(
             v, m.extra, step=step, samples=samples, batch=batch, lr=v.get("lr"),
-            source=self.source, line=line, names=names,
+            source=self._loc, line=line, names=names,
         )
         self._admit(record, line, step_field=step_field, samples_field=names.get("samples", "samples"),
                     checked_step=True)
@@ -231,6 +236,10 @@ class RecordStream:
             if count > 1:
                 warnings.warn(f"{where}: field {name!r}: {count} non-finite values set to NaN "
                               f"(first at line {first})", IngestWarning, stacklevel=3)
+        if self._skipped:
+            warnings.warn(f"{self._skipped[0]}: {len(self._skipped)} row(s) without any reward, samples, "
+                          "batch or other canonical metric skipped (eval or summary lines?)",
+                          IngestWarning, stacklevel=3)
         if self._gap_derived:
             warnings.warn(self._gap_derived, IngestWarning, stacklevel=3)
 
