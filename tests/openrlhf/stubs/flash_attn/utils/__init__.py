@@ -1,0 +1,1 @@
+"""TEST STUB (see tests/openrlhf/stubs/README.md)."""
