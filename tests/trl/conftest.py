@@ -1,129 +1,16 @@
-"""A tiny local GRPO set-up for the TRL adapter tests: no downloads, CPU, a few seconds a run.
-
-``tiny_model`` saves a 1-layer Qwen2 (hidden 64) and a word-level tokenizer to a temp dir once per
-session. ``run_grpo`` trains a real ``GRPOTrainer`` and MEASURES, per optimizer step, the completions
-that reached the reward function and the LR in the optimizer's param groups when ``step()`` ran (a
-torch step pre-hook), independently of anything the callback or the logs report.
-"""
+"""Fixtures of the TRL adapter tests (helpers live in ``trl_harness``, a uniquely named module)."""
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-torch = pytest.importorskip("torch")
-pytest.importorskip("trl")
-
-from transformers import TrainerCallback  # noqa: E402
-
-PER_DEVICE = 4       # completions per micro-step
-GROUP = 4            # num_generations
-S = 2                # steps_per_generation, fixed while the batch changes
-
-
-def make_tiny_model(path: Path) -> Any:
-    """Save a tiny Qwen2 + word-level tokenizer under ``path``; return the tokenizer."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    vocab = ["<pad>", "<eos>", "<unk>"] + [f"w{i}" for i in range(29)]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    ptok = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
-    cfg = Qwen2Config(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                      tie_word_embeddings=False, pad_token_id=0, eos_token_id=1, bos_token_id=None)
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(cfg).save_pretrained(path)
-    ptok.save_pretrained(path)
-    return ptok
+from trl_harness import make_tiny_model
 
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Any]:
+    """A 1-layer Qwen2 (hidden 64) and a word-level tokenizer saved locally once per session."""
     path = tmp_path_factory.mktemp("tiny-qwen2")
     return str(path), make_tiny_model(path)
-
-
-def prompts(n: int) -> Any:
-    from datasets import Dataset
-
-    return Dataset.from_dict({"prompt": [f"w{i % 20} w{(i * 7) % 20} w{(i * 3) % 20}" for i in range(n)]})
-
-
-@dataclass
-class Measured:
-    """Per optimizer step: completions scored since the previous step and the LR ``step()`` used."""
-
-    completions: list[int] = field(default_factory=list)
-    lr: list[float] = field(default_factory=list)
-    ga: list[int] = field(default_factory=list)
-    _scored: int = 0
-
-    def reward(self, completions: list[Any], **kwargs: Any) -> list[float]:
-        self._scored += len(completions)
-        return [float(len(c)) for c in completions]
-
-    def on_step(self, optimizer: Any, *args: Any, **kwargs: Any) -> None:
-        self.completions.append(self._scored)
-        self._scored = 0
-        self.lr.append(float(optimizer.param_groups[0]["lr"]))
-
-
-class _Probe(TrainerCallback):
-    """Hooks the torch optimizer's ``step`` once the Trainer has built it."""
-
-    def __init__(self, measured: Measured, stop_at: int | None = None) -> None:
-        self.m, self.stop_at, self.handle = measured, stop_at, None
-
-    def on_train_begin(self, args, state, control, optimizer=None, **kwargs):
-        inner = getattr(optimizer, "optimizer", optimizer)
-        self.handle = inner.register_step_pre_hook(self.m.on_step)
-
-    def on_step_begin(self, args, state, control, **kwargs):
-        self.m.ga.append(args.gradient_accumulation_steps)
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self.stop_at is not None and state.global_step >= self.stop_at:
-            control.should_training_stop = True
-
-    def on_train_end(self, args, state, control, **kwargs):
-        if self.handle is not None:
-            self.handle.remove()
-
-
-def grpo_args(out: Path | str, **kw: Any) -> Any:
-    from trl import GRPOConfig
-
-    base = dict(output_dir=str(out), per_device_train_batch_size=PER_DEVICE, num_generations=GROUP,
-                gradient_accumulation_steps=S, steps_per_generation=S, max_completion_length=4,
-                max_steps=8, learning_rate=1e-3, lr_scheduler_type="constant", logging_steps=1,
-                use_cpu=True, bf16=False, report_to=[], save_strategy="no", beta=0.0, disable_tqdm=True,
-                seed=0, dataloader_num_workers=0)
-    base.update(kw)
-    return GRPOConfig(**base)
-
-
-def run_grpo(tiny_model: tuple[str, Any], out: Path | str, callbacks: list[Any], *, n_prompts: int = 64,
-             resume: str | None = None, stop_at: int | None = None, **kw: Any) -> tuple[Any, Measured]:
-    """Train a real GRPOTrainer; returns the trainer and what was measured."""
-    from trl import GRPOTrainer
-
-    model, tok = tiny_model
-    m = Measured()
-    trainer = GRPOTrainer(model=model, reward_funcs=m.reward, args=grpo_args(out, **kw),
-                          train_dataset=prompts(n_prompts), processing_class=tok,
-                          callbacks=[*callbacks, _Probe(m, stop_at)])
-    trainer.train(resume_from_checkpoint=resume)
-    return trainer, m
-
-
-TWO_STAGES = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 32}, {"batch": 16, "lr": 2.5e-4}]}

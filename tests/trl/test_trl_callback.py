@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from conftest import GROUP, PER_DEVICE, S, TWO_STAGES, run_grpo
+from trl_harness import GROUP, PER_DEVICE, S, TWO_STAGES, run_grpo
 from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
 
 pytestmark = pytest.mark.slow

@@ -1,0 +1,108 @@
+"""Fast checks of the adapter helpers and of the TRL module's lazy import (no trainer runs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from rlvr_schedule.policy import StaticSchedule, schedule_from_dict
+from rlvr_schedule.records import Stage
+from rlvr_schedule_adapters._common import (
+    BatchUnit,
+    build_schedule,
+    epoch_fit,
+    planned_batches,
+    scale_base_lr,
+    schedule_spec,
+)
+
+
+def test_planned_batches_follow_until_samples():
+    stages = StaticSchedule([Stage(8, 1e-3, until_samples=32), Stage(16, 5e-4, until_samples=64),
+                             Stage(32, 2e-4)]).stages
+    assert planned_batches(stages, 7) == [8, 8, 8, 8, 16, 16, 32]
+    assert planned_batches(stages, 3, samples=40, start=1) == [16, 16, 32]
+
+
+def test_batch_unit_accumulation_and_refusal():
+    unit = BatchUnit(per_step=4, accumulation_multiple=2)
+    assert unit.accumulation(16) == 4 and unit.batch(4) == 16 and unit.multiple == 8
+    with pytest.raises(ValueError, match="multiple of 8.*divisor=8"):
+        unit.accumulation(12)
+
+
+def test_epoch_fit_replays_the_trainer_epoch_loop():
+    # 8 micro-steps per epoch, epochs planned from GA 2 (4 updates each), then GA 4: data runs out
+    fit = epoch_fit([2] * 4 + [4] * 4, micro_per_epoch=8, initial_accumulation=2, epochs=2)
+    assert (fit.updates, fit.partial, fit.micro_needed, fit.fits) == (6, 0, 24, False)
+    # an epoch length that GA 4 does not divide cuts an update short
+    fit = epoch_fit([2, 4, 4], micro_per_epoch=8, initial_accumulation=2, epochs=1)
+    assert (fit.updates, fit.partial) == (3, 1)
+    assert epoch_fit([2] * 4 + [4] * 4, micro_per_epoch=64, initial_accumulation=2, epochs=1).fits
+
+
+@pytest.mark.parametrize("kind", ["constant", "linear"])
+def test_scale_base_lr_survives_the_next_scheduler_step(kind):
+    from transformers import get_scheduler
+
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.AdamW([{"params": [model.weight], "lr": 1e-3},
+                             {"params": [model.bias], "lr": 1e-3, "weight_decay": 0.0}], lr=1e-3)
+    sched = get_scheduler(kind, opt, num_warmup_steps=0, num_training_steps=10)
+    for _ in range(2):
+        opt.step()
+        sched.step()
+    mult = opt.param_groups[0]["lr"] / 1e-3
+    scale_base_lr(opt, sched, 4e-4)
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([4e-4 * mult] * 2)
+    assert sched.get_last_lr() == pytest.approx([4e-4 * mult] * 2)
+    opt.step()
+    sched.step()  # recomputes from base_lrs: the new base LR holds
+    assert opt.param_groups[0]["lr"] == pytest.approx(4e-4 * sched.lr_lambdas[0](3))
+    with pytest.raises(ValueError):
+        scale_base_lr(opt, sched, float("nan"))
+
+
+def test_schedule_spec_round_trips(tmp_path):
+    spec = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 32}, {"batch": 16, "lr": 5e-4}]}
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(spec))
+    for given in (spec, path, StaticSchedule(spec["stages"])):
+        rebuilt = build_schedule(schedule_spec(given))
+        assert [(s.batch, s.lr, s.until_samples) for s in rebuilt.stages] == [(8, 1e-3, 32), (16, 5e-4, None)]
+    two = schedule_from_dict({"type": "two_clock", "initial_batch": 16, "base_lr": 1e-4})
+    assert build_schedule(schedule_spec(two)).current.batch == 16
+    with pytest.raises(TypeError, match="schedule must be"):
+        build_schedule(42)
+
+
+def test_module_imports_without_transformers_or_trl():
+    code = (
+        "import sys\n"
+        "sys.modules['transformers'] = None; sys.modules['trl'] = None\n"
+        "import rlvr_schedule_adapters.trl_callback as m\n"
+        "assert m.rlvr_schedule_metric_aliases()['reward'] == 'reward_mean'\n"
+        "from rlvr_schedule.plugins import PluginHost\n"
+        "h = PluginHost(); assert not h.faults, h.faults\n"
+        "try:\n    m.RlvrScheduleCallback\nexcept ImportError:\n    print('lazy-ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "lazy-ok" in out.stdout
+
+
+def test_state_is_json_and_rebuilds_a_new_instance():
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+
+    spec = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 32}, {"batch": 16, "lr": 5e-4}]}
+    cb = RlvrScheduleCallback(spec)
+    cb.samples, cb.wanted = 40, (16, 5e-4)
+    cb.schedule.load_state_dict({**cb.schedule.state_dict(), "index": 1, "last_batch": 16, "last_lr": 5e-4})
+    state = json.loads(json.dumps(cb.state()))
+    new = RlvrScheduleCallback.from_state(state)  # what transformers does on restore
+    assert new is not cb and new.host is cb.host  # same process: the user's plugin host is kept
+    assert (new.samples, new.wanted, new.schedule.index) == (40, (16, 5e-4), 1)
