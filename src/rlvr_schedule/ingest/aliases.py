@@ -167,7 +167,7 @@ class AliasTable(Mapping[str, str]):
     (``train/reward``) and returns the name's rank: among names of one field, lower wins.
     """
 
-    __slots__ = ("_map", "_rank")
+    __slots__ = ("_map", "_rank", "_cache")
 
     def __init__(self, items: Iterable[tuple[str, str]]) -> None:
         self._map: dict[str, str] = {}
@@ -180,6 +180,7 @@ class AliasTable(Mapping[str, str]):
                 )
             self._map.setdefault(str(name), fld)  # the first (highest-priority) entry wins
         self._rank = {name: i for i, name in enumerate(self._map)}
+        self._cache: dict[str, tuple[str, float] | None] = {}
 
     def __getitem__(self, name: str) -> str:
         return self._map[name]
@@ -192,26 +193,36 @@ class AliasTable(Mapping[str, str]):
 
     def resolve(self, name: str) -> tuple[str, float] | None:
         """``(field, rank)`` of a logged name, bare or behind a :data:`STRIP_PREFIXES` prefix (or None)."""
+        try:
+            return self._cache[name]
+        except KeyError:
+            pass
+        hit: tuple[str, float] | None = None
         if name in self._map:
-            return self._map[name], float(self._rank[name])
-        for prefix in STRIP_PREFIXES:
-            if name.startswith(prefix):
+            hit = self._map[name], float(self._rank[name])
+        else:
+            for prefix in STRIP_PREFIXES:
                 bare = name[len(prefix):]
-                if bare in self._map:
-                    return self._map[bare], self._rank[bare] + 0.5
-        return None
+                if name.startswith(prefix) and bare in self._map:
+                    hit = self._map[bare], self._rank[bare] + 0.5
+                    break
+        if len(self._cache) < 100_000:
+            self._cache[name] = hit
+        return hit
 
     def __repr__(self) -> str:
         return f"AliasTable({len(self._map)} names)"
 
 
+_KNOWN_PREFIXES = tuple(sorted(p for p in KNOWN_EXTRA if p.endswith(("/", "_"))))
+
+
+@functools.lru_cache(maxsize=4096)
 def is_known_extra(name: str) -> bool:
     """True for framework names that have no canonical field but are expected (no warning)."""
     for prefix in STRIP_PREFIXES:
         name = name.removeprefix(prefix)
-    if name in KNOWN_EXTRA:
-        return True
-    return any(p.endswith(("/", "_")) and name.startswith(p) for p in KNOWN_EXTRA)
+    return name in KNOWN_EXTRA or name.startswith(_KNOWN_PREFIXES)
 
 
 def merge_aliases(*tables: Mapping[str, str] | None) -> AliasTable:

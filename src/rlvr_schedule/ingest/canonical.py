@@ -29,7 +29,10 @@ def to_number(value: Any) -> float | None:
 
     bools are not numbers here (a flag is not a metric).
     """
-    if isinstance(value, bool) or value is None:
+    t = type(value)
+    if t is float or t is int:
+        return float(value)
+    if t is bool or value is None:
         return None
     if isinstance(value, numbers.Real):
         return float(value)
