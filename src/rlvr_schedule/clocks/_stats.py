@@ -253,10 +253,16 @@ class SlidingOLS:
         return (self._sx / self._n + self._anchor, self._sy / self._n)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"maxlen": self.maxlen, "points": [list(p) for p in self._pts]}
+        # the running sums travel too: a resumed window must give bit-identical fits
+        return {"maxlen": self.maxlen, "points": [list(p) for p in self._pts],
+                "sums": [self._anchor, self._sx, self._sy, self._sxx, self._sxy, self._syy],
+                "since_anchor": self._since_anchor}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.maxlen = int(state["maxlen"])
         self._pts = deque(((float(x), float(y)) for x, y in state["points"]), maxlen=self.maxlen)
         self._recompute()
+        if "sums" in state:
+            (self._anchor, self._sx, self._sy, self._sxx, self._sxy, self._syy) = map(float, state["sums"])
+            self._since_anchor = int(state["since_anchor"])
 

@@ -1,0 +1,103 @@
+"""fit_sweep recovers the known clocks of an independent simulator, through real log files
+in canonical, verl and TRL naming (written here, read back with rlvr_schedule.ingest.load_run)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from rlvr_schedule.clocks import FailureScalingFit, SweepFit, fit_sweep
+from rlvr_schedule.ingest import load_run
+from rlvr_schedule.records import Run
+
+sys.path.insert(0, str(Path(__file__).parent))
+from independent_sim import SimTask, simulate_sweep, write_log  # noqa: E402
+
+BATCHES = [16, 32, 64, 128, 256]  # a 16x sweep
+
+
+@pytest.fixture(scope="module")
+def task() -> SimTask:
+    return SimTask(critical_batch=160.0, failure_samples=40_000.0)
+
+
+@pytest.fixture(scope="module")
+def sweep(task: SimTask) -> list[Run]:
+    return simulate_sweep(task, BATCHES, seed=0)
+
+
+def _check(fit: SweepFit, task: SimTask) -> None:
+    assert abs(fit.critical_batch / task.critical_batch - 1) < 0.25, fit.critical_batch
+    assert abs(fit.failure_samples / task.failure_samples - 1) < 0.15, fit.failure_samples
+    lo, hi = fit.critical_batch_interval
+    assert lo <= fit.critical_batch <= hi
+
+
+@pytest.mark.parametrize("style", ["canonical", "verl", "trl"])
+def test_fit_sweep_recovers_clocks_from_log_files(style: str, sweep: list[Run], task: SimTask,
+                                                  tmp_path: Path) -> None:
+    runs = [load_run(write_log(tmp_path / f"{r.name}.jsonl", r, style)) for r in sweep]
+    assert [r.batch for r in runs] == BATCHES
+    fit = fit_sweep(runs)
+    _check(fit, task)
+    # every run collapsed on the sample clock near F, whatever its batch
+    for rf in fit.runs:
+        assert rf.failure_samples is not None
+        assert abs(rf.failure_samples / task.failure_samples - 1) < 0.15
+    assert abs(fit.failure_exponent) < 0.1
+    # samples to target grow with batch (per-rollout progress falls), small batches reach it
+    stt = [r.samples_to_target for r in fit.runs[:4]]
+    assert all(math.isfinite(s) for s in stt[:3])
+    assert stt[0] < stt[3] or not math.isfinite(stt[3])
+
+
+def test_fit_sweep_other_task_in_memory() -> None:
+    task = SimTask(critical_batch=300.0, failure_samples=60_000.0, group_size=16, skill_gain=2.5)
+    fit = fit_sweep(simulate_sweep(task, [32, 64, 128, 256, 512], seed=3))
+    _check(fit, task)
+
+
+def test_step_clock_sweep_gives_exponent_one() -> None:
+    task = SimTask(critical_batch=400.0, failure_samples=20_000.0, failure_exponent=1.0, base_batch=16)
+    runs = simulate_sweep(task, [16, 32, 64, 128], seed=5)
+    f = FailureScalingFit().fit(runs)
+    assert abs(f.alpha_ - 1.0) < 0.1
+    lo, hi = f.alpha_interval_
+    assert lo < 1.0 < hi and lo > 0.5
+    for b in (16, 128):
+        assert abs(f.predict(b) / task.failure_at(b) - 1) < 0.15
+
+
+def test_to_dict_is_the_json_contract(sweep: list[Run]) -> None:
+    d = fit_sweep(sweep[:3]).to_dict()
+    text = json.dumps(d, allow_nan=False)  # NaN/inf became null
+    assert {"critical_batch", "failure_samples", "failure_exponent", "target", "runs"} <= set(d)
+    for r in json.loads(text)["runs"]:
+        assert {"name", "batch", "lr", "samples_to_target", "failure_samples", "failure_signal"} <= set(r)
+
+
+def test_runs_without_failure_and_with_a_batch_switch(sweep: list[Run]) -> None:
+    # cut every run before collapse: no failure anywhere -> failure_samples null, fit still works
+    early = [Run([x for x in r.records if x.samples < 20_000], name=r.name) for r in sweep]
+    # a scheduled run (batch switch) is reported but kept out of the critical-batch fit
+    sw = Run(sweep[0].records[:300] + [type(x)(**{**x.to_dict(), "batch": 32})
+                                       for x in sweep[1].records[150:300]], name="switch")
+    fit = fit_sweep(early + [sw])
+    d = fit.to_dict()
+    assert d["failure_samples"] is None
+    assert all(r["failure_samples"] is None for r in d["runs"][:-1])
+    assert d["runs"][-1]["constant_batch"] is False
+    assert fit.critical_batch > 0
+
+
+def test_project_synthetic_sweep_is_recovered_too() -> None:
+    from rlvr_schedule.synthetic import make_sweep
+
+    runs = make_sweep(BATCHES, critical_batch=128, failure_samples=60_000, seed=4)
+    fit = fit_sweep(runs)
+    assert abs(fit.critical_batch / 128 - 1) < 0.25
+    assert abs(fit.failure_samples / 60_000 - 1) < 0.15
