@@ -12,12 +12,12 @@ from rlvr_schedule.synthetic.testing import (
 from rlvr_schedule.theory import lr_for_batch
 
 
-class TwoStage:
-    """Train at ``small``; from ``at`` rollouts on, at ``big`` (sqrt-rule LR)."""
+class Staged:
+    """Follows a plan [(start_samples, batch), ...] with sqrt-rule LRs."""
 
-    def __init__(self, small: int, big: int, at: float):
-        self.big, self.at = big, at
-        self._stages = [Stage(small, lr_for_batch(small, 64, 1e-6))]
+    def __init__(self, plan):
+        self.plan = plan
+        self._stages = [Stage(plan[0][1], lr_for_batch(plan[0][1], 64, 1e-6))]
 
     @property
     def current(self):
@@ -28,9 +28,11 @@ class TwoStage:
         return self._stages
 
     def step(self, record):
-        switched = len(self._stages) == 1 and record.samples >= self.at
+        i = len(self._stages)
+        switched = i < len(self.plan) and record.samples >= self.plan[i][0]
         if switched:
-            self._stages.append(Stage(self.big, lr_for_batch(self.big, 64, 1e-6), "at", record.samples))
+            b = self.plan[i][1]
+            self._stages.append(Stage(b, lr_for_batch(b, 64, 1e-6), "plan", record.samples))
         s = self.current
         return Decision(record.step, record.samples, s.batch, s.lr, len(self._stages) - 1, switched)
 
@@ -39,6 +41,10 @@ class TwoStage:
 
     def load_state_dict(self, state):
         pass
+
+
+def TwoStage(small, big, at):
+    return Staged([(0, small), (at, big)])
 
 
 @pytest.fixture
@@ -60,20 +66,33 @@ def test_switch_after_failure_fails_with_numbers(env):
         assert_switches_before_failure(TwoStage(32, 128, 1e9), env, max_samples=25_000)
 
 
-def test_beats_constant_passes_and_reports(env):
-    res = assert_beats_constant(TwoStage(16, 128, 4_000), env, batches=[16, 32, 64, 128])
-    assert res.baseline_batch in (16, 32)
+@pytest.fixture
+def ramp_env():
+    # critical batch 32 at the start, 16x that at the ceiling (Merrill et al.'s rising critical batch)
+    return SyntheticEnvironment(critical_batch=32, failure_samples=20_000, drift=15.0, noise=0.5, seed=0)
+
+
+def test_beats_constant_passes_and_reports(ramp_env):
+    ramp = Staged([(0, 16), (2_000, 32), (4_000, 64), (6_000, 128)])
+    res = assert_beats_constant(ramp, ramp_env, batches=[8, 16, 32, 64, 128], target=0.52)
+    best = min(v[0] for v in res.constants.values() if v[0] is not None)
     base_samples, base_steps = res.constants[res.baseline_batch]
-    assert res.schedule_samples <= 1.25 * base_samples and res.schedule_steps < base_steps
-    assert set(res.constant_runs) == {16, 32, 64, 128}
+    assert res.schedule_samples <= 1.25 * best and base_samples <= 1.25 * best
+    assert res.schedule_steps < base_steps
+    assert res.constants[64] == (None, None)  # 2 B* = 64 at the start: no progress at all
+    assert set(res.constant_runs) == {8, 16, 32, 64, 128}
 
 
-def test_beats_constant_fails_when_too_greedy(env):
-    # jumping to 1.5x the critical batch early wastes rollouts
-    with pytest.raises(AssertionError, match=r"more than 1.25 x the \d+ of constant batch"):
-        assert_beats_constant(TwoStage(16, 192, 1_000), env, batches=[16, 32, 64, 128])
+def test_beats_constant_fails_with_numbers(ramp_env):
+    batches = [8, 16, 32, 64, 128]
+    # ramping to 4x the initial critical batch too early wastes rollouts
+    with pytest.raises(AssertionError, match=r"more than 1.25 x the \d+ of constant batch 8"):
+        assert_beats_constant(Staged([(0, 16), (1_500, 64), (3_000, 128)]), ramp_env, batches, target=0.52)
+    # staying small is sample-efficient but takes as many updates as a constant batch
+    with pytest.raises(AssertionError, match=r"updates to reach reward 0.520, not fewer than the \d+"):
+        assert_beats_constant(TwoStage(8, 16, 2_000), ramp_env, batches, target=0.52)
     with pytest.raises(AssertionError, match="never reached reward"):
-        assert_beats_constant(TwoStage(1024, 1024, 0), env, batches=[16, 32])
+        assert_beats_constant(TwoStage(1024, 1024, 0), ramp_env, batches)
 
 
 def test_samples_to_target_smooths_in_rollouts():
@@ -82,3 +101,14 @@ def test_samples_to_target_smooths_in_rollouts():
     smooth = samples_to_target(run, 0.4, window=1_000)
     assert exact[0] < smooth[0] <= exact[0] + 1_000  # a trailing mean lags by under one window
     assert samples_to_target(run, 0.99) == (None, None)
+
+
+def test_the_module_docstring_example():
+    def make_schedule():
+        return Staged([(0, 16), (2_000, 32), (4_000, 64), (6_000, 128)])
+
+    env = SyntheticEnvironment(critical_batch=32, failure_samples=20_000, drift=15.0, seed=0)
+    check = assert_switches_before_failure(make_schedule(), env)
+    assert check.switch_samples == 2_000 and check.batches == [16, 32, 64, 128]
+    result = assert_beats_constant(make_schedule(), env, batches=[8, 16, 32, 64, 128], target=0.52)
+    assert "schedule_samples" in repr(result) and "run=" not in repr(result)
