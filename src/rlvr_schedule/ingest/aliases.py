@@ -6,8 +6,9 @@ mean it, **highest priority first**: when one metrics dict holds two names of on
 both ``actor/kl_loss`` and ``actor/ppo_kl``), the earlier name fills the field and the other is kept
 in ``extra`` under its own name, so nothing logged is lost and the choice never flips between steps.
 
-Names also resolve with a ``train/`` prefix (how the HF Trainer's TensorBoard/W&B loggers write TRL
-metrics, e.g. ``train/reward``), one rank below the bare name. Plugins add names through the
+Names also resolve behind a ``train/`` prefix (how the HF Trainer's TensorBoard/W&B loggers write
+TRL metrics, e.g. ``train/reward``) or ``rlvr/`` (this library's TensorBoard sink), one rank below
+the bare name. Plugins add names through the
 ``rlvr_schedule_metric_aliases`` hook; :func:`collect_aliases` merges them.
 
 Sources: the key lists of TRL 1.16 (``on_log``), verl 0.9.1 (``Tracking.log``) and OpenRLHF 0.11.2
@@ -36,9 +37,11 @@ __all__ = [
     "STRIP_PREFIXES",
     "TRAIN_PREFIX",
     "AliasTable",
-    "merge_aliases",
+    "as_table",
     "collect_aliases",
     "default_aliases",
+    "is_known_extra",
+    "merge_aliases",
 ]
 
 log = logging.getLogger("rlvr_schedule.ingest")
@@ -138,22 +141,14 @@ ALIASES: Mapping[str, str] = MappingProxyType(
 #: "unknown columns" warning. Entries ending in ``/`` or ``_`` are prefixes.
 KNOWN_EXTRA: frozenset[str] = frozenset({
     # TRL
-    "loss", "num_tokens", "completions/clipped_ratio", "completions/min_length",
-    "completions/max_length", "completions/mean_terminated_length",
-    "completions/min_terminated_length", "completions/max_terminated_length",
-    "clip_ratio/low_mean", "clip_ratio/low_min", "clip_ratio/high_mean", "clip_ratio/high_max",
+    "loss", "num_tokens", "completions/", "clip_ratio/",
     "step_time", "epoch", "total_flos", "train_runtime", "train_samples_per_second",
     "train_steps_per_second", "train_loss", "rewards/", "eval_", "eval/",
     # this library's sinks (decision lines, rlvr/decision/* scalars); W&B exports
     "kind", "decision/", "stage", "_runtime", "_timestamp",
-    # verl
-    "critic/score/max", "critic/score/min", "critic/rewards/max", "critic/rewards/min",
-    "critic/advantages/mean", "critic/advantages/max", "critic/advantages/min",
-    "critic/returns/mean", "critic/returns/max", "critic/returns/min",
-    "response_length/max", "response_length/min", "response_length/clip_ratio",
-    "prompt_length/mean", "prompt_length/max", "prompt_length/min", "prompt_length/clip_ratio",
-    "actor/pg_loss", "actor/kl_coef", "actor/pg_clipfrac_lower", "timing_s/", "timing_per_token_ms/",
-    "perf/", "training/epoch", "val-core/", "val-aux/",
+    # verl: its metric namespaces (trainer/ppo/metric_utils.py, workers' "actor/" metrics)
+    "critic/", "actor/", "training/", "response_length/", "prompt_length/", "timing_s/",
+    "timing_per_token_ms/", "perf/", "val-core/", "val-aux/", "global_seqlen/",
     # OpenRLHF
     "policy_loss", "rollout/", "timing/", "dynamic_filtering_pass_rate", "kl_coef", "actor_loss",
     "critic_loss", "values", "return", "advantages", "response_clip_ratio", "total_length",
