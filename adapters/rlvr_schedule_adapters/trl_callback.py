@@ -146,6 +146,7 @@ class _ScheduleCallbackCore:
         self._aliases = collect_aliases(self.host)
         # progress of the run
         self.samples = 0             # rollouts consumed, this update included
+        self.start_samples = 0       # rollouts consumed when this train() call began (resume)
         self.last_batch: int | None = None   # rollouts of the last update (measured micro-steps)
         self.last_step = 0           # global step of the last record fed
         self.wanted: tuple[int, float] | None = None    # stage the schedule asked for
@@ -254,6 +255,7 @@ class _ScheduleCallbackCore:
         micro_per_epoch = len(train_dataloader) if train_dataloader is not None and hasattr(
             train_dataloader, "__len__") else None
         self._micro = 0
+        self.start_samples = self.samples
         if state.global_step > 0:  # resumed: where the Trainer's data skip puts us in the epoch
             if micro_per_epoch and not getattr(args, "ignore_data_skip", False):
                 per_epoch = max(-(-micro_per_epoch // ga0), 1)
