@@ -149,3 +149,12 @@ def test_collect_aliases_merges_plugin_hook():
     assert "x" not in table
     r = canonicalize({"team/score": 0.7}, step=1, samples=2, batch=2, aliases=table)
     assert r.reward_mean == 0.7
+
+
+def test_tensor_values_are_read_as_numbers():
+    import torch
+    r = canonicalize({"reward": torch.tensor(0.5), "entropy": np.array(1.25), "my/vec": torch.ones(3)},
+                     step=1, samples=4, batch=4)
+    assert r.reward_mean == 0.5 and r.entropy == 1.25 and "my/vec" not in r.extra
+    with pytest.raises(IngestError, match="'kl'"):
+        canonicalize({"kl": torch.ones(2)}, step=1, samples=4, batch=4)
