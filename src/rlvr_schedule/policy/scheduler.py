@@ -50,7 +50,10 @@ class PolicyConfig:
 
     initial_batch: an int, or "auto": ``critical_fraction`` x the critical batch, taken from
         ``critical_batch`` when given (e.g. ``fit_sweep``'s), else from the online gradient-noise
-        estimate after ``auto_records`` records (running ``fallback_batch`` until then).
+        estimate B_simple after ``auto_records`` records that carry both grad norms (running
+        ``fallback_batch`` until then).
+    track_critical_batch: the critical batch rises as training progresses (Merrill et al. 2025);
+        grow the batch (by ``growth``) while it stays below ``critical_fraction`` x B_simple.
     base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
         scales with batch ("sqrt" for Adam, "linear" for SGD, "constant").
     growth: batch factor per switch. margin, horizon_steps: switch when the forecast samples to
@@ -76,7 +79,7 @@ class PolicyConfig:
     horizon_steps: int = 10
     hysteresis: int = 3
     min_samples_between: int = 0
-    max_stages: int = 4
+    max_stages: int = 6
     failure_signal: str = "entropy"
     failure_threshold: float | None = None
     failure_fraction: float | None = None
@@ -87,6 +90,7 @@ class PolicyConfig:
     critical_fraction: float = 0.5
     fallback_batch: int | None = None
     auto_records: int = 100
+    track_critical_batch: bool = True
     switch_on_alarm: bool = True
     constraints: BatchConstraints = field(default_factory=BatchConstraints)
 
@@ -166,8 +170,9 @@ class PolicyConfig:
         pos_num("critical_fraction", self.critical_fraction)
         pos_int("fallback_batch", self.fallback_batch, optional=True)
         pos_int("auto_records", self.auto_records)
-        if not isinstance(self.switch_on_alarm, bool):
-            raise bad("switch_on_alarm", f"must be true or false, got {self.switch_on_alarm!r}")
+        for name in ("switch_on_alarm", "track_critical_batch"):
+            if not isinstance(getattr(self, name), bool):
+                raise bad(name, f"must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.constraints, BatchConstraints):
             raise bad("constraints", "must be a BatchConstraints or a mapping")
 
@@ -290,7 +295,8 @@ class TwoClockScheduler:
                  alarm: str | None) -> tuple[int | None, str]:
         cfg = self.config
         room = len(self._stages) < cfg.max_stages
-        if self._auto_pending and self._records >= cfg.auto_records and b_simple == b_simple:
+        estimated = self.noise.n_updates >= cfg.auto_records and b_simple == b_simple
+        if self._auto_pending and estimated:
             # picked once; stays pending only while a plugin fault holds the switch
             target = cfg.constraints.snap(cfg.critical_fraction * b_simple, "down")
             if room and target != cur.batch:
@@ -304,6 +310,10 @@ class TwoClockScheduler:
             trigger = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
             trigger = alarm
+        elif (cfg.track_critical_batch and estimated and nxt is not None
+              and cfg.critical_fraction * b_simple >= nxt):
+            trigger = (f"critical batch estimate {b_simple:.4g} rose: {cfg.critical_fraction:g} x it "
+                       f">= next batch {nxt}")
         if not trigger:
             self._streak = 0
             return None, ""
