@@ -43,6 +43,10 @@ class RlvrPPOTrainer(_plain(_ppo_trainer.PPOTrainer)):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._rlvr_setup()
+
+    def _rlvr_setup(self) -> None:
+        """Build the controller from ``args.rlvr_schedule``; a failure leaves the run unscheduled."""
         self.rlvr = None
         try:
             self.rlvr = make_controller(self.args, self._rlvr_apply_workers)
