@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -113,14 +114,14 @@ def test_framework_styles_keep_what_the_framework_logs(tmp_path):
     assert not math.isnan(trl.records[0].frac_zero_std) and trl.records[0].micro_batch is None
 
     path = write_jsonl(tmp_path / "verl.jsonl", verl, "verl")
-    rows = [json.loads(line) for line in open(path)]
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
     assert len(rows) == 10
     assert set(rows[0]) == set(FRAMEWORK_KEYS["verl"].values()) | {"samples", "batch"}
     assert rows[3]["training/global_step"] == 4 and rows[3]["samples"] == 256
     assert rows[3]["critic/score/mean"] == verl.records[3].reward_mean
 
     path = write_jsonl(tmp_path / "trl.jsonl", trl, "trl", with_samples=False)
-    rows = [json.loads(line) for line in open(path)]
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
     assert {"reward", "entropy", "learning_rate", "grad_norm", "kl", "frac_reward_zero_std",
             "num_tokens"} <= set(rows[0])
     assert "samples" not in rows[0] and rows[1]["num_tokens"] > rows[0]["num_tokens"]
@@ -129,7 +130,7 @@ def test_framework_styles_keep_what_the_framework_logs(tmp_path):
 def test_canonical_jsonl_round_trips(tmp_path):
     run = make_run(32, steps=8)
     path = write_jsonl(tmp_path / "c.jsonl", run)
-    back = [StepRecord.from_dict(json.loads(line)) for line in open(path)]
+    back = [StepRecord.from_dict(json.loads(line)) for line in Path(path).read_text().splitlines()]
     assert [r.to_dict() for r in back] == [r.to_dict() for r in run]
     assert to_framework_dict(run.records[0]) == run.records[0].to_dict()
 
@@ -137,11 +138,11 @@ def test_canonical_jsonl_round_trips(tmp_path):
 @pytest.mark.parametrize(
     "kwargs,name",
     [
-        (dict(critical_batch=0), "critical_batch"),
-        (dict(failure_samples=-5), "failure_samples"),
-        (dict(reward0=0.9, reward_ceiling=0.8), "reward0"),
-        (dict(noise_fraction=1.0), "noise_fraction"),
-        (dict(drift=-1), "drift"),
+        ({"critical_batch": 0}, "critical_batch"),
+        ({"failure_samples": -5}, "failure_samples"),
+        ({"reward0": 0.9, "reward_ceiling": 0.8}, "reward0"),
+        ({"noise_fraction": 1.0}, "noise_fraction"),
+        ({"drift": -1}, "drift"),
     ],
 )
 def test_bad_model_parameters_are_named(kwargs, name):

@@ -26,11 +26,11 @@ def test_sqrt_rule_composes(b, b0, k, lr):
 @pytest.mark.parametrize(
     "kwargs,name",
     [
-        (dict(batch=0, base_batch=64, base_lr=1e-6), "batch"),
-        (dict(batch=64, base_batch=-1, base_lr=1e-6), "base_batch"),
-        (dict(batch=64, base_batch=64, base_lr=math.nan), "base_lr"),
-        (dict(batch=64, base_batch=64, base_lr="x"), "base_lr"),
-        (dict(batch=64, base_batch=64, base_lr=1e-6, rule="cubic"), "rule"),
+        ({"batch": 0, "base_batch": 64, "base_lr": 1e-6}, "batch"),
+        ({"batch": 64, "base_batch": -1, "base_lr": 1e-6}, "base_batch"),
+        ({"batch": 64, "base_batch": 64, "base_lr": math.nan}, "base_lr"),
+        ({"batch": 64, "base_batch": 64, "base_lr": "x"}, "base_lr"),
+        ({"batch": 64, "base_batch": 64, "base_lr": 1e-6, "rule": "cubic"}, "rule"),
     ],
 )
 def test_bad_arguments_name_the_argument(kwargs, name):

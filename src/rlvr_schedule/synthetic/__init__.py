@@ -22,17 +22,17 @@ from rlvr_schedule.synthetic.testing import (
 )
 
 __all__ = [
-    "ClockModel",
-    "SyntheticEnvironment",
-    "make_run",
-    "make_sweep",
-    "to_framework_dict",
-    "write_jsonl",
     "FRAMEWORK_KEYS",
     "NAME_STYLES",
-    "samples_to_target",
-    "assert_switches_before_failure",
-    "assert_beats_constant",
-    "SwitchCheck",
+    "ClockModel",
     "ConstantComparison",
+    "SwitchCheck",
+    "SyntheticEnvironment",
+    "assert_beats_constant",
+    "assert_switches_before_failure",
+    "make_run",
+    "make_sweep",
+    "samples_to_target",
+    "to_framework_dict",
+    "write_jsonl",
 ]

@@ -122,7 +122,7 @@ class SyntheticEnvironment:
         clip = min(1.0, 0.02 + 0.08 * used + 0.4 * crash)
         length = (200.0 + 300.0 * progress) * (1.0 + crash)
         micro = max(1, batch // 8) if batch >= 2 else None
-        g2, big, small = self._grad_norms(batch, micro, m.noise_scale(progress))
+        big, small = self._grad_norms(batch, micro, m.noise_scale(progress))
         spike = 1.0 + 9.0 * crash
         if noise > 0:
             p = reward
@@ -150,22 +150,21 @@ class SyntheticEnvironment:
             micro_batch=micro,
         )
 
-    def _grad_norms(self, batch: int, micro: int | None, b_simple: float) -> tuple[float, float, float | None]:
+    def _grad_norms(self, batch: int, micro: int | None, b_simple: float) -> tuple[float, float | None]:
         """Full-batch and micro-batch gradient norms at the same parameters (E|g_B|^2 = |G|^2 + trS/B)."""
         tr_sigma = b_simple * _GRAD_SQ
         if self.noise == 0:
             big = math.sqrt(_GRAD_SQ + tr_sigma / batch)
             small = None if micro is None else math.sqrt(_GRAD_SQ + tr_sigma / micro)
-            return _GRAD_SQ, big, small
+            return big, small
         per_dim = math.sqrt(tr_sigma / _GRAD_DIM)  # per-sample noise std per coordinate
         if micro is None:
             n_big = self.rng.standard_normal(_GRAD_DIM) * per_dim / math.sqrt(batch)
-            return _GRAD_SQ, float(np.linalg.norm(self._grad + n_big)), None
+            return float(np.linalg.norm(self._grad + n_big)), None
         n_micro = self.rng.standard_normal(_GRAD_DIM) * per_dim / math.sqrt(micro)
         n_rest = self.rng.standard_normal(_GRAD_DIM) * per_dim / math.sqrt(batch - micro)
         n_big = (micro * n_micro + (batch - micro) * n_rest) / batch
-        return (_GRAD_SQ, float(np.linalg.norm(self._grad + n_big)),
-                float(np.linalg.norm(self._grad + n_micro)))
+        return float(np.linalg.norm(self._grad + n_big)), float(np.linalg.norm(self._grad + n_micro))
 
     # -- closed loop ----------------------------------------------------------------------
     def run(self, schedule: BatchSchedule, max_samples: float, *, name: str = "schedule",

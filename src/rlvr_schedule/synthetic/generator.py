@@ -13,15 +13,16 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from rlvr_schedule.records import METRIC_FIELDS, Run, StepRecord
 from rlvr_schedule.synthetic.environment import SyntheticEnvironment
 
-__all__ = ["NAME_STYLES", "FRAMEWORK_KEYS", "make_run", "make_sweep", "to_framework_dict", "write_jsonl"]
+__all__ = ["FRAMEWORK_KEYS", "NAME_STYLES", "make_run", "make_sweep", "to_framework_dict", "write_jsonl"]
 
 NAME_STYLES = ("canonical", "verl", "trl")
 

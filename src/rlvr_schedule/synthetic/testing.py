@@ -20,8 +20,8 @@ schedules are stateful.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -29,11 +29,11 @@ from rlvr_schedule.records import BatchSchedule, Run
 from rlvr_schedule.synthetic.environment import SyntheticEnvironment
 
 __all__ = [
-    "SwitchCheck",
     "ConstantComparison",
-    "samples_to_target",
-    "assert_switches_before_failure",
+    "SwitchCheck",
     "assert_beats_constant",
+    "assert_switches_before_failure",
+    "samples_to_target",
 ]
 
 
@@ -152,7 +152,7 @@ def assert_beats_constant(schedule: BatchSchedule, env: SyntheticEnvironment, ba
             f"(best smoothed reward {_best(run, window):.3f}); constants: {table}")
     if baseline is None:
         return out  # no constant batch reached the target at all: the schedule did
-    b_samples, b_steps = reached[baseline]
+    _b_samples, b_steps = reached[baseline]
     best_batch = min(reached, key=lambda b: reached[b][0])
     if s_samples > budget:
         raise AssertionError(

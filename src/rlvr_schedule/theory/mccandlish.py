@@ -19,12 +19,12 @@ __all__ = [
     "b_simple",
     "eps_max",
     "eps_opt",
-    "sgd_expected_decrease",
-    "progress_opt",
-    "steps_ratio",
-    "samples_ratio",
-    "steps_for_samples",
     "gradient_noise_from_two_batches",
+    "progress_opt",
+    "samples_ratio",
+    "sgd_expected_decrease",
+    "steps_for_samples",
+    "steps_ratio",
 ]
 
 

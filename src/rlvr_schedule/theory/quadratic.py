@@ -24,9 +24,29 @@ import numpy as np
 
 from rlvr_schedule.theory import mccandlish
 from rlvr_schedule.theory._forms import as_operator, as_vector, diagonal, quad, sandwich, trace_product
+from rlvr_schedule.theory.mccandlish import (
+    b_noise,
+    b_simple,
+    eps_max,
+    eps_opt,
+    gradient_noise_from_two_batches,
+    progress_opt,
+    sgd_expected_decrease,
+    steps_for_samples,
+)
 from rlvr_schedule.theory.scaling import _positive, _rule_exponent
 
-__all__ = ["LocalQuadratic"]
+__all__ = [
+    "LocalQuadratic",
+    "b_noise",
+    "b_simple",
+    "eps_max",
+    "eps_opt",
+    "gradient_noise_from_two_batches",
+    "progress_opt",
+    "sgd_expected_decrease",
+    "steps_for_samples",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +84,7 @@ class LocalQuadratic:
             raise ValueError("G'DHDG must be > 0 (the gradient must see positive curvature)")
 
     @classmethod
-    def from_spectra(cls, gradient, hessian_eigs, noise_var, preconditioner=None) -> "LocalQuadratic":
+    def from_spectra(cls, gradient, hessian_eigs, noise_var, preconditioner=None) -> LocalQuadratic:
         """Diagonal model: H and Sigma share an eigenbasis with the given spectra."""
         return cls(gradient, np.asarray(hessian_eigs, float), np.asarray(noise_var, float), preconditioner)
 

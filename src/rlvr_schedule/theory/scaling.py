@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["RULES", "lr_for_batch", "AdamHparams", "adam_hparams_for_batch"]
+__all__ = ["RULES", "AdamHparams", "adam_hparams_for_batch", "lr_for_batch"]
 
 #: Names accepted by ``rule``: exponent of kappa = batch / base_batch in lr x kappa**p.
 RULES: dict[str, float] = {"sqrt": 0.5, "linear": 1.0, "constant": 0.0}

@@ -24,7 +24,7 @@ from rlvr_schedule.theory._forms import apply, as_operator, as_vector, diagonal
 from rlvr_schedule.theory.quadratic import LocalQuadratic
 from rlvr_schedule.theory.scaling import _positive, lr_for_batch
 
-__all__ = ["StepEstimate", "NoisyQuadratic"]
+__all__ = ["NoisyQuadratic", "StepEstimate"]
 
 _MODES = ("noise", "expected", "ema")
 _OPTIMIZERS = ("adam", "sgd")
@@ -67,7 +67,7 @@ class NoisyQuadratic:
             self._noise_factor = v * np.sqrt(np.clip(w, 0, None))  # Sigma = F F'
 
     @classmethod
-    def from_local(cls, model: LocalQuadratic) -> "NoisyQuadratic":
+    def from_local(cls, model: LocalQuadratic) -> NoisyQuadratic:
         return cls(model.gradient, model.hessian, model.noise_cov)
 
     @property
@@ -127,7 +127,7 @@ class NoisyQuadratic:
         dec = -self.loss(delta)
         pair_mean = 0.5 * (dec[:pairs] + dec[pairs:])
         se = float(pair_mean.std(ddof=1) / np.sqrt(pairs))
-        return StepEstimate(int(round(b)), float(pair_mean.mean()), se, 2 * pairs)
+        return StepEstimate(round(b), float(pair_mean.mean()), se, 2 * pairs)
 
     def _second_moment(self, grads: np.ndarray, b: float, rng: np.random.Generator, mode: str,
                        beta2: float, warmup: int | None) -> np.ndarray:
