@@ -12,8 +12,9 @@ rollout. Each constant run's measured samples and updates to target sit beside t
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -172,10 +173,10 @@ def plan_schedule(
     start, health = 0.0, 1.0
     for k, b in enumerate(batches):
         last = k == len(batches) - 1
-        until = None if last else int(math.ceil(start + margin * health * failure_at(b)))
+        until = None if last else math.ceil(start + margin * health * failure_at(b))
         if until is not None and stages and until <= (stages[-1].until_samples or 0):
             until = (stages[-1].until_samples or 0) + 1
-        reason = ("initial: {:g} x critical batch {:.4g}".format(start_fraction, bstar) if k == 0 else
+        reason = (f"initial: {start_fraction:g} x critical batch {bstar:.4g}" if k == 0 else
                   f"{margin:g} of the failure horizon of stage {k - 1} used")
         stages.append(Stage(batch=b, lr=float(lr_for_batch(b, b0, lr0, rule=lr_rule)), reason=reason,
                             start_samples=int(start), until_samples=until))

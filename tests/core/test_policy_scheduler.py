@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -144,7 +145,7 @@ def test_invariants_hold_for_any_config(c, seed, noise, failure):
     sw = [d for d in decs if d.switched]
     assert len(sw) <= cfg.max_stages - 1 and len(s.stages) == len(sw) + 1
     assert all(cfg.constraints.is_valid(d.batch) for d in decs)
-    for a, b in zip(sw, sw[1:]):
+    for a, b in itertools.pairwise(sw):
         assert b.samples - a.samples >= cfg.min_samples_between
     prev = (cfg.initial_batch, s.stages[0].lr)
     for d in decs:  # switched exactly when batch or lr change

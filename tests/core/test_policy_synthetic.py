@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
 from rlvr_schedule.clocks import fit_sweep
+from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
 from rlvr_schedule.synthetic import SyntheticEnvironment, make_sweep
 from rlvr_schedule.synthetic.testing import assert_beats_constant, assert_switches_before_failure
 

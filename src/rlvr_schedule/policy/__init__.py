@@ -10,11 +10,11 @@ from rlvr_schedule.policy.scheduler import PolicyConfig, TwoClockScheduler
 from rlvr_schedule.policy.static import StaticSchedule
 
 __all__ = [
-    "TwoClockScheduler",
+    "BatchConstraints",
     "PolicyConfig",
     "StaticSchedule",
-    "BatchConstraints",
+    "TwoClockScheduler",
     "load_schedule",
-    "schedule_from_dict",
     "read_config",
+    "schedule_from_dict",
 ]

@@ -29,20 +29,21 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rlvr_schedule.errors import ConfigError
-from rlvr_schedule.theory.scaling import RULES, lr_for_batch
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.scheduler import PolicyConfig, TwoClockScheduler
 from rlvr_schedule.policy.static import StaticSchedule
 from rlvr_schedule.records import BatchSchedule, Stage
+from rlvr_schedule.theory.scaling import RULES, lr_for_batch
 
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.plugins import PluginHost
 
-__all__ = ["load_schedule", "schedule_from_dict", "read_config"]
+__all__ = ["load_schedule", "read_config", "schedule_from_dict"]
 
 TYPES = ("static", "two_clock")
 _STATIC_KEYS = ("type", "stages", "constraints", "base_lr", "base_batch", "lr_rule")
@@ -101,13 +102,13 @@ def read_config(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_schedule(path: str | Path, *, plugins: "PluginHost | None" = None) -> BatchSchedule:
+def load_schedule(path: str | Path, *, plugins: PluginHost | None = None) -> BatchSchedule:
     """A :class:`StaticSchedule` or :class:`TwoClockScheduler` from a YAML or JSON file."""
     return schedule_from_dict(read_config(path), source=str(path), plugins=plugins)
 
 
 def schedule_from_dict(d: Mapping[str, Any], *, source: str | None = None,
-                       plugins: "PluginHost | None" = None) -> BatchSchedule:
+                       plugins: PluginHost | None = None) -> BatchSchedule:
     """A schedule from a config mapping (the parsed file); ConfigError names source and field."""
     if not isinstance(d, Mapping):
         raise ConfigError(f"must be a mapping, got {type(d).__name__}", source=source)

@@ -8,8 +8,9 @@ ideal batches; :meth:`BatchConstraints.snap` turns them into runnable ones.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from rlvr_schedule.errors import ConfigError
 
@@ -111,7 +112,7 @@ class BatchConstraints:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None, *, source: str | None = None,
-                  prefix: str = "constraints.") -> "BatchConstraints":
+                  prefix: str = "constraints.") -> BatchConstraints:
         """From a config mapping; unknown or invalid fields raise ConfigError naming them."""
         if d is None:
             return cls()

@@ -1,11 +1,14 @@
 """The two-clock policy: start below the critical batch, grow the batch before failure.
 
-Per-sample progress is best below the critical batch B*, so the run starts there (from a
-known B*, or from the online gradient-noise estimate with ``initial_batch="auto"``). The
-failure clock is forecast online (samples until the failure signal crosses its collapse
-threshold); when the forecast leaves less than ``margin`` x the next stage's horizon, and this
-persists for ``hysteresis`` records, the batch grows by ``growth`` and the LR follows the rule.
-Each record costs O(1) work and the state is a few floats plus at most ``max_stages`` stages.
+Progress clock: per-rollout progress is best below the critical batch B*, so the run starts at
+``critical_fraction`` x B* (a known B*, e.g. from ``fit_sweep``, or the online gradient-noise
+estimate B_simple with ``initial_batch="auto"``) and, as B* rises with training, grows while it
+stays below that fraction of the estimate. Failure clock: the rollouts left before the failure
+signal reaches its collapse level are forecast online; when they fall below ``margin`` x the
+next stage's horizon the batch grows by ``growth`` and the LR follows the rule. Every trigger
+must hold for ``hysteresis`` records, and switches respect ``min_samples_between``,
+``min_stage_steps`` and ``max_stages``. Each record costs O(1) amortised work; the state is a
+bounded window plus at most ``max_stages`` stages.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rlvr_schedule.clocks import (
     EntropyCollapse,
@@ -27,8 +31,8 @@ from rlvr_schedule.clocks import (
 )
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.policy.constraints import BatchConstraints
-from rlvr_schedule.theory.scaling import RULES, lr_for_batch
 from rlvr_schedule.records import Decision, Stage, StepRecord
+from rlvr_schedule.theory.scaling import RULES, lr_for_batch
 
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.plugins import PluginHost
@@ -183,7 +187,7 @@ class PolicyConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> "PolicyConfig":
+    def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> PolicyConfig:
         """From a config mapping; unknown keys and invalid values raise ConfigError naming them."""
         names = {f.name for f in dataclasses.fields(cls)}
         for k in d:
@@ -213,7 +217,7 @@ class TwoClockScheduler:
     holds its stage on that record (a strict host re-raises).
     """
 
-    def __init__(self, config: PolicyConfig | None = None, plugins: "PluginHost | None" = None) -> None:
+    def __init__(self, config: PolicyConfig | None = None, plugins: PluginHost | None = None) -> None:
         self.config = cfg = config if config is not None else PolicyConfig()
         cfg.validate()
         self.plugins = plugins
@@ -295,7 +299,7 @@ class TwoClockScheduler:
                  alarm: str | None) -> tuple[int | None, str]:
         cfg = self.config
         room = len(self._stages) < cfg.max_stages
-        estimated = self.noise.n_updates >= cfg.auto_records and b_simple == b_simple
+        estimated = self.noise.n_updates >= cfg.auto_records and not math.isnan(b_simple)
         if self._auto_pending and estimated:
             # picked once; stays pending only while a plugin fault holds the switch
             target = cfg.constraints.snap(cfg.critical_fraction * b_simple, "down")
@@ -440,7 +444,7 @@ _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 def _to_json(x: Any) -> Any:
     """Non-finite floats as the strings "NaN"/"Infinity": strict JSON (checkpoints), exact round trip."""
     if isinstance(x, float) and not math.isfinite(x):
-        return "NaN" if x != x else ("Infinity" if x > 0 else "-Infinity")
+        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
     if isinstance(x, Mapping):
         return {k: _to_json(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

@@ -8,7 +8,8 @@ two-clock policy later changes one line.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.policy.constraints import BatchConstraints
