@@ -19,7 +19,7 @@ from rlvr_schedule.synthetic import (
     to_framework_dict,
     write_jsonl,
 )
-from rlvr_schedule.theory import lr_for_batch
+from rlvr_schedule.theory import gradient_noise_from_two_batches, lr_for_batch
 
 
 def initial_rate(run: Run, n: int = 3) -> float:
@@ -94,9 +94,11 @@ def test_grad_norms_carry_the_noise_scale():
     big, small = run.array("grad_norm") ** 2, run.array("grad_norm_micro") ** 2
     b, m = 256, run.records[0].micro_batch
     assert m == 32
-    g2 = (b * big.mean() - m * small.mean()) / (b - m)
-    tr = (small.mean() - big.mean()) / (1 / m - 1 / b)
+    g2, tr = gradient_noise_from_two_batches(small.mean(), m, big.mean(), b)
     assert tr / g2 == pytest.approx(512, rel=0.2)
+    exact = make_run(256, b_simple=512, noise=0, steps=2).records[0]  # noise 0: expectations exactly
+    g2, tr = gradient_noise_from_two_batches(exact.grad_norm_micro**2, m, exact.grad_norm**2, b)
+    assert tr / g2 == pytest.approx(512, rel=1e-9)
 
 
 def test_noise_is_seeded():
