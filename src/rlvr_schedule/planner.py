@@ -2,8 +2,8 @@
 
 From a constant-batch sweep, :func:`rlvr_schedule.clocks.fit_sweep` gives the critical batch B*,
 the pooled failure samples F and their scaling with batch (F(B) ~ B^alpha). The plan starts below
-B* (best progress per rollout), and each stage ends after ``margin`` of the failure horizon left
-to it, then the batch grows by ``growth`` (LR by the rule). Predictions use the progress clock's
+B* (best progress per rollout); each stage ends once it has used ``horizon_fraction`` of the
+failure horizon left to it, then the batch grows by ``growth`` (LR by the rule). Predictions use the progress clock's
 fitted form: a constant batch needs E(B) = E0 / (1 - B/(2B*)) rollouts to the target, so a stage
 of n rollouts at B does n / E(B) of the climb; the failure budget (health) is spent at 1/F(B) per
 rollout. Each constant run's measured samples and updates to target sit beside the prediction.
@@ -89,7 +89,7 @@ def plan_schedule(
     constraints: BatchConstraints | None = None,
     start_fraction: float = 0.5,
     growth: float = 2.0,
-    margin: float = 0.8,
+    horizon_fraction: float = 0.8,
     max_stages: int = 3,
     lr_rule: str = "sqrt",
     base_batch: int | None = None,
@@ -107,9 +107,9 @@ def plan_schedule(
         raise ValueError(f"start_fraction must be in (0, 2), got {start_fraction!r}")
     if not growth > 1:
         raise ValueError(f"growth must be > 1, got {growth!r}")
-    if not 0 < margin < 1:
-        raise ValueError(f"margin must be in (0, 1): the share of a stage's failure horizon it uses, "
-                         f"got {margin!r}")
+    if not 0 < horizon_fraction < 1:
+        raise ValueError("horizon_fraction must be in (0, 1): the share of a stage's failure horizon it "
+                         f"uses, got {horizon_fraction!r}")
     if max_stages < 1:
         raise ValueError(f"max_stages must be >= 1, got {max_stages!r}")
     runs = list(runs)
@@ -173,11 +173,11 @@ def plan_schedule(
     start, health = 0.0, 1.0
     for k, b in enumerate(batches):
         last = k == len(batches) - 1
-        until = None if last else math.ceil(start + margin * health * failure_at(b))
+        until = None if last else math.ceil(start + horizon_fraction * health * failure_at(b))
         if until is not None and stages and until <= (stages[-1].until_samples or 0):
             until = (stages[-1].until_samples or 0) + 1
         reason = (f"initial: {start_fraction:g} x critical batch {bstar:.4g}" if k == 0 else
-                  f"{margin:g} of the failure horizon of stage {k - 1} used")
+                  f"{horizon_fraction:g} of the failure horizon of stage {k - 1} used")
         stages.append(Stage(batch=b, lr=float(lr_for_batch(b, b0, lr0, rule=lr_rule)), reason=reason,
                             start_samples=int(start), until_samples=until))
         if until is not None:

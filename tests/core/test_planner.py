@@ -30,7 +30,7 @@ def _fit(bstar=200.0, fail=10_000.0, alpha=0.0, e0=1000.0, batches=(50, 100, 200
 
 def test_stages_from_a_known_fit():
     runs = [_run(b, 1e-6 * math.sqrt(b / 50)) for b in (50, 100, 200)]
-    plan = plan_schedule(runs, fit=_fit(), group_size=10, margin=0.8, growth=2, max_stages=3)
+    plan = plan_schedule(runs, fit=_fit(), group_size=10, horizon_fraction=0.8, growth=2, max_stages=3)
     assert [(s.batch, s.until_samples) for s in plan.stages] == [(100, 8000), (200, 9600), (400, None)]
     assert [s.lr for s in plan.stages] == pytest.approx([1e-6 * math.sqrt(b / 50) for b in (100, 200, 400)])
     # E(100) = 1000 / (1 - 100/400) = 1333.3 rollouts, reached inside the first stage
