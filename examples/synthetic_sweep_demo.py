@@ -46,7 +46,7 @@ def main() -> None:
     cli.main(["plan", *paths, "--out", str(out / "plan.json")])
     print("\n$ rlvr-schedule simulate --schedule", out / "plan.json")
     cli.main(["simulate", "--schedule", str(out / "plan.json"), "--critical-batch", str(CRITICAL_BATCH),
-              "--failure-samples", str(FAILURE_SAMPLES), "--initial-batch", "16", "--constant", *map(str, BATCHES),
+              "--failure-samples", str(FAILURE_SAMPLES), "--constant", *map(str, BATCHES),
               "--max-samples", str(int(FAILURE_SAMPLES * 1.3))])
     print("\n$ rlvr-schedule report ... --out", out / "report")
     cli.main(["report", *paths, "--out", str(out / "report")])

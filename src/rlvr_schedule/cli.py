@@ -76,7 +76,7 @@ def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
         t.add_column(h, justify="right")
     for r in rows:
         t.add_row(*(_fmt(v) for v in r))
-    Console().print(t)
+    Console(width=None if sys.stdout.isatty() else 160).print(t)
 
 
 def _load(paths: Sequence[str]) -> list:
@@ -145,8 +145,9 @@ def _schedule_for_simulation(args: argparse.Namespace):
         return load_schedule(args.schedule)
     from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
 
-    return TwoClockScheduler(PolicyConfig(initial_batch=args.initial_batch, base_batch=args.initial_batch,
-                                          base_lr=args.lr))
+    initial: int | str = "auto" if args.initial_batch is None else args.initial_batch
+    return TwoClockScheduler(PolicyConfig(initial_batch=initial, base_batch=args.base_batch, base_lr=args.lr,
+                                          fallback_batch=args.base_batch))
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -155,7 +156,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     def env() -> SyntheticEnvironment:
         return SyntheticEnvironment(critical_batch=args.critical_batch, failure_samples=args.failure_samples,
-                                    lr0=args.lr, base_batch=args.initial_batch, noise=args.noise, seed=args.seed)
+                                    lr0=args.lr, base_batch=args.base_batch, noise=args.noise, seed=args.seed,
+                                    drift=args.drift)
 
     runs = [env().run(_schedule_for_simulation(args), args.max_samples)]
     runs[0].name = "schedule"
@@ -247,14 +249,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("simulate", help="run a schedule in the closed-loop synthetic environment")
     sp.add_argument("--schedule", default=None, help="YAML/JSON schedule file (default: the two-clock policy)")
-    sp.add_argument("--critical-batch", type=float, default=128.0)
-    sp.add_argument("--failure-samples", type=float, default=200_000.0)
-    sp.add_argument("--lr", type=float, default=1e-3, help="LR at the initial batch")
-    sp.add_argument("--initial-batch", type=int, default=32)
-    sp.add_argument("--noise", type=float, default=0.02)
+    sp.add_argument("--critical-batch", type=float, default=256.0,
+                    help="the environment's critical batch at --lr, --base-batch (rollouts/update)")
+    sp.add_argument("--failure-samples", type=float, default=50_000.0,
+                    help="rollouts until collapse (at every batch, under the sqrt rule)")
+    sp.add_argument("--lr", type=float, default=1e-6, help="LR at --base-batch")
+    sp.add_argument("--base-batch", type=int, default=64)
+    sp.add_argument("--initial-batch", type=int, default=None,
+                    help="two-clock policy's first batch (default: auto, below the estimated critical batch)")
+    sp.add_argument("--noise", type=float, default=1.0, help="metric-noise multiplier (0: exact clocks)")
+    sp.add_argument("--drift", type=float, default=0.0, help="critical batch growth with progress")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--max-samples", type=int, default=300_000)
-    sp.add_argument("--constant", type=int, nargs="*", default=[32, 128, 512],
+    sp.add_argument("--max-samples", type=int, default=80_000)
+    sp.add_argument("--constant", type=int, nargs="*", default=[16, 64, 256, 1024],
                     help="constant batches to compare against")
     sp.add_argument("--target", type=float, default=None)
     sp.add_argument("--json", action="store_true")

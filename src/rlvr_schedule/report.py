@@ -160,6 +160,32 @@ def plot_failure_signal(runs: Sequence[Run], path: Path, *, signal: str = "entro
     return path
 
 
+def _forecast(runs: Sequence[Run], failure_samples: Any, signal: str = "entropy",
+              at: float = 0.5) -> tuple[float, float, float] | None:
+    """The online failure forecast as it stood at ``at`` x the pooled failure point.
+
+    Replays the smallest-batch run (the most records) through
+    :class:`~rlvr_schedule.clocks.FailureForecast`, showing how early the failure clock is
+    readable. Returns ``(made_at, predicted_failure_samples, half_width)`` or None.
+    """
+    fs = _num(failure_samples)
+    if not runs or not math.isfinite(fs):
+        return None
+    from rlvr_schedule.clocks import FailureForecast
+
+    run = min(runs, key=lambda r: r.batch)
+    fc = FailureForecast(signal)
+    for rec in run.records:
+        if rec.samples > at * fs:
+            break
+        fc.update(rec)
+    lo, hi = fc.interval
+    pred = fc.failure_samples
+    if not (math.isfinite(pred) and math.isfinite(lo) and math.isfinite(hi)):
+        return None
+    return float(fc.samples), float(pred), float(hi - lo) / 2
+
+
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -206,7 +232,8 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, *, fit: Any = None, p
             rate_at_zero=fd.get("rate_at_zero"), interval=fd.get("critical_batch_interval"))),
         ("Failure signal vs samples", plot_failure_signal(
             runs, out / "failure_signal.png", failure_samples=fd.get("failure_samples"),
-            failure_interval=fd.get("failure_samples_interval"))),
+            failure_interval=fd.get("failure_samples_interval"),
+            forecast=_forecast(runs, fd.get("failure_samples")))),
     ]
     summary: dict[str, Any] = {"fit": fd}
     if plan is not None:
