@@ -229,7 +229,8 @@ def set_worker_batch_and_lr(strategy: Any, engine: Any, optimizer: Any, schedule
                             train_batch: int | None = None, lr: float | None = None) -> dict[str, Any]:
     """Set samples per update and base LR on one policy worker (DeepSpeed rank); returns what it set.
 
-    Samples per update: DeepSpeed's ``set_train_batch_size`` (its gradient-accumulation steps), the
+    Samples per update: DeepSpeed's ``set_train_batch_size`` (its gradient-accumulation steps, with
+    its micro-step count realigned to the new boundary), the
     strategy's ``train_batch_size`` / ``accumulated_gradient`` (OpenRLHF groups micro-batches into
     optimizer steps by it) and ``args.train.batch_size`` (dynamic batching reads it). LR: the
     scheduler's ``base_lrs``, the live ``param_groups`` and the last-LR value together, keeping the
@@ -251,6 +252,12 @@ def set_worker_batch_and_lr(strategy: Any, engine: Any, optimizer: Any, schedule
                                  f"micro_batch_size {micro}")
             engine.set_train_batch_size(train_batch * ring * tp)
             gas = train_batch * ring * tp // micro // world
+            # DeepSpeed counts micro-steps over the whole run and steps the optimizer when
+            # (micro_steps + 1) % gas == 0: realign the count to the new gas, else the first
+            # update after a change is cut short (and OpenRLHF's loss windows no longer match)
+            steps = getattr(engine, "micro_steps", None)
+            if isinstance(steps, int):
+                engine.micro_steps = -(-steps // gas) * gas
             got = int(engine.gradient_accumulation_steps())
             if got != gas:
                 raise RuntimeError(f"DeepSpeed took {got} accumulation steps, expected {gas}")
