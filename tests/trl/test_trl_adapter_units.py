@@ -106,3 +106,40 @@ def test_state_is_json_and_rebuilds_a_new_instance():
     new = RlvrScheduleCallback.from_state(state)  # what transformers does on restore
     assert new is not cb and new.host is cb.host  # same process: the user's plugin host is kept
     assert (new.samples, new.wanted, new.schedule.index) == (40, (16, 5e-4), 1)
+
+
+def _falling_entropy(cb, steps):
+    from rlvr_schedule.records import StepRecord
+
+    out = []
+    for i in range(1, steps + 1):
+        out.append(cb.feed(StepRecord(step=i, samples=8 * i, batch=8, lr=1e-3, entropy=3.0 - 0.1 * i,
+                                      reward_mean=0.1 * i)))
+    return out
+
+
+def test_two_clock_switch_is_routed_through_the_plugin_host():
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+
+    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "lr_rule": "sqrt", "max_stages": 2,
+            "hysteresis": 1, "failure_threshold": 1.0, "constraints": {"group_size": 4, "divisor": 8}}
+    cb = RlvrScheduleCallback(spec, strict=True)
+    decisions = _falling_entropy(cb, 25)
+    switched = [d for d in decisions if d.switched]
+    assert len(switched) == 1 and switched[0].batch == 16
+    # the scheduler called rlvr_schedule_apply_decision on the host; the callback took the stage
+    assert cb.wanted == (16, pytest.approx(1e-3 * 2 ** 0.5))
+
+
+def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+
+    # growth 1.5 proposes 12 rollouts: not a multiple of 4 per micro-step x steps_per_generation 2
+    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "growth": 1.5, "max_stages": 2,
+            "hysteresis": 1, "failure_threshold": 1.0, "constraints": {"group_size": 4}}
+    cb = RlvrScheduleCallback(spec)
+    cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)  # what on_train_begin binds
+    decisions = _falling_entropy(cb, 25)
+    assert not any(d.switched for d in decisions)
+    assert cb.schedule.current.batch == 8 and cb.wanted is None
+    assert cb.host.faults and "multiple of 8" in str(cb.host.faults[0][2])

@@ -144,3 +144,13 @@ def test_two_clock_scheduler_initial_stage_is_applied_through_the_host(tiny_mode
     assert m.completions == [16, 16, 16]
     assert m.lr == pytest.approx([4e-4 * math.sqrt(2)] * 3)
     assert len(cb.decisions) == 3 and cb.errors == []
+
+
+def test_decisions_at_logging_steps_count_every_update(tiny_model, tmp_path):
+    # logging every 3 updates: records come at steps 3 and 6 (samples 24, 48); the switch decided at
+    # step 6 (48 >= 32) applies from update 7, and samples still count every update
+    cb = RlvrScheduleCallback(TWO_STAGES, strict=True)
+    _, m = run_grpo(tiny_model, tmp_path, [cb], logging_steps=3)
+    assert [d.samples for d in cb.decisions] == [24, 48]
+    assert m.completions == [8] * 6 + [16] * 2
+    assert cb.samples == sum(m.completions) == 80
