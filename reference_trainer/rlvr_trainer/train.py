@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from rlvr_schedule.ingest import JsonlWriter
 from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.records import BatchSchedule, Decision, Stage, StepRecord
 from rlvr_schedule.theory.scaling import lr_for_batch
@@ -169,17 +170,15 @@ class Trainer:
             bar = tqdm(total=self.cfg.max_samples, initial=min(self.samples, self.cfg.max_samples),
                        desc=self.desc, unit="rollout", dynamic_ncols=True)
         done = 0
-        with open(self.metrics_path, "a") as mfh, open(self.decisions_path, "a") as dfh:
+        with JsonlWriter(self.metrics_path) as mfh, JsonlWriter(self.decisions_path) as dfh:
             while self.samples < self.cfg.max_samples and (max_steps is None or done < max_steps):
                 record = self.train_step(engine)
                 decision = self.schedule.step(record)
                 if decision.switched and getattr(self.schedule, "plugins", None) is not self.plugins:
                     # schedules without a plugin host (StaticSchedule) are applied here, same hook
                     self.plugins.call("rlvr_schedule_apply_decision", decision=decision)
-                mfh.write(json.dumps(record.to_dict()) + "\n")
-                mfh.flush()
-                dfh.write(json.dumps(decision.to_dict()) + "\n")
-                dfh.flush()
+                mfh.write(record)
+                dfh.write(decision.to_dict())
                 records.append(record)
                 done += 1
                 if bar is not None:

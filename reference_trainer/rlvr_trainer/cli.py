@@ -1,0 +1,184 @@
+"""``rlvr-trainer``: run the two-clock experiments with the reference GRPO trainer.
+
+    rlvr-trainer demo                       # default sweep + live schedule + report (CPU, tiny model)
+    rlvr-trainer sweep --batches 8 16 32 64 128 --seeds 0 1
+    rlvr-trainer schedule --batch 16
+    rlvr-trainer compare --out runs/cmp
+    rlvr-trainer train --batch 32 --max-samples 2048
+    rlvr-trainer sweep --preset qwen2.5-math-1.5b --model /path/to/Qwen2.5-Math-1.5B --dry-run
+
+Each command writes canonical JSONL logs, checkpoints and (sweep/compare/demo) a report, and
+prints the report's path. Runs that finished are reused; interrupted ones resume from their
+checkpoint unless ``--no-resume``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from rlvr_schedule.errors import RlvrScheduleError
+
+__all__ = ["main", "build_parser", "config_from_args", "dry_run"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rlvr-trainer", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, help_ in [("demo", "sweep + two-clock schedule + report on the embedded tiny model"),
+                        ("sweep", "constant-batch runs over a 16x range, sqrt LR, same seed and budget"),
+                        ("schedule", "the two-clock policy live in the loop"),
+                        ("compare", "sweep, then the schedule seeded by the sweep's fit, then the report"),
+                        ("train", "one run at a constant batch")]:
+        s = sub.add_parser(name, help=help_)
+        s.add_argument("--preset", default="tiny", help="tiny (default) or qwen2.5-math-1.5b")
+        s.add_argument("--out", type=Path, default=Path("runs") / name, help="output directory")
+        s.add_argument("--seeds", type=int, nargs="+", default=[0])
+        s.add_argument("--batches", type=int, nargs="+", help="sweep batches (rollouts per update)")
+        s.add_argument("--batch", type=int, help="(initial) rollouts per update")
+        s.add_argument("--base-batch", type=int)
+        s.add_argument("--base-lr", type=float)
+        s.add_argument("--group-size", type=int)
+        s.add_argument("--max-samples", type=int, help="rollout budget per run")
+        s.add_argument("--model", help="Hugging Face model directory or hub id (cached locally)")
+        s.add_argument("--task", help="'arithmetic' or a local .jsonl/.parquet of GSM8K/MATH records")
+        s.add_argument("--rollout", choices=["vllm", "hf"], help="rollout engine (hf: transformers generate)")
+        s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                       help="any TrainConfig field (value parsed as JSON when it can be)")
+        s.add_argument("--no-resume", action="store_true", help="start over instead of resuming")
+        s.add_argument("--no-progress", action="store_true", help="no progress bars")
+        s.add_argument("--dry-run", action="store_true",
+                       help="validate the config, count parameters and estimate memory; load no weights")
+    return p
+
+
+def _parse_value(v: str) -> Any:
+    try:
+        return json.loads(v)
+    except json.JSONDecodeError:
+        return v
+
+
+def config_from_args(args: argparse.Namespace):
+    from rlvr_trainer.config import preset
+
+    kw: dict[str, Any] = {}
+    for flag, key in [("batch", "batch"), ("base_batch", "base_batch"), ("base_lr", "base_lr"),
+                      ("group_size", "group_size"), ("max_samples", "max_samples"), ("model", "model"),
+                      ("task", "task"), ("rollout", "rollout")]:
+        v = getattr(args, flag)
+        if v is not None:
+            kw[key] = v
+    for item in args.overrides:
+        if "=" not in item:
+            raise RlvrScheduleError(f"--set expects KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        kw[k.strip()] = _parse_value(v)
+    if args.batch is not None and args.base_batch is None and "base_batch" not in kw:
+        kw.setdefault("base_batch", preset(args.preset).base_batch)
+    return preset(args.preset, **kw)
+
+
+def _model_config(cfg) -> tuple[Any, str]:
+    """The model's config without weights: local dir, HF cache, or the preset's known architecture."""
+    from transformers import AutoConfig, Qwen2Config
+
+    from rlvr_trainer.config import QWEN25_MATH_15B
+    from rlvr_trainer.model import TinyModelConfig
+
+    if cfg.model is None:
+        t = TinyModelConfig()
+        return Qwen2Config(vocab_size=31, hidden_size=t.hidden_size, intermediate_size=t.intermediate_size,
+                           num_hidden_layers=t.num_layers, num_attention_heads=t.num_heads,
+                           num_key_value_heads=t.num_heads, tie_word_embeddings=False), "embedded tiny model"
+    try:
+        return AutoConfig.from_pretrained(cfg.model, local_files_only=True), f"{cfg.model} (local)"
+    except Exception:
+        if "qwen2.5-math-1.5b" in cfg.model.lower():
+            kw = {k: v for k, v in QWEN25_MATH_15B.items() if k not in ("architectures", "torch_dtype")}
+            return Qwen2Config(**kw), "built-in Qwen2.5-Math-1.5B architecture (weights not on this machine)"
+        raise
+
+
+def dry_run(cfg, *, batches: Sequence[int] | None = None) -> dict[str, Any]:
+    """Validate, count parameters on the meta device and estimate training memory (bytes)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    cfg.validate()
+    mcfg, source = _model_config(cfg)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(mcfg)
+    n = sum(p.numel() for p in model.parameters())
+    wbytes = torch.empty((), dtype=getattr(torch, cfg.dtype)).element_size()
+    seq = cfg.max_model_len
+    hidden, layers, vocab = mcfg.hidden_size, mcfg.num_hidden_layers, mcfg.vocab_size
+    ref = cfg.beta > 0 or cfg.track_kl
+    est = {
+        "policy_weights": n * wbytes,
+        "gradients": n * wbytes,
+        "adamw_state": n * 8,  # exp_avg + exp_avg_sq in fp32
+        "reference_weights": n * wbytes if ref else 0,
+        "rollout_engine_weights": n * wbytes,
+        # per micro-batch: ~34 x hidden bytes per token per layer (no checkpointing) + fp32 logits/log-softmax
+        "activations_micro_batch": cfg.micro_batch * seq * (34 * hidden * layers * wbytes // 2 + 2 * vocab * 4),
+    }
+    est["total"] = sum(est.values())
+    return {"config": cfg.to_dict(), "model_source": source, "parameters": n,
+            "memory_bytes": est, "memory_gib": {k: round(v / 2**30, 3) for k, v in est.items()},
+            "sweep_batches": list(batches) if batches else None,
+            "updates_per_run": {b: -(-cfg.max_samples // b) for b in (batches or [cfg.batch])}}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return _main(args)
+    except RlvrScheduleError as exc:
+        print(f"rlvr-trainer: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _main(args: argparse.Namespace) -> int:
+    from rlvr_trainer.config import SWEEP_BATCHES
+
+    cfg = config_from_args(args)
+    batches = args.batches or SWEEP_BATCHES.get(args.preset, [cfg.batch])
+    if args.dry_run:
+        print(json.dumps(dry_run(cfg, batches=batches if args.command in ("sweep", "compare", "demo") else None),
+                         indent=2))
+        return 0
+    from rlvr_trainer import experiments as ex
+
+    resume, progress = not args.no_resume, not args.no_progress
+    if args.command in ("demo", "compare"):
+        report = ex.compare(cfg, args.out, batches=batches, seeds=args.seeds, resume=resume, progress=progress)
+        print(f"report: {report.resolve()}")
+    elif args.command == "sweep":
+        from rlvr_schedule.clocks import fit_sweep
+        from rlvr_schedule.report import write_report
+
+        runs = ex.sweep(cfg, batches, args.out, seeds=args.seeds, resume=resume, progress=progress)
+        report = write_report(runs, args.out / "report", fit=fit_sweep(runs), title="rlvr-trainer sweep")
+        print(f"report: {report.resolve()}")
+    elif args.command == "schedule":
+        runs = ex.schedule(cfg, args.out, seeds=args.seeds, resume=resume, progress=progress,
+                           policy=ex.policy_config(cfg, batches=batches))
+        print(ex.summarize(runs, None))
+        print(f"logs: {(Path(args.out) / 'schedule').resolve()}")
+    else:  # train
+        for seed in args.seeds:
+            run = ex.run_one(cfg.replace(seed=seed), args.out / f"s{seed}", resume=resume, progress=progress)
+            print(ex.summarize([run], None))
+        print(f"logs: {Path(args.out).resolve()}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,164 @@
+"""The two-clock experiments: a batch sweep, the live two-clock schedule, and their comparison.
+
+Layout under ``out``::
+
+    sweep/b<batch>-s<seed>/      metrics.jsonl, decisions.jsonl, checkpoint.pt, config.json
+    schedule/s<seed>/            the same, batch chosen live by TwoClockScheduler
+    report/                      index.html / index.md / PNGs from rlvr_schedule.report
+
+Every sweep run uses the same seed (prompts and sampling seeds) and the same sample budget;
+the LR follows the square-root rule from ``(base_batch, base_lr)``. Runs that already finished
+are read back instead of re-run, and ``resume=True`` continues interrupted ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Sequence
+
+from rlvr_schedule.records import Run, StepRecord
+
+from rlvr_trainer.config import TrainConfig
+
+__all__ = ["run_one", "sweep", "schedule", "compare", "policy_config", "read_run", "summarize"]
+
+log = logging.getLogger("rlvr_trainer")
+
+
+def read_run(out_dir: str | Path, name: str | None = None) -> Run:
+    """The canonical records of one run directory (through the core's JSONL reader)."""
+    from rlvr_schedule.ingest import load_run
+
+    out_dir = Path(out_dir)
+    return load_run(out_dir / "metrics.jsonl", name=name or out_dir.name)
+
+
+def _finished(out_dir: Path, cfg: TrainConfig) -> bool:
+    p = out_dir / "metrics.jsonl"
+    if not p.exists() or not (out_dir / "config.json").exists():
+        return False
+    if json.loads((out_dir / "config.json").read_text()) != json.loads(cfg.json()):
+        return False
+    lines = [ln for ln in p.read_text().splitlines() if ln.strip()]
+    return bool(lines) and json.loads(lines[-1]).get("samples", 0) >= cfg.max_samples
+
+
+def run_one(cfg: TrainConfig, out_dir: str | Path, *, policy: Any = None, resume: bool = False,
+            progress: bool = True, desc: str | None = None) -> Run:
+    """Train one run; ``policy`` is a :class:`~rlvr_schedule.policy.PolicyConfig` for the live
+    two-clock schedule (None: constant ``cfg.batch``). A finished run is read back, not re-run."""
+    from rlvr_trainer.train import Trainer
+
+    out_dir = Path(out_dir)
+    if resume and _finished(out_dir, cfg):
+        return read_run(out_dir, desc)
+    schedule, plugins = None, None
+    if policy is not None:
+        from rlvr_schedule.plugins import PluginHost
+        from rlvr_schedule.policy import TwoClockScheduler
+
+        plugins = PluginHost(load_entrypoints=False)
+        schedule = TwoClockScheduler(policy, plugins=plugins)
+    trainer = Trainer(cfg, out_dir, schedule=schedule, plugins=plugins, progress=progress, desc=desc)
+    try:
+        trainer.train(resume=resume)
+    finally:
+        trainer.close()
+    return read_run(out_dir, desc)
+
+
+def sweep(cfg: TrainConfig, batches: Sequence[int], out: str | Path, *, seeds: Sequence[int] = (0,),
+          resume: bool = True, progress: bool = True) -> list[Run]:
+    """Constant-batch runs over ``batches`` (same seed and sample budget, LR by the rule)."""
+    runs = []
+    for seed in seeds:
+        for b in batches:
+            name = f"b{b}-s{seed}"
+            runs.append(run_one(cfg.replace(batch=b, seed=seed), Path(out) / "sweep" / name, resume=resume,
+                                progress=progress, desc=f"sweep {name}"))
+    return runs
+
+
+def policy_config(cfg: TrainConfig, *, batches: Sequence[int] | None = None, critical_batch: float | None = None,
+                  **overrides: Any):
+    """The two-clock policy for this trainer: starts at ``cfg.batch`` (or half the critical batch
+    when one is given), grows x2 before the forecast failure, LR by the same rule as the sweep."""
+    from rlvr_schedule.policy import BatchConstraints, PolicyConfig
+
+    lo = min(batches) if batches else cfg.group_size
+    hi = max(batches) if batches else cfg.max_batch
+    kw: dict[str, Any] = dict(
+        initial_batch=cfg.batch, base_lr=cfg.base_lr, base_batch=cfg.base_batch, lr_rule=cfg.lr_rule,
+        growth=2.0, horizon_steps=8, hysteresis=2, max_stages=4, failure_signal="entropy",
+        constraints=BatchConstraints(group_size=cfg.group_size, min_batch=lo, max_batch=hi),
+    )
+    if critical_batch is not None and critical_batch == critical_batch and critical_batch > 0:
+        kw.update(initial_batch="auto", critical_batch=float(critical_batch))
+    kw.update(overrides)
+    return PolicyConfig(**kw)
+
+
+def schedule(cfg: TrainConfig, out: str | Path, *, seeds: Sequence[int] = (0,), policy: Any = None,
+             resume: bool = True, progress: bool = True) -> list[Run]:
+    """The two-clock policy live in the loop (one run per seed)."""
+    runs = []
+    for seed in seeds:
+        c = cfg.replace(seed=seed)
+        runs.append(run_one(c, Path(out) / "schedule" / f"s{seed}", policy=policy or policy_config(c),
+                            resume=resume, progress=progress, desc=f"schedule s{seed}"))
+    return runs
+
+
+def summarize(runs: Sequence[Run], target: float | None) -> str:
+    """A markdown table: final reward, best reward, samples to ``target`` and the batches used."""
+    import numpy as np
+
+    rows = ["| run | batches | samples | updates | final reward (last 10%) | samples to target |",
+            "|---|---|---|---|---|---|"]
+    for r in runs:
+        rew = r.array("reward_mean")
+        tail = rew[-max(1, len(rew) // 10):]
+        hit = "n/a"
+        if target is not None and target == target:
+            k = max(1, len(rew) // 20)
+            smooth = np.convolve(rew, np.ones(k) / k, mode="valid")
+            idx = np.nonzero(smooth >= target)[0]
+            hit = str(int(r.samples[idx[0] + k - 1])) if len(idx) else "not reached"
+        batches = "->".join(str(b) for b in dict.fromkeys(int(x) for x in r.array("batch")))
+        rows.append(f"| {r.name} | {batches} | {int(r.samples[-1])} | {len(r)} | {float(np.nanmean(tail)):.3f} | {hit} |")
+    return "\n".join(rows)
+
+
+def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds: Sequence[int] = (0,),
+            resume: bool = True, progress: bool = True, use_fit: bool = True) -> Path:
+    """Sweep, then the live schedule (seeded with the sweep's critical batch when ``use_fit``),
+    then the report; returns the report's index.html."""
+    from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.report import write_report
+
+    out = Path(out)
+    sweep_runs = sweep(cfg, batches, out, seeds=seeds, resume=resume, progress=progress)
+    fit = fit_sweep(sweep_runs)
+    crit = getattr(fit, "critical_batch", None) if use_fit else None
+    sched_runs = schedule(cfg.replace(batch=min(batches)), out, seeds=seeds, resume=resume, progress=progress,
+                          policy=policy_config(cfg.replace(batch=min(batches)), batches=batches,
+                                               critical_batch=crit))
+    table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None))
+    decisions = []
+    for seed in seeds:
+        p = out / "schedule" / f"s{seed}" / "decisions.jsonl"
+        for line in p.read_text().splitlines():
+            d = json.loads(line)
+            if d.get("switched"):
+                decisions.append(f"seed {seed}: step {d['step']} samples {d['samples']} -> batch {d['batch']} "
+                                 f"lr {d['lr']:.3g} ({d['reason']})")
+    return write_report(sweep_runs + sched_runs, out / "report", fit=fit,
+                        title="rlvr-trainer: sweep vs two-clock schedule",
+                        extra_sections=[("Schedule vs constant batches", table),
+                                        ("Schedule switches", "\n".join(decisions) or "no switch")])
+
+
+def _records(run: Run) -> list[StepRecord]:
+    return list(run.records)
