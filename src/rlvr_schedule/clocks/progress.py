@@ -177,14 +177,18 @@ def _register(curves: Sequence[tuple[np.ndarray, np.ndarray]], weights: Sequence
 
     Runs of one task at different batches climb the same reward curve at different speeds (per
     rollout), so aligning whole curves uses every pre-failure record instead of a few crossings.
-    Alternates a template (weighted bin means over the pooled rescaled samples; each record
-    weighs its batch, i.e. its rollouts) with a per-run 1-D search of k on a log grid. The
+    Alternates a template (weighted bin means over the pooled rescaled samples of the runs with
+    an initial speed, i.e. that crossed a level; each record weighs its batch, i.e. its
+    rollouts) with a per-run 1-D search of k on a log grid. The
     template starts at (0, r0), so a run that makes no progress gets k -> 0.
     Returns (k normalised to max 1, template x, template y).
     """
     k = np.array(k0, float)
-    ok = np.isfinite(k) & (k > 0)
-    k = np.where(ok, k, np.exp(np.mean(np.log(k[ok]))) if ok.any() else 1.0)
+    ok = np.isfinite(k) & (k > 0)  # runs that crossed a level: they shape the template
+    if not ok.any():
+        ok = np.ones(k.size, bool)
+        k = np.ones(k.size)
+    k = np.where(ok, k, 1e-3 * k[ok].min())  # runs that crossed none start slow
     k /= k.max()
     xs, ys, ws = [], [], []
     for (x, y), w in zip(curves, weights):  # chunk long runs: <= 1000 points each keeps this O(n)
@@ -198,8 +202,9 @@ def _register(curves: Sequence[tuple[np.ndarray, np.ndarray]], weights: Sequence
         ws.append(np.full(xs[-1].size, w * c))
     tx = ty = np.zeros(0)
     for it in range(n_iter + 1):
-        tau = np.concatenate([ki * x for ki, x in zip(k, xs)])
-        yy, ww = np.concatenate(ys), np.concatenate(ws)
+        tau = np.concatenate([ki * x for ki, x, o in zip(k, xs, ok) if o])
+        yy = np.concatenate([y for y, o in zip(ys, ok) if o])
+        ww = np.concatenate([w for w, o in zip(ws, ok) if o])
         top = float(tau.max())
         if top <= 0:
             break
