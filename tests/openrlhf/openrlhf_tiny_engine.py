@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 from functools import partial
 from typing import Any
 
@@ -19,17 +18,22 @@ os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 
 def init_single_process_dist() -> None:
-    """A one-rank gloo group, as DeepSpeed expects, without building the shm comm op."""
+    """A one-rank gloo group, as DeepSpeed expects, without building the shm comm op.
+
+    The group rendezvous through a file (no TCP port to race other processes for).
+    """
+    import tempfile
+
     import deepspeed
     import torch.distributed as dist
 
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
-    if dist.is_initialized():
-        return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    if not dist.is_initialized():
+        fd, path = tempfile.mkstemp(prefix="rlvr-openrlhf-dist-")
+        os.close(fd)
+        os.unlink(path)
+        dist.init_process_group("gloo", init_method=f"file://{path}", rank=0, world_size=1)
     deepspeed.init_distributed(dist_backend="gloo")
 
 
