@@ -1,0 +1,103 @@
+"""Benchmark of the clocks: ``fit_sweep`` on 5 runs x 10k steps (goal < 2 s), and the per-record
+cost and memory of the online estimators over a long stream.
+
+    python benchmarks/bench_fit.py [--steps 10000] [--runs 5] [--records 200000]
+
+Prints a Markdown table; the figures in benchmarks/CLOCKS_RESULTS.md come from this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+import tracemalloc
+
+import numpy as np
+
+from rlvr_schedule.clocks import (
+    EntropyCollapse,
+    FailureClock,
+    FailureForecast,
+    GradientNoiseScale,
+    GradNormSpike,
+    KLBlowup,
+    OnlineProgress,
+    RewardCrash,
+    fit_sweep,
+)
+from rlvr_schedule.records import StepRecord
+from rlvr_schedule.synthetic import make_sweep
+
+
+def _time(fn, repeat: int) -> list[tuple[float, float]]:
+    """(wall, cpu) seconds per call: the dev machine is shared, so CPU time is reported too."""
+    out = []
+    for _ in range(repeat):
+        t, c = time.perf_counter(), time.process_time()
+        fn()
+        out.append((time.perf_counter() - t, time.process_time() - c))
+    return out
+
+
+def _median(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    return (statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs))
+
+
+def bench_sweep(n_runs: int, steps: int, repeat: int) -> list[tuple[str, float]]:
+    batches = [16 * 2**i for i in range(n_runs)]
+    runs = make_sweep(batches, critical_batch=128, failure_samples=steps * 16 * 0.8, steps=steps, seed=0)
+    rows = []
+    rows.append(("fit_sweep (median)", _median(_time(lambda: fit_sweep(runs), repeat))))
+    rows.append(("FailureClock on every run", _median(_time(lambda: [FailureClock().fit(r) for r in runs], repeat))))
+    fit = fit_sweep(runs)
+    print(f"sweep: batches {batches}, {steps} steps each; fitted B* {fit.critical_batch:.1f} (true 128), "
+          f"failure samples {fit.failure_samples:.0f} (true {steps * 16 * 0.8:.0f})")
+    return rows
+
+
+def bench_online(n: int) -> list[tuple[str, float]]:
+    rng = np.random.default_rng(0)
+    recs = [StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6,
+                       reward_mean=0.3 + 0.01 * float(rng.normal()), entropy=1.0 + 0.01 * float(rng.normal()),
+                       kl=0.01, grad_norm=1.0 + 0.05 * float(rng.random()), grad_norm_micro=1.5, micro_batch=16)
+            for i in range(min(n, 20_000))]
+    rows = []
+    objs = {"OnlineProgress": OnlineProgress(), "GradientNoiseScale": GradientNoiseScale(),
+            "FailureForecast": FailureForecast(), "EntropyCollapse": EntropyCollapse(),
+            "RewardCrash": RewardCrash(), "GradNormSpike": GradNormSpike(), "KLBlowup": KLBlowup()}
+    m = len(recs)
+    for name, obj in objs.items():
+        c = time.process_time()
+        for i in range(n):
+            obj.update(recs[i % m])
+        dt = (time.process_time() - c) / n
+        # memory: a second stream of the same length under tracemalloc (bounded windows: flat)
+        fresh = type(obj)()
+        tracemalloc.start()
+        for i in range(n):
+            fresh.update(recs[i % m])
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        rows.append((f"{name}.update: CPU per record, traced peak memory", dt * 1e6, peak / 1024))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--records", type=int, default=200_000)
+    a = ap.parse_args()
+    print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
+    print("| what | value |\n|---|---|")
+    for name, (wall, cpu) in bench_sweep(a.runs, a.steps, a.repeat):
+        print(f"| {name}, {a.runs} runs x {a.steps} steps | {wall:.3f} s wall, {cpu:.3f} s CPU |")
+    for name, us, kib in bench_online(a.records):
+        print(f"| {name}, {a.records} records | {us:.1f} us, {kib:.0f} KiB |")
+
+
+if __name__ == "__main__":
+    main()
