@@ -14,10 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, STATE_KEY, WORKER_METHOD
-
-SPEC = {"type": "static", "constraints": {"group_size": 4},
-        "stages": [{"batch": 8, "lr": 1e-3, "until_samples": 16}, {"batch": 16, "lr": 2e-3, "until_samples": None}]}
+from openrlhf_test_support import make_trainer, run_steps
+from rlvr_schedule_adapters.openrlhf_plugin import STATE_KEY, WORKER_METHOD
 
 
 class CkptWorker:
@@ -60,33 +58,6 @@ def _ray_get_identity(monkeypatch):
     import ray
 
     monkeypatch.setattr(ray, "get", lambda refs, **kw: refs)
-
-
-def make_trainer(args, group, spec=SPEC):
-    from rlvr_schedule_adapters.openrlhf.actors import RlvrPPOTrainer
-
-    setattr(args, ARGS_ATTR, {"schedule": spec})
-    t = object.__new__(RlvrPPOTrainer)
-    t.args, t.strategy = args, SimpleNamespace(args=args)
-    t.wandb_logger = t.tensorboard_logger = None
-    t.best_eval_metric_key, t.best_eval_metric_value, t._latest_eval_metric_value = "", float("-inf"), None
-    t.actor_model_group, t.critic_model_group = group, None
-    t._rlvr_setup()
-    return t
-
-
-def run_steps(t, steps, *, start=1, reward=0.5):
-    """What PPOTrainer.fit does after each train_step: logs and client_states to save_logs_and_checkpoints."""
-    out = []
-    for step in range(start, start + steps):
-        a = t.args
-        logs = {"rollout/num_samples": float(a.rollout.batch_size * a.rollout.n_samples_per_prompt),
-                "rollout/reward_mean": reward, "actor_lr": 1e-3, "kl": 0.0, "generated_samples": ["x", 1.0]}
-        client_states = {"episode": 0, "global_step": step, "total_consumed_prompts": 0,
-                         "data_loader_state_dict": {}}
-        t.save_logs_and_checkpoints(step, logs, client_states)
-        out.append((logs, client_states))
-    return out
 
 
 def _args(openrlhf_args, tmp_path, **ckpt):
