@@ -43,6 +43,7 @@ class TrainConfig:
     clip_high: float = 0.28
     beta: float = 0.0  # KL-to-reference coefficient
     track_kl: bool = True  # log KL to the initial policy even when beta = 0
+    warmup_samples: int = 512  # linear LR ramp over the first rollouts (Adam's first steps are sign steps)
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.99)
@@ -78,6 +79,7 @@ class TrainConfig:
         need(self.clip_high >= 0, "clip_high", "must be >= 0")
         need(self.beta >= 0, "beta", "must be >= 0")
         need(self.temperature >= 0, "temperature", "must be >= 0")
+        need(self.warmup_samples >= 0, "warmup_samples", "must be >= 0")
         need(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,6 +120,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "base_batch": 128, "base_lr": 1e-6, "lr_rule": "sqrt", "max_samples": 200_000, "micro_batch": 8,
         "max_tokens": 1024, "max_model_len": 1536, "loss_type": "dr_grpo", "scale_rewards": False,
         "clip_low": 0.2, "clip_high": 0.28, "beta": 0.0, "track_kl": False, "dtype": "bfloat16",
+        "warmup_samples": 2048,
         "checkpoint_every": 50,
     },
 }

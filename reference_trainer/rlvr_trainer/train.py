@@ -201,6 +201,10 @@ class Trainer:
         """One rollout batch and its optimizer update(s); returns the canonical record."""
         cfg, g = self.cfg, self.cfg.group_size
         batch, lr = self.batch, self.lr
+        # the schedule's LR, ramped over the first warmup_samples rollouts (same ramp at every batch)
+        warm = min(1.0, (self.samples + batch) / cfg.warmup_samples) if cfg.warmup_samples else 1.0
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr * warm
         t0 = time.perf_counter()
         problems = [self.task.problem(self.next_problem + i) for i in range(batch // g)]
         groups = engine.generate([p.prompt for p in problems], g, step=self.step)
@@ -247,6 +251,8 @@ class Trainer:
                     grad_norm_micro = _norm(params) * _micro_scale(cfg.loss_type, n_seqs, n_tokens, b - a, st.tokens)
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
             self.optimizer.step()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr  # keep the schedule's LR as the optimizer's state (checkpoints, set_batch)
         t2 = time.perf_counter()
         engine.push_weights(self.model)
         t3 = time.perf_counter()
@@ -264,7 +270,7 @@ class Trainer:
             response_length=float(mask.sum(1).float().mean()),
             frac_zero_std=float((grouped.std(dim=1) == 0).float().mean()),
             grad_norm_micro=grad_norm_micro, micro_batch=(chunks[0][1] - chunks[0][0]) if len(chunks) > 1 else None,
-            extra={"rollout_s": t1 - t0, "update_s": t2 - t1, "push_s": t3 - t2,
+            extra={"lr_effective": lr * warm, "rollout_s": t1 - t0, "update_s": t2 - t1, "push_s": t3 - t2,
                    "truncated_frac": float(sum(not r.finished for r in rollouts) / n_seqs)},
         )
 
