@@ -209,10 +209,12 @@ def plan_schedule(
     constant = []
     for rf in fit.runs:
         stt = _num(rf.samples_to_target)
+        pred = _num(samples_to_target_model(rf.batch, bstar, e0)) if _finite(e0) else None
         constant.append({
             "name": rf.name, "batch": rf.batch, "lr": _num(rf.lr),
             "samples_to_target": stt, "steps_to_target": None if stt is None else stt / rf.batch,
-            "predicted_samples_to_target": _num(samples_to_target_model(rf.batch, bstar, e0)) if _finite(e0) else None,
+            "predicted_samples_to_target": pred,
+            "predicted_steps_to_target": None if pred is None else pred / rf.batch,
             "failure_samples": _num(rf.failure_samples),
         })
     return Plan(stages=stages, critical_batch=bstar, failure_samples=fail, failure_exponent=alpha,

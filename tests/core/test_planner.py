@@ -85,6 +85,7 @@ def test_plan_from_a_synthetic_sweep(sweep):
     # the fitted curve tracks the measured constant runs below B*
     for c in d["constant"][:4]:
         assert c["predicted_samples_to_target"] == pytest.approx(c["samples_to_target"], rel=0.25)
+        assert c["predicted_steps_to_target"] == pytest.approx(c["predicted_samples_to_target"] / c["batch"])
     assert d["predicted"]["reaches_target_before_failure"] is True
 
 
