@@ -70,18 +70,30 @@ def verl(session: nox.Session) -> None:
 
 @nox.session(python=PY)
 def openrlhf(session: nox.Session) -> None:
-    """OpenRLHF 0.11.2 adapter: installed with --no-deps (flash-attn cannot build on CPU)."""
+    """OpenRLHF 0.11.2 adapter against its real classes on CPU (tests/openrlhf).
+
+    openrlhf is installed with --no-deps (its flash-attn pin cannot build on CPU) after its light
+    deps; DeepSpeed 0.19.6 (its pin) is built without ops against the installed CPU torch.
+    flash_attn / vllm are import-only test stubs under tests/openrlhf/stubs (never shipped).
+    """
     session.install(TORCH)
     session.install("-r", "requirements/openrlhf.txt")
+    session.install("--no-build-isolation", "deepspeed==0.19.6", env={"DS_BUILD_OPS": "0"})
     session.install("--no-deps", "openrlhf==0.11.2")
     session.install("-e", ".")
+    session.env.update({"DS_ACCELERATOR": "cpu", "RAY_USAGE_STATS_ENABLED": "0"})
     _pytest(session, "tests/openrlhf")
 
 
 @nox.session(python=PY)
 def demo(session: nox.Session) -> None:
-    """`make demo`: the main job on the embedded default."""
+    """`make demo`: the reference trainer's sweep + live two-clock schedule + report on the embedded
+    tiny model (vLLM CPU rollouts); prints the report's path. Extra args go to `rlvr-trainer demo`."""
     session.install(TORCH)
-    session.install("-r", "requirements/core.txt")
+    session.install("-r", "requirements/trainer.txt")
+    session.run("python", "-m", "pip", "uninstall", "-y", "-q",
+                "torchvision", "torchaudio", "torchcodec", "triton", silent=True, success_codes=[0, 1])
     session.install("-e", ".")
-    session.run("python", "examples/synthetic_sweep_demo.py", *session.posargs, env=CPU_ENV)
+    env = dict(CPU_ENV)
+    env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(session.virtualenv.location, "inductor-cache")
+    session.run("rlvr-trainer", "demo", "--out", "runs/demo", *session.posargs, env=env)
