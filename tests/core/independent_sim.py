@@ -69,7 +69,7 @@ class SimTask:
     dim: int = 16
     entropy0: float = 1.2
     noise_share: float = 0.2  # share of the drift lost to noise x curvature
-    coords: int = 64          # independent coordinates behind the skill (a high-dim model's averaging)
+    coords: int = 256         # independent coordinates behind the skill (a high-dim model's averaging)
 
     def __post_init__(self) -> None:
         self.p0 = self.skill_gain / self.failure_samples

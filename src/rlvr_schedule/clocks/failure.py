@@ -192,7 +192,9 @@ class EntropyCollapse(Detector):
 
 
 class RewardCrash(Detector):
-    """Smoothed reward (EMA over ~``span`` records) dropped from its running best by more than
+    """Smoothed reward (EMA over ~max(``span`` records, ``span_samples`` rollouts), so small-batch
+    runs, whose per-record reward is noisy, are smoothed over as many rollouts as large-batch
+    ones) dropped from its running best by more than
     ``drop`` x (best - initial), at least ``min_drop``, and at least ``noise_z`` standard
     deviations of the EMA itself (the per-record noise is tracked from first differences, so a
     noisy small-batch run does not alarm on the wiggles of its running best). It arms only once
@@ -201,13 +203,13 @@ class RewardCrash(Detector):
 
     name = "reward_crash"
 
-    def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 20, warmup: int = 10,
-                 patience: int = 5, noise_z: float = 6.0) -> None:
+    def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 10, warmup: int = 10,
+                 patience: int = 5, noise_z: float = 6.0, span_samples: float = 4000.0) -> None:
         super().__init__(patience)
         if not 0 < drop <= 1:
             raise ValueError(f"drop must be in (0, 1], got {drop}")
         self.drop, self.min_drop, self.span, self.warmup = drop, min_drop, int(span), int(warmup)
-        self.noise_z = float(noise_z)
+        self.noise_z, self.span_samples = float(noise_z), float(span_samples)
         self._alpha = 2.0 / (self.span + 1)
         self.ema = math.nan
         self.initial = math.nan
@@ -230,13 +232,15 @@ class RewardCrash(Detector):
             return None, math.nan
         r = float(r)
         self._n += 1
+        span = max(self.span, self.span_samples / max(int(record.batch), 1))
+        self._alpha = 2.0 / (span + 1)
         if finite(self._last):  # running mean of |diff| for the first 100 records, then an EMA
             d = abs(r - self._last)
             a = max(0.01, 1.0 / (self._n - 1))
             self._absdiff = d if not finite(self._absdiff) else self._absdiff + a * (d - self._absdiff)
         self._last = r
         self.ema = r if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
-        if self._n <= self.warmup:
+        if self._n <= max(self.warmup, 2.0 / self._alpha):  # let the EMA settle first
             self.initial = self.ema
             return False, self.ema
         self.best = max(self.best, self.ema)
@@ -250,13 +254,13 @@ class RewardCrash(Detector):
 
     def _extra_state(self) -> dict[str, Any]:
         return {"ema": self.ema, "initial": self.initial, "best": self.best if finite(self.best) else None,
-                "last": self._last, "absdiff": self._absdiff, "n": self._n}
+                "last": self._last, "absdiff": self._absdiff, "n": self._n, "alpha": self._alpha}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self.ema, self.initial = float(state["ema"]), float(state["initial"])
         self.best = -math.inf if state["best"] is None else float(state["best"])
         self._last, self._absdiff = float(state["last"]), float(state["absdiff"])
-        self._n = int(state["n"])
+        self._n, self._alpha = int(state["n"]), float(state["alpha"])
 
 
 class _RobustSpike(Detector):
