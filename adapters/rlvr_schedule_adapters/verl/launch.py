@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-__all__ = ["build_config", "launch", "main", "parse_args"]
+__all__ = ["build_config", "describe", "launch", "main", "parse_args"]
 
 
 def _verl_config_dir() -> str:
@@ -37,6 +37,8 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, l
     p.add_argument("--jsonl", default=None, help="also write records and decisions to this JSONL file")
     p.add_argument("--config-name", default="ppo_trainer", help="verl config to compose (default ppo_trainer)")
     p.add_argument("--config-dir", default=None, help="directory of the config (default: verl's own)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="compose and check the config, print the batch plan and start-up warnings, run nothing")
     args, rest = p.parse_known_args(argv)
     bad = [a for a in rest if "=" not in a and not a.startswith("~")]
     if bad:
@@ -90,10 +92,38 @@ def launch(config: Any, *, run: Callable[..., None] | None = None) -> None:
     run(config, task_runner_class=RlvrScheduleTaskRunner)
 
 
+def describe(config: Any) -> str:
+    """The batch plan of a config from :func:`build_config`, with the start-up warnings the
+    trainer would give (on a copy: ``data.gen_batch_size`` gets pinned as the trainer pins it)."""
+    import copy
+
+    from rlvr_schedule.policy import load_schedule
+    from rlvr_schedule_adapters.verl.batch import check_setup, pin_gen_batch_size, planned_rollout_batches, read_layout
+    from rlvr_schedule_adapters.verl.trainer import SETTINGS_KEY
+
+    cfg = copy.deepcopy(config)
+    section = cfg[SETTINGS_KEY]
+    schedule = load_schedule(section.schedule)
+    gen = pin_gen_batch_size(cfg, schedule)
+    lay = read_layout(cfg)
+    lines = [
+        f"schedule: {section.schedule} ({type(schedule).__name__})",
+        f"launch: {lay.train_batch_size} prompts x rollout.n {lay.group_size} = {lay.rollouts} rollouts per step, "
+        f"ppo_mini_batch_size {lay.ppo_mini_batch_size}, data.gen_batch_size {gen}, {lay.world_size} ranks",
+        "planned rollout batches: " + ", ".join(str(b) for b in planned_rollout_batches(schedule)),
+    ]
+    msgs = check_setup(cfg, schedule, mini_batch_mode=section.mini_batch_mode, warn=False)
+    lines += [f"warning: {m}" for m in msgs] or ["no start-up warnings"]
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None, *, run: Callable[..., None] | None = None) -> int:
-    """The command line: build the config, then :func:`launch` it."""
+    """The command line: build the config, then :func:`launch` it (or print it: ``--dry-run``)."""
     args, overrides = parse_args(argv)
     config = build_config(overrides, args.schedule, mini_batch_mode=args.mini_batch_mode, jsonl=args.jsonl,
                           config_name=args.config_name, config_dir=args.config_dir)
+    if args.dry_run:
+        print(describe(config))
+        return 0
     launch(config, run=run)
     return 0
