@@ -50,7 +50,8 @@ def bench_sweep(n_runs: int, steps: int, repeat: int) -> list[tuple[str, float]]
     runs = make_sweep(batches, critical_batch=128, failure_samples=steps * 16 * 0.8, steps=steps, seed=0)
     rows = []
     rows.append(("fit_sweep (median)", _median(_time(lambda: fit_sweep(runs), repeat))))
-    rows.append(("FailureClock on every run", _median(_time(lambda: [FailureClock().fit(r) for r in runs], repeat))))
+    rows.append(("FailureClock on every run",
+                 _median(_time(lambda: [FailureClock().fit(r) for r in runs], repeat))))
     fit = fit_sweep(runs)
     print(f"sweep: batches {batches}, {steps} steps each; fitted B* {fit.critical_batch:.1f} (true 128), "
           f"failure samples {fit.failure_samples:.0f} (true {steps * 16 * 0.8:.0f})")
@@ -61,7 +62,8 @@ def bench_online(n: int) -> list[tuple[str, float]]:
     rng = np.random.default_rng(0)
     recs = [StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6,
                        reward_mean=0.3 + 0.01 * float(rng.normal()), entropy=1.0 + 0.01 * float(rng.normal()),
-                       kl=0.01, grad_norm=1.0 + 0.05 * float(rng.random()), grad_norm_micro=1.5, micro_batch=16)
+                       kl=0.01, grad_norm=1.0 + 0.05 * float(rng.random()), grad_norm_micro=1.5,
+                       micro_batch=16)
             for i in range(min(n, 20_000))]
     rows = []
     objs = {"OnlineProgress": OnlineProgress(), "GradientNoiseScale": GradientNoiseScale(),

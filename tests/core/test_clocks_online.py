@@ -126,14 +126,16 @@ def test_failure_forecast_noisy_interval_and_flat_signal() -> None:
     assert lo <= fail - ff.samples <= hi
     flat = FailureForecast(min_points=5)
     for i in range(50):
-        flat.update(StepRecord(step=i + 1, samples=(i + 1) * 8, batch=8, lr=1e-6, entropy=1.0 + 0.01 * (i % 2)))
+        flat.update(StepRecord(step=i + 1, samples=(i + 1) * 8, batch=8, lr=1e-6,
+                               entropy=1.0 + 0.01 * (i % 2)))
     assert math.isinf(flat.samples_to_failure)  # no downward trend: no failure in sight
     with pytest.raises(ValueError, match="model"):
         FailureForecast(model="cubic")
 
 
 def _all_online() -> list:
-    return [OnlineProgress(window=60, min_points=10), GradientNoiseScale(beta=0.9), FailureForecast(window=60),
+    return [OnlineProgress(window=60, min_points=10), GradientNoiseScale(beta=0.9),
+            FailureForecast(window=60),
             FailureForecast("kl", model="loglinear", threshold=0.2), EntropyCollapse(), RewardCrash(),
             GradNormSpike(warmup=20), KLBlowup(warmup=20), ZeroVarianceGroups(threshold=0.5)]
 
@@ -184,19 +186,22 @@ def test_reward_crash_ignores_noise_of_small_batches_and_catches_a_crash() -> No
     for i in range(3000):
         p = 0.2 + 0.4 * i / 3000
         r = rng.binomial(8, np.clip(p + rng.normal(0, 0.3, 2), 0, 1)).sum() / 16
-        assert det.update(StepRecord(step=i + 1, samples=16 * (i + 1), batch=16, lr=1e-6, reward_mean=r)) is None
+        rec = StepRecord(step=i + 1, samples=16 * (i + 1), batch=16, lr=1e-6, reward_mean=r)
+        assert det.update(rec) is None
     alarm = None
     for i in range(3000, 3300):
         p = max(0.6 - 0.01 * (i - 3000), 0.0)
         r = rng.binomial(16, p) / 16
-        alarm = alarm or det.update(StepRecord(step=i + 1, samples=16 * (i + 1), batch=16, lr=1e-6, reward_mean=r))
+        rec = StepRecord(step=i + 1, samples=16 * (i + 1), batch=16, lr=1e-6, reward_mean=r)
+        alarm = alarm or det.update(rec)
     assert alarm is not None and 3000 < alarm.step < 3100
 
 
 def test_reward_crash_needs_progress_first() -> None:
     det = RewardCrash()
     for i in range(500):  # falls from the start: nothing gained, nothing crashed
-        assert det.update(StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, reward_mean=0.5 - i * 1e-3)) is None
+        rec = StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, reward_mean=0.5 - i * 1e-3)
+        assert det.update(rec) is None
 
 
 def test_spike_detectors() -> None:

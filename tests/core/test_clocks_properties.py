@@ -105,7 +105,8 @@ def test_gradient_noise_scale_is_unbiased_on_gaussian_gradients(dim: int, b_simp
     g2_est, tr_est = [], []
     for i in range(n):
         rec = StepRecord(step=i + 1, samples=(i + 1) * b_big, batch=b_big, lr=1e-3,
-                         grad_norm=float(np.linalg.norm(full[i])), grad_norm_micro=float(np.linalg.norm(small[i])),
+                         grad_norm=float(np.linalg.norm(full[i])),
+                         grad_norm_micro=float(np.linalg.norm(small[i])),
                          micro_batch=b_small)
         gns.update(rec)
         a, c = float(np.sum(small[i] ** 2)), float(np.sum(full[i] ** 2))

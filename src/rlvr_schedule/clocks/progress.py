@@ -172,15 +172,16 @@ def _profile_bstar(b: np.ndarray, s: np.ndarray, cb: np.ndarray, bound: np.ndarr
 
 
 def _register(curves: Sequence[tuple[np.ndarray, np.ndarray]], weights: Sequence[float],
-              k0: np.ndarray, r0: float, n_iter: int = 5, bins: int = 60) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              k0: np.ndarray, r0: float, n_iter: int = 5, bins: int = 60
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Speed factors k_i such that reward_i(x) ~ F(k_i x) for one template F shared by the runs.
 
     Runs of one task at different batches climb the same reward curve at different speeds (per
     rollout), so aligning whole curves uses every pre-failure record instead of a few crossings.
     Alternates a template (weighted bin means over the pooled rescaled samples of the runs with
     an initial speed, i.e. that crossed a level; each record weighs its batch, i.e. its
-    rollouts) with a per-run 1-D search of k on a log grid. The
-    template starts at (0, r0), so a run that makes no progress gets k -> 0.
+    rollouts) with a per-run 1-D search of k on a log grid. The template starts at (0, r0), so
+    a run that makes no progress gets k -> 0.
     Returns (k normalised to max 1, template x, template y).
     """
     k = np.array(k0, float)
@@ -233,13 +234,18 @@ class CriticalBatchFit:
     * ``critical_batch_`` B* (rollouts per update at which per-rollout progress halves; inf when it
       does not fall over the sweep) and ``critical_batch_interval_`` (bootstrap over runs);
     * ``rate_at_zero_`` p0 (reward per rollout as B -> 0), ``zero_progress_batch_`` = 2 B*;
+    * ``template_`` (samples, reward) of the registered reward curve at the fastest run's speed;
     * ``target_``, ``initial_reward_`` and ``table_`` (one dict per run).
 
-    Each run's per-rollout rate is measured on a common reward scale: the samples at which its
-    smoothed pre-failure reward crosses ``levels`` reward levels up to the target are fitted by
-    log E(run, level) = u(level) - v(run) (runs of one task differ by a speed factor), and the rate
-    is (target - initial) / E at the target. Runs that reach no level (too slow, or batch >= 2B*)
-    are censored: they bound their rate from above. Runs whose batch changed are left out.
+    Each run's per-rollout rate is measured on a common reward scale. Runs of one task at
+    different batches climb the same reward curve at different speeds, so the pre-failure reward
+    curves are registered onto one template, reward_i(x) ~ F(k_i x) (:func:`_register`; initial
+    speeds from the crossings of ``levels`` reward levels up to the target, fitted by
+    log E(run, level) = u(level) - v(run)). The rate is (target - initial) / E at the target,
+    E = F^-1(target) / k_i: every record counts, not just the few around a crossing. A run that
+    never got anywhere (batch >= 2B*) gets k -> 0, which the clamped model p0 max(0, 1 - B/(2B*))
+    fits. ``rate_at_zero_`` is in the same units: mean reward per rollout from the initial
+    reward to the target as B -> 0. Runs whose batch changed are left out.
     """
 
     def __init__(self, target: float | None = None, *, fraction: float = 0.5, levels: int = 8,
@@ -260,13 +266,15 @@ class CriticalBatchFit:
             failure_samples = [FailureClock(self.detectors).fit(r).failure_samples_ for r in runs]
         if len(failure_samples) != len(runs):
             raise ValueError("failure_samples must have one entry per run")
-        first = [ProgressClock(None, self.smooth, self.fraction).fit(r, f) for r, f in zip(runs, failure_samples)]
+        first = [ProgressClock(None, self.smooth, self.fraction).fit(r, f)
+                 for r, f in zip(runs, failure_samples)]
         const = [r.constant_batch for r in runs]
         pool = [c for c, k in zip(first, const) if k] or first
         r0 = float(np.median([c.initial_reward_ for c in pool]))
         tgt = self.target
         if tgt is None:
-            tgt = default_target([c.initial_reward_ for c in pool], [c.best_reward_ for c in pool], self.fraction)
+            tgt = default_target([c.initial_reward_ for c in pool], [c.best_reward_ for c in pool],
+                                 self.fraction)
         self.target_, self.initial_reward_ = float(tgt), r0
         clocks = [ProgressClock(self.target_, self.smooth, self.fraction, self.level).fit(r, f)
                   for r, f in zip(runs, failure_samples)]
@@ -374,7 +382,8 @@ class CriticalBatchFit:
             return (math.nan, math.nan)
         a = (1 - self.level) / 2
         e = np.array(est)
-        lo, hi = np.quantile(e, [a, 1 - a], method="nearest") if np.isinf(e).any() else np.quantile(e, [a, 1 - a])
+        method = "nearest" if np.isinf(e).any() else "linear"
+        lo, hi = np.quantile(e, [a, 1 - a], method=method)
         return (float(lo), float(hi))
 
     def predict_rate(self, batch: float) -> float:

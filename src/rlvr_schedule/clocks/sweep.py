@@ -34,7 +34,7 @@ class RunFit:
     name: str
     batch: int
     lr: float
-    rate: float  # reward per rollout on the sweep's common scale (see CriticalBatchFit)
+    rate: float  # reward per rollout to the target (CriticalBatchFit); own regression slope if batch changed
     rate_interval: tuple[float, float]  # of the run's own regression slope
     samples_to_target: float
     samples_to_target_interval: tuple[float, float]
