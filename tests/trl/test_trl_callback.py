@@ -18,9 +18,17 @@ from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSe
 pytestmark = pytest.mark.slow
 
 
-def test_switch_changes_completions_per_update_and_applied_lr(tiny_model, tmp_path):
+@pytest.fixture(scope="module")
+def checkpointed(tiny_model, tmp_path_factory):
+    """One scheduled run, checkpointed every 3 updates; shared by the switch and resume tests."""
+    out = tmp_path_factory.mktemp("checkpointed")
     cb = RlvrScheduleCallback(TWO_STAGES, strict=True)
-    trainer, m = run_grpo(tiny_model, tmp_path, [cb])
+    trainer, m = run_grpo(tiny_model, out, [cb], save_strategy="steps", save_steps=3)
+    return cb, trainer, m, out
+
+
+def test_switch_changes_completions_per_update_and_applied_lr(checkpointed):
+    cb, trainer, m, _ = checkpointed
 
     # 4 updates of 8 rollouts reach until_samples=32; from the 5th update on: 16 rollouts at lr/4
     assert m.completions == [8, 8, 8, 8, 16, 16, 16, 16]
@@ -49,25 +57,18 @@ def test_switch_waits_for_an_aligned_boundary(tiny_model, tmp_path):
     assert all(c % (PER_DEVICE * S) == 0 for c in m.completions)
 
 
-def _checkpointed_run(tiny_model, out):
-    cb = RlvrScheduleCallback(TWO_STAGES, strict=True)
-    _, m = run_grpo(tiny_model, out, [cb], save_strategy="steps", save_steps=3)
-    return cb, m
-
-
 @pytest.mark.parametrize("ckpt, expect", [
     (3, [8, 16, 16, 16, 16]),   # resumed in stage 0 with 24 samples: the switch still comes at 32
     (6, [16, 16]),              # resumed in stage 1: GA re-applied in on_train_begin
 ])
-def test_resume_restores_stage_and_keeps_updates_whole(tiny_model, tmp_path, ckpt, expect):
-    first, m0 = _checkpointed_run(tiny_model, tmp_path)
-    assert m0.completions == [8, 8, 8, 8, 16, 16, 16, 16]
-    state = json.loads((tmp_path / f"checkpoint-{ckpt}" / "trainer_state.json").read_text())
+def test_resume_restores_stage_and_keeps_updates_whole(tiny_model, checkpointed, tmp_path, ckpt, expect):
+    first, _, m0, out = checkpointed
+    state = json.loads((out / f"checkpoint-{ckpt}" / "trainer_state.json").read_text())
     saved = state["stateful_callbacks"]["RlvrScheduleCallback"]
     assert saved["attributes"]["rlvr_state"]["samples"] == sum(m0.completions[:ckpt])
 
     fresh = RlvrScheduleCallback(TWO_STAGES, strict=True)
-    trainer, m = run_grpo(tiny_model, tmp_path, [fresh], resume=str(tmp_path / f"checkpoint-{ckpt}"),
+    trainer, m = run_grpo(tiny_model, tmp_path, [fresh], resume=str(out / f"checkpoint-{ckpt}"),
                           restore_callback_states_from_checkpoint=True)
     restored = find_callback(trainer)
     assert restored is not fresh and isinstance(restored, RlvrScheduleCallback)
@@ -107,10 +108,10 @@ def test_raising_schedule_does_not_stop_training(tiny_model, tmp_path, caplog):
     sched = _Raising()
     cb = RlvrScheduleCallback(sched)
     with caplog.at_level(logging.ERROR, logger="rlvr_schedule.adapters.trl"):
-        trainer, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=6)
-    assert trainer.state.global_step == 6
-    assert m.completions == [8] * 6 and m.lr == pytest.approx([1e-3] * 6)  # current stage held
-    assert sched.calls == 6 and len(cb.errors) == 4
+        trainer, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=4)
+    assert trainer.state.global_step == 4
+    assert m.completions == [8] * 4 and m.lr == pytest.approx([1e-3] * 4)  # current stage held
+    assert sched.calls == 4 and len(cb.errors) == 2
     assert "broken schedule" in caplog.text
 
 
@@ -118,7 +119,7 @@ def test_unrunnable_batch_is_refused_and_stage_held(tiny_model, tmp_path, caplog
     # 12 rollouts is not a multiple of per-device 4 x steps_per_generation 2
     sched = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 16}, {"batch": 12, "lr": 5e-4}]}
     cb = RlvrScheduleCallback(sched)
-    with caplog.at_level(logging.ERROR):
+    with caplog.at_level(logging.ERROR), pytest.warns(ScheduleSetupWarning, match="not runnable"):
         trainer, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=4)
     assert trainer.state.global_step == 4
     assert m.completions == [8] * 4 and m.lr == pytest.approx([1e-3] * 4)
