@@ -130,12 +130,16 @@ def test_mixin_method_on_a_worker_like_object(verl_config):
 
 @pytest.mark.slow
 def test_one_to_all_over_ray_reaches_every_rank():
-    """The mixin's method through a real RayWorkerGroup (2 CPU ranks, local cluster): every
-    rank's optimizer and scheduler get the new LR."""
+    """The mixin's method through Ray the way the trainer builds its workers (a colocated
+    WorkerDict on a 2-rank CPU resource pool, spawned by role prefix): every rank's optimizer
+    and scheduler get the new LR."""
+    import os
+
     import ray
     from verl.single_controller.base import Worker
     from verl.single_controller.base.decorator import Dispatch, register
     from verl.single_controller.ray import RayClassWithInitArgs, RayResourcePool, RayWorkerGroup
+    from verl.single_controller.ray.base import create_colocated_worker_cls
 
     from rlvr_schedule_adapters.verl.trainer import LRControlMixin
 
@@ -155,19 +159,21 @@ def test_one_to_all_over_ray_reaches_every_rank():
             p.grad = torch.ones_like(p)
             e.optimizer.step()
             e.lr_scheduler.step()
-            return before - float(p), list(e.lr_scheduler.base_lrs), self.rank
+            return before - float(p), list(e.lr_scheduler.base_lrs), os.environ["RANK"]
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         pool = RayResourcePool([2], use_gpu=False, max_colocate_count=1)
-        wg = RayWorkerGroup(resource_pool=pool, device_name="cpu",
-                            ray_cls_with_init=RayClassWithInitArgs(cls=ray.remote(ToyActorWorker), lr=0.1, warmup=2))
+        fused = create_colocated_worker_cls(
+            {"actor_rollout": RayClassWithInitArgs(cls=ray.remote(ToyActorWorker), lr=0.1, warmup=2)})
+        wg = RayWorkerGroup(resource_pool=pool, ray_cls_with_init=fused, device_name="cpu")
+        wg = wg.spawn(prefix_set={"actor_rollout"})["actor_rollout"]
         assert wg.world_size == 2
         wg.train_and_read()  # warm-up step 1 of 2: LR 0.05
         applied = wg.rlvr_set_lr(lr=0.4)
         assert applied == [pytest.approx([0.4]), pytest.approx([0.4])]  # warm-up done: the full peak
         out = wg.train_and_read()
-        assert sorted(r for _, _, r in out) == [0, 1]
+        assert sorted(r for _, _, r in out) == ["0", "1"]
         for step_size, bases, _ in out:
             assert step_size == pytest.approx(0.4) and bases == pytest.approx([0.4])
     finally:
