@@ -1,7 +1,10 @@
 """Benchmark of the clocks: ``fit_sweep`` on 5 runs x 10k steps (goal < 2 s), and the per-record
 cost and memory of the online estimators over a long stream.
 
-    python benchmarks/bench_fit.py [--steps 10000] [--runs 5] [--records 200000]
+    python benchmarks/bench_fit.py [--steps 10000] [--runs 5] [--records 200000] [--accuracy]
+
+``--accuracy`` also fits 12 sweeps of the tests' independent simulator (tests/core/independent_sim.py)
+and prints the relative errors of the critical batch and the failure samples.
 
 Prints a Markdown table; the figures in benchmarks/CLOCKS_RESULTS.md come from this script.
 """
@@ -86,12 +89,37 @@ def bench_online(n: int) -> list[tuple[str, float]]:
     return rows
 
 
+def bench_accuracy() -> None:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
+    from independent_sim import SimTask, simulate_sweep
+
+    print("\n| true B* | true F | seed | B* fit | err | F fit | err | B* in interval |")
+    print("|---|---|---|---|---|---|---|---|")
+    errs = []
+    for bstar, fail in [(160, 40_000), (100, 30_000), (300, 60_000)]:
+        for seed in range(4):
+            fit = fit_sweep(simulate_sweep(SimTask(critical_batch=bstar, failure_samples=fail),
+                                           [16, 32, 64, 128, 256], seed=seed))
+            eb, ef = fit.critical_batch / bstar - 1, fit.failure_samples / fail - 1
+            lo, hi = fit.critical_batch_interval
+            errs.append((abs(eb), abs(ef), lo <= bstar <= hi))
+            print(f"| {bstar} | {fail} | {seed} | {fit.critical_batch:.1f} | {eb:+.1%} "
+                  f"| {fit.failure_samples:.0f} | {ef:+.1%} | {lo <= bstar <= hi} |")
+    e = np.array(errs, float)
+    print(f"\nmax |err| B* {e[:, 0].max():.1%} (median {np.median(e[:, 0]):.1%}), "
+          f"max |err| F {e[:, 1].max():.1%}, interval coverage {e[:, 2].mean():.0%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--steps", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--accuracy", action="store_true")
     a = ap.parse_args()
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
     print("| what | value |\n|---|---|")
@@ -99,6 +127,8 @@ def main() -> None:
         print(f"| {name}, {a.runs} runs x {a.steps} steps | {wall:.3f} s wall, {cpu:.3f} s CPU |")
     for name, us, kib in bench_online(a.records):
         print(f"| {name}, {a.records} records | {us:.1f} us, {kib:.0f} KiB |")
+    if a.accuracy:
+        bench_accuracy()
 
 
 if __name__ == "__main__":

@@ -237,3 +237,17 @@ def test_detector_state_is_not_shared_between_fits() -> None:
     d2 = copy.deepcopy(d)
     d.update(StepRecord(step=1, samples=1, batch=1, lr=1.0, entropy=1.0))
     assert d2.state_dict()["early"] == []
+
+
+def test_failure_forecast_on_the_simulator_predicts_collapse_early() -> None:
+    """Halfway to collapse, the entropy trend forecasts the failure point (sim F = 30k rollouts)."""
+    task = SimTask(critical_batch=100, failure_samples=30_000)
+    run = simulate_run(task, 64, seed=4)
+    ff = FailureForecast(window=100)
+    for r in run.records:
+        ff.update(r)
+        if r.samples >= 15_000:
+            break
+    assert ff.failure_samples == pytest.approx(30_000, rel=0.15)
+    lo, hi = ff.interval
+    assert lo <= 30_000 - ff.samples <= hi
