@@ -122,3 +122,32 @@ def test_worker_fault_is_logged_and_the_stage_held(openrlhf_args, caplog):
     assert "failed; training continues" in caplog.text
     assert openrlhf_args.train.batch_size == 8 and openrlhf_args.rollout.batch_size == 2
     assert ctl.batch == 8
+
+
+TWO_CLOCK = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "growth": 2.0, "margin": 1000.0,
+             "horizon_steps": 1, "hysteresis": 1, "min_stage_steps": 1, "max_stages": 2,
+             "failure_signal": "entropy", "failure_threshold": 0.5, "constraints": {"group_size": 4}}
+
+
+def _entropy_falls(ctl, steps=40):
+    return [ctl.on_step(s, {"rollout/num_samples": float(ctl.batch), "entropy_loss": 2.0 - 0.04 * s,
+                            "actor_lr": 1e-3, "rollout/reward_mean": 0.1}) for s in range(1, steps)]
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_two_clock_switches_through_the_apply_hook(openrlhf_args, fail):
+    from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, make_controller
+
+    setattr(openrlhf_args, ARGS_ATTR, {"schedule": TWO_CLOCK})
+    rec = _Recorder(fail=fail)
+    ctl = make_controller(openrlhf_args, rec)
+    assert type(ctl.schedule).__name__ == "TwoClockScheduler"
+    decisions = _entropy_falls(ctl)
+    switched = [d for d in decisions if d.switched]
+    if fail:  # the hook raised: the plugin host logged it and the schedule held its stage
+        assert not switched and ctl.schedule.plugins.faults
+        assert openrlhf_args.train.batch_size == 8 and ctl.schedule.current.batch == 8
+    else:
+        assert len(switched) == 1 and switched[0].batch == 16
+        assert rec.calls == [(16, pytest.approx(1e-3 * 2 ** 0.5))]  # sqrt LR rule
+        assert openrlhf_args.train.batch_size == 16 and openrlhf_args.rollout.batch_size == 4
