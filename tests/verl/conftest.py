@@ -11,6 +11,7 @@ from typing import Callable
 import pytest
 
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network calls from the local test cluster
 
 #: A GRPO-style base: 8 prompts x 4 rollouts per step, one PPO mini-batch, one (CPU) rank.
 BASE_OVERRIDES = [
