@@ -121,3 +121,13 @@ def test_check_setup_mini_batch_not_dividing(verl_config):
     verl_config.actor_rollout_ref.actor.ppo_mini_batch_size = 3
     msgs = check_setup(verl_config, StaticSchedule([{"batch": 32, "lr": 1e-6}]), warn=False)
     assert any("ppo_mini_batch_size=3 does not divide data.train_batch_size=8" in m for m in msgs)
+
+
+def test_check_setup_auto_batch_needs_what_verl_does_not_log(verl_config):
+    auto = TwoClockScheduler(PolicyConfig(initial_batch="auto", fallback_batch=32,
+                                          constraints=BatchConstraints(group_size=4)))
+    msgs = check_setup(verl_config, auto, warn=False)
+    assert any("grad_norm_micro" in m for m in msgs)
+    given = TwoClockScheduler(PolicyConfig(initial_batch="auto", critical_batch=128,
+                                           constraints=BatchConstraints(group_size=4)))
+    assert not any("grad_norm_micro" in m for m in check_setup(verl_config, given, warn=False))
