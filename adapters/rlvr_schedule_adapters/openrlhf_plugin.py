@@ -31,16 +31,17 @@ import logging
 import math
 import sys
 import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from rlvr_schedule.plugins import hookimpl
 
 __all__ = [
     "ARGS_ATTR",
+    "OPENRLHF_METRICS",
     "STATE_KEY",
     "WORKER_METHOD",
-    "OPENRLHF_METRICS",
     "RolloutPlan",
     "ScheduleController",
     "apply_plan_to_args",
@@ -275,7 +276,7 @@ def set_worker_batch_and_lr(strategy: Any, engine: Any, optimizer: Any, schedule
 
 
 # --- trainer side -----------------------------------------------------------------------------------
-_ACTIVE: "ScheduleController | None" = None
+_ACTIVE: ScheduleController | None = None
 
 
 class ScheduleController:
@@ -424,7 +425,7 @@ def openrlhf_cli_args(argv: Sequence[str]) -> Any:
     """
     import runpy
 
-    import openrlhf.utils.config as config
+    from openrlhf.utils import config
 
     real = config.hierarchize
 
@@ -453,9 +454,9 @@ def patch_openrlhf(spec: Mapping[str, Any]) -> None:
     :data:`ARGS_ATTR` (Ray pickles the strategy, and with it the args, into each actor) and so
     that :func:`check_setup` warns before the actors start.
     """
-    import openrlhf.trainer.ppo_trainer as ppo_trainer
-    import openrlhf.trainer.ray.ppo_actor as ppo_actor
     import openrlhf.utils as outils
+    from openrlhf.trainer import ppo_trainer
+    from openrlhf.trainer.ray import ppo_actor
 
     from rlvr_schedule_adapters.openrlhf import actors
 

@@ -7,7 +7,6 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import BASE_ARGV
 
 
@@ -25,7 +24,7 @@ def test_entry_point_module_imports_without_frameworks():
         host.register(p, name="openrlhf-direct") if not host.pm.is_registered(p) else None
         print(host.call("rlvr_schedule_apply_decision", decision=None), len(host.faults))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "0"]  # no active OpenRLHF run: the hook answers None
 
@@ -33,9 +32,9 @@ def test_entry_point_module_imports_without_frameworks():
 @pytest.fixture
 def restore_openrlhf(monkeypatch):
     """Undo the launcher's patches after the test."""
-    import openrlhf.trainer.ppo_trainer as ppo_trainer
-    import openrlhf.trainer.ray.ppo_actor as ppo_actor
     import openrlhf.utils as outils
+    from openrlhf.trainer import ppo_trainer
+    from openrlhf.trainer.ray import ppo_actor
 
     monkeypatch.setattr(ppo_trainer, "PPOTrainer", ppo_trainer.PPOTrainer)
     monkeypatch.setattr(ppo_actor, "PolicyModelActor", ppo_actor.PolicyModelActor)
@@ -65,7 +64,6 @@ class _Stop(Exception):
 
 def test_launcher_hands_the_schedule_to_the_actors_and_warns(restore_openrlhf, monkeypatch, tmp_path):
     import ray
-
     from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, main
 
     _, _, outils = restore_openrlhf
@@ -80,17 +78,18 @@ def test_launcher_hands_the_schedule_to_the_actors_and_warns(restore_openrlhf, m
     sched = tmp_path / "sched.yaml"
     sched.write_text("type: static\n"
                      "stages:\n  - {batch: 8, lr: 1.0e-3, until_samples: 64}\n  - {batch: 10, lr: 2.0e-3}\n")
-    with pytest.warns(RuntimeWarning, match="stage 1: batch 10 .* not a whole number of prompts"):
-        with pytest.raises(_Stop):
-            main(["--schedule", str(sched), *BASE_ARGV])
+    with (pytest.warns(RuntimeWarning, match="stage 1: batch 10 .* not a whole number of prompts"),
+          pytest.raises(_Stop)):
+        main(["--schedule", str(sched), *BASE_ARGV])
     spec = getattr(seen["args"], ARGS_ATTR)["schedule"]
     assert [s["batch"] for s in spec["stages"]] == [8, 10]
     assert seen["args"].train.batch_size == 8  # OpenRLHF's own parsing of the rest of the command line
 
 
 def test_launcher_rejects_a_bad_schedule_before_patching(restore_openrlhf, tmp_path):
-    from rlvr_schedule.errors import ConfigError
     from rlvr_schedule_adapters.openrlhf_plugin import main
+
+    from rlvr_schedule.errors import ConfigError
 
     ppo_trainer, _, _ = restore_openrlhf
     before = ppo_trainer.PPOTrainer

@@ -13,7 +13,6 @@ import logging
 from types import SimpleNamespace
 
 import pytest
-
 from openrlhf_test_support import make_trainer, run_steps
 from rlvr_schedule_adapters.openrlhf_plugin import STATE_KEY, WORKER_METHOD
 

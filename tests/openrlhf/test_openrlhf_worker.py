@@ -6,7 +6,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-
 from rlvr_schedule_adapters.openrlhf_plugin import WORKER_METHOD
 
 
