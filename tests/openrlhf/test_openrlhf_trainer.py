@@ -141,3 +141,57 @@ def test_a_refusing_worker_holds_the_stage(openrlhf_args, tmp_path, caplog):
     assert "1 of 2 policy worker(s) refused" in caplog.text
     assert args.train.batch_size == 8 and args.rollout.batch_size == 2  # the trainer side kept its batch
     assert "global_step2" in good.saved
+
+
+class _PromptLoader:
+    """Stands for OpenRLHF's StatefulDataLoader of one-prompt batches (iteration + state_dict)."""
+
+    def __init__(self, n):
+        self.items = [(["src"], [f"p{i}"], ["label"], [None]) for i in range(n)]
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def state_dict(self):
+        return {"n": len(self.items)}
+
+
+def test_real_fit_loop_follows_the_schedule(openrlhf_args, tmp_path):
+    """OpenRLHF's own PPOTrainer.fit and SamplesGenerator: only vLLM and the PPO update are replaced."""
+    from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
+
+    args = _args(openrlhf_args, tmp_path)
+    args.ckpt.save_steps, args.eval.steps = 4, float("inf")
+    worker = CkptWorker(args)
+    t = make_trainer(args, Group([worker]))
+    t.prompts_dataloader, t.eval_dataloader, t.generate_kwargs = _PromptLoader(20), None, {}
+    t.samples_generator = SamplesGenerator(strategy=t.strategy, prompts_dataloader=t.prompts_dataloader,
+                                           eval_dataloader=None, tokenizer=None, vllm_engines=[])
+
+    def fake_vllm(dataloader_iter, num_prompts, dynamic_filtering, **kw):  # n rollouts per prompt
+        got = []
+        for _ in range(num_prompts):
+            item = next(dataloader_iter, None)
+            if item is None:
+                return got, len(got) // args.rollout.n_samples_per_prompt, True
+            got.extend([item[1][0]] * args.rollout.n_samples_per_prompt)
+        return got, num_prompts, False
+
+    sizes = []
+
+    def fake_train_step(rollout_samples, global_step):  # the PPO update; reports what OpenRLHF logs
+        sizes.append((len(rollout_samples), worker.real.strategy.accumulated_gradient))
+        return {"rollout/num_samples": float(len(rollout_samples)), "actor_lr": 1e-3, "kl": 0.0,
+                "rollout/reward_mean": 0.5, "generated_samples": ["x", 1.0]}, global_step + 1
+
+    t.samples_generator._generate_vllm = fake_vllm
+    t.train_step = fake_train_step
+    t.fit()
+    # 20 prompts x 4: two steps of 8 rollouts (16 = until_samples), then 16 per step; the
+    # workers accumulate 8 micro-batches of 2 from the first 16-rollout step on
+    assert sizes == [(8, 4), (8, 4), (16, 8), (16, 8), (16, 8), (16, 8)]
+    assert sorted(worker.saved) == ["global_step4"]
+    assert worker.saved["global_step4"][STATE_KEY]["samples"] == 48
