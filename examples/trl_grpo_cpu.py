@@ -21,13 +21,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-for _k, _v in {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-               "OMP_NUM_THREADS": "1"}.items():
+for _k, _v in {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "OMP_NUM_THREADS": "1",
+}.items():
     os.environ.setdefault(_k, _v)
 
 #: Two stages: 8 rollouts per update (2 prompts x 4) until 32 rollouts, then 16 at the sqrt-rule LR.
-DEFAULT_SCHEDULE = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 32},
-                               {"batch": 16, "lr": 1.414e-3}]}
+DEFAULT_SCHEDULE = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 32}, {"batch": 16, "lr": 1.414e-3}]}
 WORDS = [f"w{i}" for i in range(29)]
 
 
@@ -40,10 +43,22 @@ def make_tiny_model(path: Path) -> Any:
     vocab = ["<pad>", "<eos>", "<unk>"] + WORDS
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    ptok = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
-    cfg = Qwen2Config(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                      tie_word_embeddings=False, pad_token_id=0, eos_token_id=1, bos_token_id=None)
+    ptok = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+    cfg = Qwen2Config(
+        vocab_size=len(vocab),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=None,
+    )
     torch.manual_seed(0)
     Qwen2ForCausalLM(cfg).save_pretrained(path)
     ptok.save_pretrained(path)
@@ -59,34 +74,58 @@ def repeat_first_word(prompts: list[str], completions: list[str], **kwargs: Any)
     return out
 
 
-def build_trainer(out: Path, *, schedule: Any, steps: int, prompts: int, save_steps: int,
-                  resume: bool = False) -> tuple[Any, Any]:
+def build_trainer(
+    out: Path, *, schedule: Any, steps: int, prompts: int, save_steps: int, resume: bool = False
+) -> tuple[Any, Any]:
     from datasets import Dataset
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
     from transformers import PreTrainedTokenizerFast
     from trl import GRPOConfig, GRPOTrainer
 
     from rlvr_schedule.plugins import PluginHost
     from rlvr_schedule.plugins.sinks import JsonlSink
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
 
     model_dir = out / "tiny-model"
-    tok = (PreTrainedTokenizerFast.from_pretrained(model_dir) if (model_dir / "config.json").exists()
-           else make_tiny_model(model_dir))
-    data = Dataset.from_dict({"prompt": [f"{WORDS[i % 20]} {WORDS[(i * 7) % 20]} {WORDS[(i * 3) % 20]}"
-                                         for i in range(prompts)]})
+    tok = (
+        PreTrainedTokenizerFast.from_pretrained(model_dir)
+        if (model_dir / "config.json").exists()
+        else make_tiny_model(model_dir)
+    )
+    data = Dataset.from_dict(
+        {"prompt": [f"{WORDS[i % 20]} {WORDS[(i * 7) % 20]} {WORDS[(i * 3) % 20]}" for i in range(prompts)]}
+    )
     host = PluginHost()
     host.register(JsonlSink(out / "schedule.jsonl"))
     callback = RlvrScheduleCallback(schedule, plugins=host)
     args = GRPOConfig(
-        output_dir=str(out / "run"), per_device_train_batch_size=4, num_generations=4,
-        steps_per_generation=2, gradient_accumulation_steps=2,   # S fixed; GA = k x S per stage
-        max_completion_length=6, max_steps=steps, learning_rate=1e-3, lr_scheduler_type="constant",
-        logging_steps=1,                                        # one record (and decision) per update
-        save_strategy="steps" if save_steps else "no", save_steps=save_steps or 500,
-        restore_callback_states_from_checkpoint=True,           # resume the schedule with the run
-        use_cpu=True, bf16=False, beta=0.0, report_to=[], disable_tqdm=True, seed=0)
-    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=repeat_first_word, args=args, train_dataset=data,
-                          processing_class=tok, callbacks=[callback])
+        output_dir=str(out / "run"),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        steps_per_generation=2,
+        gradient_accumulation_steps=2,  # S fixed; GA = k x S per stage
+        max_completion_length=6,
+        max_steps=steps,
+        learning_rate=1e-3,
+        lr_scheduler_type="constant",
+        logging_steps=1,  # one record (and decision) per update
+        save_strategy="steps" if save_steps else "no",
+        save_steps=save_steps or 500,
+        restore_callback_states_from_checkpoint=True,  # resume the schedule with the run
+        use_cpu=True,
+        bf16=False,
+        beta=0.0,
+        report_to=[],
+        disable_tqdm=True,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=repeat_first_word,
+        args=args,
+        train_dataset=data,
+        processing_class=tok,
+        callbacks=[callback],
+    )
     return trainer, callback
 
 
@@ -104,8 +143,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from rlvr_schedule_adapters.trl_callback import find_callback
 
-    trainer, _ = build_trainer(out, schedule=a.schedule or DEFAULT_SCHEDULE, steps=a.steps,
-                               prompts=a.prompts, save_steps=a.save_steps)
+    trainer, _ = build_trainer(
+        out,
+        schedule=a.schedule or DEFAULT_SCHEDULE,
+        steps=a.steps,
+        prompts=a.prompts,
+        save_steps=a.save_steps,
+    )
     trainer.train(resume_from_checkpoint=True if a.resume else None)
     cb = find_callback(trainer)  # a resumed run holds a new instance rebuilt from the checkpoint
     print(f"{'step':>4} {'samples':>7} {'batch':>5} {'lr':>9} {'reward':>7} {'entropy':>7}  decision")
@@ -114,11 +158,15 @@ def main(argv: list[str] | None = None) -> int:
     for d in cb.decisions:
         h, batch, prev = logs.get(d.step, {}), d.samples - prev, d.samples
         note = f"switch -> {d.batch} @ {d.lr:g} ({d.reason})" if d.switched else ""
-        print(f"{d.step:>4} {d.samples:>7} {batch:>5} {h.get('learning_rate', float('nan')):>9.3g} "
-              f"{h.get('reward', float('nan')):>7.3f} {h.get('entropy', float('nan')):>7.3f}  {note}")
-    print(f"rollouts {cb.samples}, stage {cb.schedule.current.batch}/update at lr {cb.schedule.current.lr:g}, "
-          f"callback errors {len(cb.errors)}, callback time {cb.overhead_s * 1e3:.1f} ms; records: "
-          f"{out / 'schedule.jsonl'}")
+        print(
+            f"{d.step:>4} {d.samples:>7} {batch:>5} {h.get('learning_rate', float('nan')):>9.3g} "
+            f"{h.get('reward', float('nan')):>7.3f} {h.get('entropy', float('nan')):>7.3f}  {note}"
+        )
+    print(
+        f"rollouts {cb.samples}, stage {cb.schedule.current.batch}/update at lr {cb.schedule.current.lr:g}, "
+        f"callback errors {len(cb.errors)}, callback time {cb.overhead_s * 1e3:.1f} ms; records: "
+        f"{out / 'schedule.jsonl'}"
+    )
     return 0 if not cb.errors else 1
 
 

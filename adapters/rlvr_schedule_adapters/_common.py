@@ -10,20 +10,21 @@ this module imports the core and nothing else (torch objects are duck-typed).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rlvr_schedule.records import BatchSchedule, Stage
 
 __all__ = [
     "BatchUnit",
-    "schedule_spec",
-    "build_schedule",
-    "planned_batches",
     "EpochFit",
+    "build_schedule",
     "epoch_fit",
+    "planned_batches",
     "scale_base_lr",
+    "schedule_spec",
 ]
 
 
@@ -62,7 +63,9 @@ def build_schedule(schedule: Any, *, plugins: Any = None) -> BatchSchedule:
         return schedule_from_dict(schedule, source="<schedule spec>", plugins=plugins)
     if callable(getattr(schedule, "step", None)) and callable(getattr(schedule, "state_dict", None)):
         return schedule
-    raise TypeError(f"schedule must be a path, a config mapping or a BatchSchedule, got {type(schedule).__name__}")
+    raise TypeError(
+        f"schedule must be a path, a config mapping or a BatchSchedule, got {type(schedule).__name__}"
+    )
 
 
 def planned_batches(stages: Sequence[Stage], steps: int, *, samples: int = 0, start: int = 0) -> list[int]:
@@ -76,7 +79,9 @@ def planned_batches(stages: Sequence[Stage], steps: int, *, samples: int = 0, st
     out: list[int] = []
     i = min(start, len(stages) - 1)
     for _ in range(max(steps, 0)):
-        while i < len(stages) - 1 and stages[i].until_samples is not None and samples >= stages[i].until_samples:
+        while (
+            i < len(stages) - 1 and stages[i].until_samples is not None and samples >= stages[i].until_samples
+        ):
             i += 1
         out.append(stages[i].batch)
         samples += stages[i].batch
@@ -107,7 +112,8 @@ class BatchUnit:
             raise ValueError(
                 f"rollout batch {batch!r} is not runnable here: it must be a positive multiple of "
                 f"{self.multiple} (= {self.per_step} rollouts per micro-step x accumulation multiple "
-                f"{self.accumulation_multiple}); set BatchConstraints(divisor={self.multiple})")
+                f"{self.accumulation_multiple}); set BatchConstraints(divisor={self.multiple})"
+            )
         return batch // self.per_step
 
     def batch(self, accumulation: int) -> int:
@@ -134,8 +140,9 @@ class EpochFit:
         return self.updates >= self.planned and self.partial == 0
 
 
-def epoch_fit(accumulations: Sequence[int], *, micro_per_epoch: int, initial_accumulation: int,
-              epochs: int) -> EpochFit:
+def epoch_fit(
+    accumulations: Sequence[int], *, micro_per_epoch: int, initial_accumulation: int, epochs: int
+) -> EpochFit:
     """Replay the HF-Trainer epoch loop with a changing accumulation count.
 
     The Trainer fixes updates per epoch as ``ceil(micro_per_epoch / initial_accumulation)`` and
@@ -157,8 +164,13 @@ def epoch_fit(accumulations: Sequence[int], *, micro_per_epoch: int, initial_acc
             done += 1
         if done >= len(accumulations):
             break
-    return EpochFit(planned=len(accumulations), updates=done, partial=partial,
-                    micro_needed=int(sum(accumulations)), micro_available=micro_per_epoch * max(epochs, 0))
+    return EpochFit(
+        planned=len(accumulations),
+        updates=done,
+        partial=partial,
+        micro_needed=int(sum(accumulations)),
+        micro_available=micro_per_epoch * max(epochs, 0),
+    )
 
 
 # --- learning rate ------------------------------------------------------------------------------

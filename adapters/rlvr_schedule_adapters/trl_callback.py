@@ -27,7 +27,8 @@ import logging
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.records import Decision, StepRecord
@@ -43,8 +44,13 @@ from rlvr_schedule_adapters._common import (
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.records import BatchSchedule
 
-__all__ = ["RlvrScheduleCallback", "find_callback", "TRL_METRIC_ALIASES", "rlvr_schedule_metric_aliases",
-           "ScheduleSetupWarning"]
+__all__ = [
+    "TRL_METRIC_ALIASES",
+    "RlvrScheduleCallback",  # noqa: F822 (built lazily by the module __getattr__)
+    "ScheduleSetupWarning",
+    "find_callback",
+    "rlvr_schedule_metric_aliases",
+]
 
 log = logging.getLogger("rlvr_schedule.adapters.trl")
 
@@ -71,7 +77,7 @@ def rlvr_schedule_metric_aliases() -> Mapping[str, str]:
 
 #: Plugin hosts of live callbacks, so that a callback rebuilt from a checkpoint in the same process
 #: (transformers builds a new instance from ``state()["args"]``) keeps the user's plugins.
-_HOSTS: "weakref.WeakValueDictionary[str, PluginHost]" = weakref.WeakValueDictionary()
+_HOSTS: weakref.WeakValueDictionary[str, PluginHost] = weakref.WeakValueDictionary()
 
 
 class ScheduleSetupWarning(UserWarning):
@@ -81,7 +87,7 @@ class ScheduleSetupWarning(UserWarning):
 class _Applier:
     """The pluggy face of the callback: kept apart so pluggy does not walk the callback's attributes."""
 
-    def __init__(self, owner: "_ScheduleCallbackCore") -> None:
+    def __init__(self, owner: _ScheduleCallbackCore) -> None:
         self.owner = owner
 
     @hookimpl
@@ -93,7 +99,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Log and swallow errors of a callback event (``strict`` re-raises): a broken schedule must not
     stop a training run, which then continues at its current stage."""
 
-    def wrapper(self: "_ScheduleCallbackCore", *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: _ScheduleCallbackCore, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
         try:
             fn(self, *args, **kwargs)
@@ -101,8 +107,9 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
             if self.strict:
                 raise
             self.errors.append(f"{fn.__name__}: {type(exc).__name__}: {exc}")
-            log.exception("rlvr-schedule callback failed in %s; training continues at the current stage",
-                          fn.__name__)
+            log.exception(
+                "rlvr-schedule callback failed in %s; training continues at the current stage", fn.__name__
+            )
         finally:
             self.overhead_s += time.perf_counter() - t0
         return None  # TrainerCallbackHandler keeps the control object when a callback returns None
@@ -115,8 +122,15 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 class _ScheduleCallbackCore:
     """Everything of :class:`RlvrScheduleCallback` except its transformers base classes."""
 
-    def __init__(self, schedule: Any = None, *, plugins: PluginHost | None = None, strict: bool = False,
-                 check_setup: bool = True, host_key: str | None = None) -> None:
+    def __init__(
+        self,
+        schedule: Any = None,
+        *,
+        plugins: PluginHost | None = None,
+        strict: bool = False,
+        check_setup: bool = True,
+        host_key: str | None = None,
+    ) -> None:
         """``schedule``: a YAML/JSON path, a config mapping (``schedule_from_dict``) or a schedule object.
 
         ``plugins``: the host whose ``rlvr_schedule_apply_decision`` / observer hooks are called (a new
@@ -135,23 +149,25 @@ class _ScheduleCallbackCore:
         _HOSTS[self.host_key] = self.host
         self._applier = _Applier(self)
         self.host.register(self._applier, name=f"rlvr_schedule_trl_callback_{id(self):x}")
-        for old in [p for p in self.host.pm.get_plugins() if isinstance(p, _Applier) and p is not self._applier]:
+        for old in [
+            p for p in self.host.pm.get_plugins() if isinstance(p, _Applier) and p is not self._applier
+        ]:
             self.host.unregister(old)  # a restored callback replaces the one it was rebuilt from
         self.schedule: BatchSchedule = build_schedule(schedule, plugins=self.host)
-        if hasattr(self.schedule, "plugins") and getattr(self.schedule, "plugins") is None:
+        if hasattr(self.schedule, "plugins") and self.schedule.plugins is None:
             self.schedule.plugins = self.host  # the two-clock policy routes switches through the host
         self._spec = schedule_spec(schedule)
         from rlvr_schedule.ingest.aliases import collect_aliases
 
         self._aliases = collect_aliases(self.host)
         # progress of the run
-        self.samples = 0             # rollouts consumed, this update included
-        self.start_samples = 0       # rollouts consumed when this train() call began (resume)
-        self.last_batch: int | None = None   # rollouts of the last update (measured micro-steps)
-        self.last_step = 0           # global step of the last record fed
-        self.wanted: tuple[int, float] | None = None    # stage the schedule asked for
-        self.applied: tuple[int, float] | None = None   # stage in effect in the trainer
-        self.pending: tuple[int, float] | None = None   # asked for, waiting for an aligned boundary
+        self.samples = 0  # rollouts consumed, this update included
+        self.start_samples = 0  # rollouts consumed when this train() call began (resume)
+        self.last_batch: int | None = None  # rollouts of the last update (measured micro-steps)
+        self.last_step = 0  # global step of the last record fed
+        self.wanted: tuple[int, float] | None = None  # stage the schedule asked for
+        self.applied: tuple[int, float] | None = None  # stage in effect in the trainer
+        self.pending: tuple[int, float] | None = None  # asked for, waiting for an aligned boundary
         self.errors: list[str] = []
         self.decisions: list[Decision] = []
         self.overhead_s = 0.0
@@ -160,8 +176,8 @@ class _ScheduleCallbackCore:
         self._optimizer: Any = None
         self._lr_scheduler: Any = None
         self._unit: BatchUnit | None = None
-        self._micro = 0              # micro-steps of the update in progress
-        self._epoch_pos = 0          # micro-steps done in the current epoch
+        self._micro = 0  # micro-steps of the update in progress
+        self._epoch_pos = 0  # micro-steps done in the current epoch
         self._resume_pos: int | None = None
         self._saved_epoch_pos: int | None = None
         self._warned_spec = False
@@ -171,11 +187,20 @@ class _ScheduleCallbackCore:
         """``{"args", "attributes"}`` for ``trainer_state.json``: the rebuild spec and the run state."""
         if self._spec is None and not self._warned_spec:
             self._warned_spec = True
-            log.warning("the schedule %r has no config form (to_dict): a run resumed from a checkpoint in "
-                        "another process cannot rebuild it", type(self.schedule).__name__)
-        return {"args": {"schedule": self._spec, "strict": self.strict, "check_setup": self.check_setup,
-                         "host_key": self.host_key},
-                "attributes": {"rlvr_state": self.rlvr_state}}
+            log.warning(
+                "the schedule %r has no config form (to_dict): a run resumed from a checkpoint in "
+                "another process cannot rebuild it",
+                type(self.schedule).__name__,
+            )
+        return {
+            "args": {
+                "schedule": self._spec,
+                "strict": self.strict,
+                "check_setup": self.check_setup,
+                "host_key": self.host_key,
+            },
+            "attributes": {"rlvr_state": self.rlvr_state},
+        }
 
     @property
     def rlvr_state(self) -> dict[str, Any]:
@@ -216,8 +241,12 @@ class _ScheduleCallbackCore:
         if self._unit is not None:
             self._unit.accumulation(batch)  # validate before accepting
         self.wanted = self.pending = (int(batch), float(lr))
-        log.info("rlvr-schedule: stage %s rollouts/update, lr %g requested%s", batch, lr,
-                 f" ({reason})" if reason else "")
+        log.info(
+            "rlvr-schedule: stage %s rollouts/update, lr %g requested%s",
+            batch,
+            lr,
+            f" ({reason})" if reason else "",
+        )
         self._try_apply()
         return True
 
@@ -233,27 +262,47 @@ class _ScheduleCallbackCore:
         if self._args.gradient_accumulation_steps != ga:
             self._args.gradient_accumulation_steps = ga
         self.applied, self.pending = (batch, lr), None
-        log.info("rlvr-schedule: applied %s rollouts/update (gradient_accumulation_steps=%s), lr %g",
-                 batch, ga, lr)
+        log.info(
+            "rlvr-schedule: applied %s rollouts/update (gradient_accumulation_steps=%s), lr %g", batch, ga, lr
+        )
 
     # --- trainer events ------------------------------------------------------------------------------
     @_guarded
-    def on_train_begin(self, args: Any, state: Any, control: Any, optimizer: Any = None,
-                       lr_scheduler: Any = None, train_dataloader: Any = None, **kwargs: Any) -> None:
+    def on_train_begin(
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        optimizer: Any = None,
+        lr_scheduler: Any = None,
+        train_dataloader: Any = None,
+        **kwargs: Any,
+    ) -> None:
         """Bind to the trainer, re-apply the saved (or first) stage, and check the data plan."""
         self._args, self._optimizer, self._lr_scheduler = args, optimizer, lr_scheduler
         s = int(getattr(args, "steps_per_generation", None) or args.gradient_accumulation_steps)
         ga0 = int(args.gradient_accumulation_steps)
         if ga0 % s:
-            warnings.warn(f"gradient_accumulation_steps {ga0} is not a multiple of steps_per_generation {s}: "
-                          "updates and generations are misaligned", ScheduleSetupWarning, stacklevel=2)
-        self._unit = BatchUnit(per_step=int(args.per_device_train_batch_size) * int(args.world_size),
-                               accumulation_multiple=s)
+            warnings.warn(
+                f"gradient_accumulation_steps {ga0} is not a multiple of steps_per_generation {s}: "
+                "updates and generations are misaligned",
+                ScheduleSetupWarning,
+                stacklevel=2,
+            )
+        self._unit = BatchUnit(
+            per_step=int(args.per_device_train_batch_size) * int(args.world_size), accumulation_multiple=s
+        )
         if getattr(args, "num_iterations", 1) != 1:
-            log.warning("num_iterations=%s: each rollout is used %s times; samples count completions per update",
-                        args.num_iterations, args.num_iterations)
-        micro_per_epoch = len(train_dataloader) if train_dataloader is not None and hasattr(
-            train_dataloader, "__len__") else None
+            log.warning(
+                "num_iterations=%s: each rollout is used %s times; samples count completions per update",
+                args.num_iterations,
+                args.num_iterations,
+            )
+        micro_per_epoch = (
+            len(train_dataloader)
+            if train_dataloader is not None and hasattr(train_dataloader, "__len__")
+            else None
+        )
         self._micro = 0
         self.start_samples = self.samples
         if state.global_step > 0:  # resumed: where the Trainer's data skip puts us in the epoch
@@ -264,15 +313,25 @@ class _ScheduleCallbackCore:
                 self._resume_pos = 0
             self._epoch_pos = self._resume_pos
             if self.last_step == 0:
-                log.warning("resumed at step %s without saved schedule state (set "
-                            "restore_callback_states_from_checkpoint=True): the schedule starts over",
-                            state.global_step)
+                log.warning(
+                    "resumed at step %s without saved schedule state (set "
+                    "restore_callback_states_from_checkpoint=True): the schedule starts over",
+                    state.global_step,
+                )
             elif self._saved_epoch_pos is not None and self._saved_epoch_pos != self._resume_pos:
-                log.warning("resume: the Trainer skips %s micro-steps of the epoch (it assumes a constant "
-                            "gradient_accumulation_steps) where the run had done %s; updates stay whole but "
-                            "some prompts are seen again or skipped", self._resume_pos, self._saved_epoch_pos)
-        target = self.pending or self.applied or self.wanted or (self.schedule.current.batch,
-                                                                  float(self.schedule.current.lr))
+                log.warning(
+                    "resume: the Trainer skips %s micro-steps of the epoch (it assumes a constant "
+                    "gradient_accumulation_steps) where the run had done %s; updates stay whole but "
+                    "some prompts are seen again or skipped",
+                    self._resume_pos,
+                    self._saved_epoch_pos,
+                )
+        target = (
+            self.pending
+            or self.applied
+            or self.wanted
+            or (self.schedule.current.batch, float(self.schedule.current.lr))
+        )
         # GA is not checkpointed (args hold the initial value again) and the LR is re-applied too
         # (idempotent when scheduler.pt brought it back): nothing counts as in effect yet
         self.applied = None
@@ -291,22 +350,32 @@ class _ScheduleCallbackCore:
         try:
             accum = [self._unit.accumulation(b) for b in plan]
         except ValueError as exc:
-            warnings.warn(f"schedule not runnable with this trainer: {exc}", ScheduleSetupWarning, stacklevel=3)
+            warnings.warn(
+                f"schedule not runnable with this trainer: {exc}", ScheduleSetupWarning, stacklevel=3
+            )
             return
-        epochs = max(int(state.num_train_epochs) - int(state.global_step) // max(-(-micro_per_epoch // ga0), 1), 1)
+        epochs = max(
+            int(state.num_train_epochs) - int(state.global_step) // max(-(-micro_per_epoch // ga0), 1), 1
+        )
         fit = epoch_fit(accum, micro_per_epoch=micro_per_epoch, initial_accumulation=ga0, epochs=epochs)
         if fit.updates < fit.planned:
+            need = fit.micro_needed * self._unit.per_step
             warnings.warn(
                 f"the dataset is too small for the schedule: the Trainer plans epochs from the initial "
-                f"gradient_accumulation_steps={ga0}, so with the planned accumulation the run ends after "
-                f"{fit.updates} of {fit.planned} remaining updates ({fit.micro_needed} micro-steps needed, "
-                f"{micro_per_epoch} per epoch x {epochs} epochs); one epoch must hold the sum of accumulation "
-                f"over all steps: use at least {-(-fit.micro_needed * self._unit.per_step // max(epochs, 1))} "
-                f"completions per epoch or more epochs", ScheduleSetupWarning, stacklevel=3)
+                f"gradient_accumulation_steps={ga0}, so the run would end after {fit.updates} of "
+                f"{fit.planned} remaining updates ({micro_per_epoch} micro-steps per epoch x {epochs} "
+                f"epochs). One epoch must hold the sum of accumulation over all steps: "
+                f"{fit.micro_needed} micro-steps = {need} completions",
+                ScheduleSetupWarning,
+                stacklevel=3,
+            )
         elif fit.partial:
-            warnings.warn(f"{fit.partial} update(s) will be cut short at an epoch end: make the epoch "
-                          f"({micro_per_epoch} micro-steps) a multiple of every planned accumulation count",
-                          ScheduleSetupWarning, stacklevel=3)
+            warnings.warn(
+                f"{fit.partial} update(s) will be cut short at an epoch end: make the epoch "
+                f"({micro_per_epoch} micro-steps) a multiple of every planned accumulation count",
+                ScheduleSetupWarning,
+                stacklevel=3,
+            )
 
     @_guarded
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -328,8 +397,9 @@ class _ScheduleCallbackCore:
         self._try_apply()
 
     @_guarded
-    def on_log(self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None,
-               **kwargs: Any) -> None:
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> None:
         """A training log after an update: record -> schedule -> (switch) -> host."""
         if not logs or state.global_step <= self.last_step or self.last_batch is None:
             return
@@ -345,8 +415,9 @@ class _ScheduleCallbackCore:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # NaN metrics (a reward returned None) stay NaN, no warning spam
-            return canonicalize(logs, step=step, samples=self.samples, batch=self.last_batch,
-                                aliases=self._aliases)
+            return canonicalize(
+                logs, step=step, samples=self.samples, batch=self.last_batch, aliases=self._aliases
+            )
 
     def feed(self, record: StepRecord) -> Decision | None:
         """Step the schedule; apply its decision when it differs from the stage asked for.
@@ -400,7 +471,8 @@ def _define() -> type:
                 "``RlvrScheduleCallback(schedule)`` with a YAML/JSON path, a config mapping or a schedule; "
                 "pass it in ``callbacks=[...]``. Needs ``logging_steps=1`` for a decision after every update "
                 "(else decisions are taken at logging steps). Rollout batches must be multiples of "
-                "per_device_train_batch_size x world x steps_per_generation.\n\n" + (_ScheduleCallbackCore.__init__.__doc__ or "")
+                "per_device_train_batch_size x world x steps_per_generation.\n\n"
+                + (_ScheduleCallbackCore.__init__.__doc__ or "")
             )
 
         RlvrScheduleCallback.__module__ = __name__

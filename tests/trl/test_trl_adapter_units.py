@@ -8,9 +8,6 @@ import sys
 
 import pytest
 import torch
-
-from rlvr_schedule.policy import StaticSchedule, schedule_from_dict
-from rlvr_schedule.records import Stage
 from rlvr_schedule_adapters._common import (
     BatchUnit,
     build_schedule,
@@ -20,10 +17,14 @@ from rlvr_schedule_adapters._common import (
     schedule_spec,
 )
 
+from rlvr_schedule.policy import StaticSchedule, schedule_from_dict
+from rlvr_schedule.records import Stage
+
 
 def test_planned_batches_follow_until_samples():
-    stages = StaticSchedule([Stage(8, 1e-3, until_samples=32), Stage(16, 5e-4, until_samples=64),
-                             Stage(32, 2e-4)]).stages
+    stages = StaticSchedule(
+        [Stage(8, 1e-3, until_samples=32), Stage(16, 5e-4, until_samples=64), Stage(32, 2e-4)]
+    ).stages
     assert planned_batches(stages, 7) == [8, 8, 8, 8, 16, 16, 32]
     assert planned_batches(stages, 3, samples=40, start=1) == [16, 16, 32]
 
@@ -50,8 +51,10 @@ def test_scale_base_lr_survives_the_next_scheduler_step(kind):
     from transformers import get_scheduler
 
     model = torch.nn.Linear(2, 2)
-    opt = torch.optim.AdamW([{"params": [model.weight], "lr": 1e-3},
-                             {"params": [model.bias], "lr": 1e-3, "weight_decay": 0.0}], lr=1e-3)
+    opt = torch.optim.AdamW(
+        [{"params": [model.weight], "lr": 1e-3}, {"params": [model.bias], "lr": 1e-3, "weight_decay": 0.0}],
+        lr=1e-3,
+    )
     sched = get_scheduler(kind, opt, num_warmup_steps=0, num_training_steps=10)
     for _ in range(2):
         opt.step()
@@ -90,7 +93,9 @@ def test_module_imports_without_transformers_or_trl():
         "h = PluginHost(); assert not h.faults, h.faults\n"
         "try:\n    m.RlvrScheduleCallback\nexcept ImportError:\n    print('lazy-ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert "lazy-ok" in out.stdout
 
@@ -113,30 +118,51 @@ def _falling_entropy(cb, steps):
 
     out = []
     for i in range(1, steps + 1):
-        out.append(cb.feed(StepRecord(step=i, samples=8 * i, batch=8, lr=1e-3, entropy=3.0 - 0.1 * i,
-                                      reward_mean=0.1 * i)))
+        out.append(
+            cb.feed(
+                StepRecord(
+                    step=i, samples=8 * i, batch=8, lr=1e-3, entropy=3.0 - 0.1 * i, reward_mean=0.1 * i
+                )
+            )
+        )
     return out
 
 
 def test_two_clock_switch_is_routed_through_the_plugin_host():
     from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
 
-    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "lr_rule": "sqrt", "max_stages": 2,
-            "hysteresis": 1, "failure_threshold": 1.0, "constraints": {"group_size": 4, "divisor": 8}}
+    spec = {
+        "type": "two_clock",
+        "initial_batch": 8,
+        "base_lr": 1e-3,
+        "lr_rule": "sqrt",
+        "max_stages": 2,
+        "hysteresis": 1,
+        "failure_threshold": 1.0,
+        "constraints": {"group_size": 4, "divisor": 8},
+    }
     cb = RlvrScheduleCallback(spec, strict=True)
     decisions = _falling_entropy(cb, 25)
     switched = [d for d in decisions if d.switched]
     assert len(switched) == 1 and switched[0].batch == 16
     # the scheduler called rlvr_schedule_apply_decision on the host; the callback took the stage
-    assert cb.wanted == (16, pytest.approx(1e-3 * 2 ** 0.5))
+    assert cb.wanted == (16, pytest.approx(1e-3 * 2**0.5))
 
 
 def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
     from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
 
     # growth 1.5 proposes 12 rollouts: not a multiple of 4 per micro-step x steps_per_generation 2
-    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "growth": 1.5, "max_stages": 2,
-            "hysteresis": 1, "failure_threshold": 1.0, "constraints": {"group_size": 4}}
+    spec = {
+        "type": "two_clock",
+        "initial_batch": 8,
+        "base_lr": 1e-3,
+        "growth": 1.5,
+        "max_stages": 2,
+        "hysteresis": 1,
+        "failure_threshold": 1.0,
+        "constraints": {"group_size": 4},
+    }
     cb = RlvrScheduleCallback(spec)
     cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)  # what on_train_begin binds
     decisions = _falling_entropy(cb, 25)

@@ -11,9 +11,8 @@ import logging
 import math
 
 import pytest
-
-from trl_harness import GROUP, PER_DEVICE, S, TWO_STAGES, run_grpo
 from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
+from trl_harness import GROUP, PER_DEVICE, TWO_STAGES, S, run_grpo
 
 pytestmark = pytest.mark.slow
 
@@ -57,10 +56,13 @@ def test_switch_waits_for_an_aligned_boundary(tiny_model, tmp_path):
     assert all(c % (PER_DEVICE * S) == 0 for c in m.completions)
 
 
-@pytest.mark.parametrize("ckpt, expect", [
-    (3, [8, 16, 16, 16, 16]),   # resumed in stage 0 with 24 samples: the switch still comes at 32
-    (6, [16, 16]),              # resumed in stage 1: GA re-applied in on_train_begin
-])
+@pytest.mark.parametrize(
+    "ckpt, expect",
+    [
+        (3, [8, 16, 16, 16, 16]),  # resumed in stage 0 with 24 samples: the switch still comes at 32
+        (6, [16, 16]),  # resumed in stage 1: GA re-applied in on_train_begin
+    ],
+)
 def test_resume_restores_stage_and_keeps_updates_whole(tiny_model, checkpointed, tmp_path, ckpt, expect):
     first, _, m0, out = checkpointed
     state = json.loads((out / f"checkpoint-{ckpt}" / "trainer_state.json").read_text())
@@ -68,8 +70,13 @@ def test_resume_restores_stage_and_keeps_updates_whole(tiny_model, checkpointed,
     assert saved["attributes"]["rlvr_state"]["samples"] == sum(m0.completions[:ckpt])
 
     fresh = RlvrScheduleCallback(TWO_STAGES, strict=True)
-    trainer, m = run_grpo(tiny_model, tmp_path, [fresh], resume=str(out / f"checkpoint-{ckpt}"),
-                          restore_callback_states_from_checkpoint=True)
+    trainer, m = run_grpo(
+        tiny_model,
+        tmp_path,
+        [fresh],
+        resume=str(out / f"checkpoint-{ckpt}"),
+        restore_callback_states_from_checkpoint=True,
+    )
     restored = find_callback(trainer)
     assert restored is not fresh and isinstance(restored, RlvrScheduleCallback)
     assert m.completions == expect
@@ -137,8 +144,14 @@ def test_warns_when_the_dataset_cannot_hold_the_schedule(tiny_model, tmp_path):
 
 
 def test_two_clock_scheduler_initial_stage_is_applied_through_the_host(tiny_model, tmp_path):
-    spec = {"type": "two_clock", "initial_batch": 16, "base_lr": 4e-4, "base_batch": 8, "lr_rule": "sqrt",
-            "constraints": {"group_size": GROUP, "divisor": PER_DEVICE * S}}
+    spec = {
+        "type": "two_clock",
+        "initial_batch": 16,
+        "base_lr": 4e-4,
+        "base_batch": 8,
+        "lr_rule": "sqrt",
+        "constraints": {"group_size": GROUP, "divisor": PER_DEVICE * S},
+    }
     cb = RlvrScheduleCallback(spec, strict=True)
     assert cb.schedule.plugins is cb.host
     _, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=3)

@@ -17,12 +17,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import torch  # noqa: E402
-from transformers import TrainerCallback  # noqa: E402
+import torch
+from transformers import TrainerCallback
 
-PER_DEVICE = 4       # completions per micro-step
-GROUP = 4            # num_generations
-S = 2                # steps_per_generation, fixed while the batch changes
+PER_DEVICE = 4  # completions per micro-step
+GROUP = 4  # num_generations
+S = 2  # steps_per_generation, fixed while the batch changes
 
 
 def make_tiny_model(path: Path) -> Any:
@@ -33,10 +33,22 @@ def make_tiny_model(path: Path) -> Any:
     vocab = ["<pad>", "<eos>", "<unk>"] + [f"w{i}" for i in range(29)]
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    ptok = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
-    cfg = Qwen2Config(vocab_size=len(vocab), hidden_size=64, intermediate_size=128, num_hidden_layers=1,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
-                      tie_word_embeddings=False, pad_token_id=0, eos_token_id=1, bos_token_id=None)
+    ptok = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
+    )
+    cfg = Qwen2Config(
+        vocab_size=len(vocab),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=None,
+    )
     torch.manual_seed(0)
     Qwen2ForCausalLM(cfg).save_pretrained(path)
     ptok.save_pretrained(path)
@@ -93,25 +105,53 @@ class _Probe(TrainerCallback):
 def grpo_args(out: Path | str, **kw: Any) -> Any:
     from trl import GRPOConfig
 
-    base = dict(output_dir=str(out), per_device_train_batch_size=PER_DEVICE, num_generations=GROUP,
-                gradient_accumulation_steps=S, steps_per_generation=S, max_completion_length=4,
-                max_steps=8, learning_rate=1e-3, lr_scheduler_type="constant", logging_steps=1,
-                use_cpu=True, bf16=False, report_to=[], save_strategy="no", beta=0.0, disable_tqdm=True,
-                seed=0, dataloader_num_workers=0)
+    base = {
+        "output_dir": str(out),
+        "per_device_train_batch_size": PER_DEVICE,
+        "num_generations": GROUP,
+        "gradient_accumulation_steps": S,
+        "steps_per_generation": S,
+        "max_completion_length": 4,
+        "max_steps": 8,
+        "learning_rate": 1e-3,
+        "lr_scheduler_type": "constant",
+        "logging_steps": 1,
+        "use_cpu": True,
+        "bf16": False,
+        "report_to": [],
+        "save_strategy": "no",
+        "beta": 0.0,
+        "disable_tqdm": True,
+        "seed": 0,
+        "dataloader_num_workers": 0,
+    }
     base.update(kw)
     return GRPOConfig(**base)
 
 
-def run_grpo(tiny_model: tuple[str, Any], out: Path | str, callbacks: list[Any], *, n_prompts: int = 64,
-             resume: str | None = None, stop_at: int | None = None, **kw: Any) -> tuple[Any, Measured]:
+def run_grpo(
+    tiny_model: tuple[str, Any],
+    out: Path | str,
+    callbacks: list[Any],
+    *,
+    n_prompts: int = 64,
+    resume: str | None = None,
+    stop_at: int | None = None,
+    **kw: Any,
+) -> tuple[Any, Measured]:
     """Train a real GRPOTrainer; returns the trainer and what was measured."""
     from trl import GRPOTrainer
 
     model, tok = tiny_model
     m = Measured()
-    trainer = GRPOTrainer(model=model, reward_funcs=m.reward, args=grpo_args(out, **kw),
-                          train_dataset=prompts(n_prompts), processing_class=tok,
-                          callbacks=[*callbacks, _Probe(m, stop_at)])
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=m.reward,
+        args=grpo_args(out, **kw),
+        train_dataset=prompts(n_prompts),
+        processing_class=tok,
+        callbacks=[*callbacks, _Probe(m, stop_at)],
+    )
     trainer.train(resume_from_checkpoint=resume)
     return trainer, m
 
