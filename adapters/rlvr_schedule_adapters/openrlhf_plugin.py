@@ -39,6 +39,7 @@ from rlvr_schedule.plugins import hookimpl
 
 __all__ = [
     "ARGS_ATTR",
+    "OPENRLHF_ALIASES",
     "OPENRLHF_METRICS",
     "STATE_KEY",
     "WORKER_METHOD",
@@ -350,12 +351,15 @@ class ScheduleController:
         return decision
 
     def step_logs(self, global_step: int, logs_dict: dict[str, Any]) -> None:
-        """:meth:`on_step` with faults logged; adds ``rlvr/*`` values to the logs OpenRLHF writes."""
+        """:meth:`on_step` with faults logged; adds ``rlvr/samples`` (cumulative rollouts),
+        ``rlvr/batch`` (this update's rollouts) and ``rlvr/stage`` (the next update's stage) to the
+        logs OpenRLHF writes (TensorBoard: ``train/rlvr/*``, read back through :data:`OPENRLHF_ALIASES`)."""
+        batch = self.batch
         decision = self._guard("step", lambda: self.on_step(global_step, logs_dict))
         if decision is not None:
             logs_dict["rlvr/samples"] = float(self.samples)
+            logs_dict["rlvr/batch"] = float(batch)
             logs_dict["rlvr/stage"] = float(decision.stage)
-            logs_dict["rlvr/next_batch"] = float(self.batch)
 
     def _guard(self, what: str, fn: Callable[[], Any]) -> Any:
         try:
@@ -381,6 +385,17 @@ class ScheduleController:
         state = (checkpoint_states or {}).get(STATE_KEY)
         if state:
             self._guard("restore", lambda: self.load_state_dict(state))
+
+
+#: Extra names for reading OpenRLHF logs back (its TensorBoard logger writes ``train/<key>``; the
+#: core strips one prefix, so the adapter's own ``train/rlvr/*`` scalars need naming here).
+OPENRLHF_ALIASES: dict[str, str] = {"train/rlvr/samples": "samples", "train/rlvr/batch": "batch"}
+
+
+@hookimpl
+def rlvr_schedule_metric_aliases() -> Mapping[str, str]:
+    """OpenRLHF names the core table lacks (this module is the ``openrlhf`` entry-point plugin)."""
+    return dict(OPENRLHF_ALIASES)
 
 
 @hookimpl

@@ -73,7 +73,8 @@ def test_schedule_runs_and_its_state_is_checkpointed(openrlhf_args, tmp_path):
     t = make_trainer(args, Group([worker]))
     assert t.init_checkpoint_states()["global_step"] == 0  # fresh run: stage 0 applied
     steps = run_steps(t, 4)
-    assert [s[0]["rlvr/next_batch"] for s in steps] == [8.0, 16.0, 16.0, 16.0]
+    assert [s[0]["rlvr/batch"] for s in steps] == [8.0, 8.0, 16.0, 16.0]
+    assert [s[0]["rlvr/samples"] for s in steps] == [8.0, 16.0, 32.0, 48.0]
     assert args.train.batch_size == 16 and args.rollout.batch_size == 4 and args.rollout.vllm_generate_batch_size == 4
     assert worker.real.actor.model.gradient_accumulation_steps() == 8
     assert sorted(worker.saved) == ["global_step2", "global_step4"]
@@ -195,3 +196,23 @@ def test_real_fit_loop_follows_the_schedule(openrlhf_args, tmp_path):
     assert sizes == [(8, 4), (8, 4), (16, 8), (16, 8), (16, 8), (16, 8)]
     assert sorted(worker.saved) == ["global_step4"]
     assert worker.saved["global_step4"][STATE_KEY]["samples"] == 48
+
+
+def test_openrlhf_tensorboard_logs_read_back_as_the_run(openrlhf_args, tmp_path):
+    """OpenRLHF's own TensorboardLogger writes the steps; the core reads them back as a Run."""
+    from openrlhf.utils.logging_utils import TensorboardLogger
+    from rlvr_schedule.ingest import load_run
+
+    args = _args(openrlhf_args, tmp_path)
+    args.ckpt.save_steps = float("inf")
+    args.logger.tensorboard_dir = str(tmp_path / "tb")
+    t = make_trainer(args, Group([CkptWorker(args)]))
+    t.tensorboard_logger = TensorboardLogger(args)
+    t.init_checkpoint_states()
+    run_steps(t, 4)
+    t.tensorboard_logger.close()
+    run = load_run(tmp_path / "tb")
+    assert list(run.array("step")) == [1, 2, 3, 4]
+    assert list(run.samples) == [8, 16, 32, 48]
+    assert list(run.array("batch")) == [8, 8, 16, 16]
+    assert list(run.array("reward_mean")) == [0.5] * 4
