@@ -201,6 +201,7 @@ def test_real_fit_loop_follows_the_schedule(openrlhf_args, tmp_path):
 def test_openrlhf_tensorboard_logs_read_back_as_the_run(openrlhf_args, tmp_path):
     """OpenRLHF's own TensorboardLogger writes the steps; the core reads them back as a Run."""
     from openrlhf.utils.logging_utils import TensorboardLogger
+
     from rlvr_schedule.ingest import load_run
 
     args = _args(openrlhf_args, tmp_path)
