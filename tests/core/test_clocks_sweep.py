@@ -101,3 +101,22 @@ def test_project_synthetic_sweep_is_recovered_too() -> None:
     fit = fit_sweep(runs)
     assert abs(fit.critical_batch / 128 - 1) < 0.25
     assert abs(fit.failure_samples / 60_000 - 1) < 0.15
+
+
+def test_a_run_that_collapses_at_once_is_left_out_and_a_run_without_reward_is_an_error(
+        sweep: list[Run]) -> None:
+    from rlvr_schedule.clocks import EntropyCollapse, RewardCrash
+    from rlvr_schedule.records import StepRecord
+
+    dead = Run([StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6, reward_mean=0.1,
+                           entropy=1.0 if i < 1 else 0.0) for i in range(40)], name="dead")
+    dets = [EntropyCollapse(fraction=None, floor=0.1, patience=1), RewardCrash()]
+    fit = fit_sweep(list(sweep[:4]) + [dead], detectors=dets)
+    dead_fit = fit.runs[-1]
+    assert dead_fit.name == "dead" and dead_fit.failure_samples == 2 * 64
+    assert math.isnan(dead_fit.samples_to_target) and math.isnan(dead_fit.rate)  # no rising part
+    assert abs(fit.critical_batch / 160 - 1) < 0.5  # the other runs still give B*
+    silent = Run([StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, entropy=1.0) for i in range(20)],
+                 name="silent", source="logs/silent.jsonl")
+    with pytest.raises(ValueError, match="silent.*reward_mean"):
+        fit_sweep([sweep[0], silent])

@@ -206,6 +206,8 @@ class SlidingOLS:
             self._sxy -= dx * oy
             self._syy -= oy * oy
             self._n -= 1
+        if self._n == 0:  # anchor at the first point so sums stay small from the start
+            self._anchor = float(x)
         self._pts.append((float(x), float(y)))
         dx = float(x) - self._anchor
         self._sx += dx

@@ -219,8 +219,9 @@ def _register(curves: Sequence[tuple[np.ndarray, np.ndarray]], weights: Sequence
         for i, (x, y) in enumerate(zip(xs, ys)):
             if it == 0:  # the whole range first (a run may make no progress at all), then locally
                 cand = np.geomspace(1e-4, 3.0, 121)
-            else:
-                cand = k[i] * np.exp(np.linspace(-0.3, 0.3, 31))
+            else:  # shrinking local grids: +-30%, +-10%, ... (final step ~0.1%)
+                span = 0.3 * 0.35 ** (it - 1)
+                cand = k[i] * np.exp(np.linspace(-span, span, 31))
             pred = np.interp(cand[:, None] * x[None, :], tx, ty)
             sse = ((y[None, :] - pred) ** 2 * ws[i][None, :]).sum(1)
             k[i] = cand[int(np.argmin(sse))]
@@ -266,18 +267,19 @@ class CriticalBatchFit:
             failure_samples = [FailureClock(self.detectors).fit(r).failure_samples_ for r in runs]
         if len(failure_samples) != len(runs):
             raise ValueError("failure_samples must have one entry per run")
-        first = [ProgressClock(None, self.smooth, self.fraction).fit(r, f)
-                 for r, f in zip(runs, failure_samples)]
-        const = [r.constant_batch for r in runs]
-        pool = [c for c, k in zip(first, const) if k] or first
+        first = [self._clock(None, r, f) for r, f in zip(runs, failure_samples)]
+        if all(c is None for c in first):
+            raise ValueError("no run has 3 records with a reward before its failure point")
+        # runs that collapsed before 3 rewarded records have no rising part: left out
+        const = [r.constant_batch and c is not None for r, c in zip(runs, first)]
+        pool = [c for c, k in zip(first, const) if k] or [c for c in first if c is not None]
         r0 = float(np.median([c.initial_reward_ for c in pool]))
         tgt = self.target
         if tgt is None:
             tgt = default_target([c.initial_reward_ for c in pool], [c.best_reward_ for c in pool],
                                  self.fraction)
         self.target_, self.initial_reward_ = float(tgt), r0
-        clocks = [ProgressClock(self.target_, self.smooth, self.fraction, self.level).fit(r, f)
-                  for r, f in zip(runs, failure_samples)]
+        clocks = [self._clock(self.target_, r, f) for r, f in zip(runs, failure_samples)]
         self.clocks_ = clocks
 
         # crossings of common levels -> initial per-run speeds (two-way additive model in log
@@ -322,15 +324,27 @@ class CriticalBatchFit:
         self.table_ = []
         for i, (r, c) in enumerate(zip(runs, clocks)):
             self.table_.append({
-                "name": r.name, "batch": r.batch, "lr": r.lr, "constant_batch": const[i],
+                "name": r.name, "batch": r.batch, "lr": r.lr, "constant_batch": r.constant_batch,
                 "rate": float(rates[i]) if finite(rates[i]) else nan,
                 "samples_to_target_fit": float(e_fit[i]) if not math.isnan(e_fit[i]) else nan,
                 "predicted_rate": self.predict_rate(r.batch),
-                "rate_regression": c.rate_, "samples_to_target": c.samples_to_target_,
-                "samples_to_target_interval": c.samples_to_target_interval_,
-                "reached_target": c.reached_target_, "failure_samples": c.failure_samples_,
+                "rate_regression": c.rate_ if c else nan,
+                "samples_to_target": c.samples_to_target_ if c else nan,
+                "samples_to_target_interval": c.samples_to_target_interval_ if c else (nan, nan),
+                "reached_target": c.reached_target_ if c else False,
+                "failure_samples": failure_samples[i],
             })
         return self
+
+    def _clock(self, target: float | None, run: Run, failure_samples: float | None) -> ProgressClock | None:
+        """The run's progress clock; None when it failed before 3 rewarded records (a run with
+        fewer than 3 rewards at all is an error naming the run)."""
+        try:
+            return ProgressClock(target, self.smooth, self.fraction, self.level).fit(run, failure_samples)
+        except ValueError:
+            if failure_samples is None or np.isfinite(run.array("reward_mean")).sum() < 3:
+                raise
+            return None
 
     @staticmethod
     def _speeds(E: np.ndarray, lv: np.ndarray, r0: float) -> tuple[np.ndarray, int]:

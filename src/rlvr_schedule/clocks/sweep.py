@@ -95,13 +95,16 @@ def fit_sweep(runs: Sequence[Run], target: float | None = None, *, fraction: flo
     const = [i for i, r in enumerate(runs) if r.constant_batch] or list(range(len(runs)))
     fsf = FailureScalingFit(detectors, level).fit([runs[i] for i in const], [fs[i] for i in const])
     out = []
+    nan = math.nan
     for r, fc, row, pc in zip(runs, fclocks, cbf.table_, cbf.clocks_):
+        rate = row["rate"] if finite(row["rate"]) else (pc.rate_ if pc else nan)
         out.append(RunFit(
-            name=r.name, batch=r.batch, lr=r.lr, rate=row["rate"] if finite(row["rate"]) else pc.rate_,
-            rate_interval=pc.rate_interval_, samples_to_target=pc.samples_to_target_,
-            samples_to_target_interval=pc.samples_to_target_interval_,
+            name=r.name, batch=r.batch, lr=r.lr, rate=rate,
+            rate_interval=pc.rate_interval_ if pc else (nan, nan),
+            samples_to_target=row["samples_to_target"],
+            samples_to_target_interval=row["samples_to_target_interval"],
             failure_samples=fc.failure_samples_, failure_signal=fc.signal_,
-            constant_batch=r.constant_batch, reached_target=pc.reached_target_))
+            constant_batch=r.constant_batch, reached_target=row["reached_target"]))
     return SweepFit(
         critical_batch=cbf.critical_batch_, critical_batch_interval=cbf.critical_batch_interval_,
         rate_at_zero=cbf.rate_at_zero_, failure_samples=fsf.failure_samples_,
