@@ -341,7 +341,9 @@ class ScheduleController:
             if not driven and self.plugins is not None:
                 self.plugins.call("rlvr_schedule_on_record", record=record)
             decision = self.schedule.step(record)
-            if decision.switched and not self._applied_in_step:
+            # a switch, or a stage a failed apply left behind (a static schedule has moved on)
+            behind = (int(decision.batch), float(decision.lr)) != (self.batch, self.lr)
+            if not self._applied_in_step and (decision.switched or behind):
                 self.apply(int(decision.batch), float(decision.lr))
             if not driven and self.plugins is not None:
                 self.plugins.call("rlvr_schedule_on_decision", decision=decision, record=record)

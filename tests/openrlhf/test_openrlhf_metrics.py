@@ -52,11 +52,12 @@ def test_translate_keeps_numbers_and_drops_samples_text():
 
 
 class _Recorder:
-    def __init__(self, fail: bool = False):
-        self.calls, self.fail = [], fail
+    def __init__(self, fail: bool | int = False):
+        self.calls, self.fail = [], fail  # fail: always (True) or the first n calls
 
     def __call__(self, batch, lr):
-        if self.fail:
+        if self.fail is True or (self.fail and len(self.calls) < self.fail):
+            self.calls.append(None)
             raise RuntimeError("worker refused")
         self.calls.append((batch, lr))
 
@@ -122,6 +123,18 @@ def test_worker_fault_is_logged_and_the_stage_held(openrlhf_args, caplog):
     assert "failed; training continues" in caplog.text
     assert openrlhf_args.train.batch_size == 8 and openrlhf_args.rollout.batch_size == 2
     assert ctl.batch == 8
+
+
+def test_a_failed_switch_is_retried_at_the_next_step(openrlhf_args):
+    sched = StaticSchedule([{"batch": 8, "lr": 1e-3, "until_samples": 8},
+                            {"batch": 16, "lr": 2e-3, "until_samples": None}])
+    rec = _Recorder(fail=1)
+    ctl = ScheduleController(sched, openrlhf_args, rec)
+    ctl.step_logs(1, {**_logs(), "rollout/num_samples": 8.0})   # switch refused
+    assert ctl.batch == 8 and sched.current.batch == 16
+    ctl.step_logs(2, {**_logs(), "rollout/num_samples": 8.0})   # applied now
+    assert rec.calls == [None, (16, 2e-3)]
+    assert ctl.batch == 16 and openrlhf_args.train.batch_size == 16
 
 
 TWO_CLOCK = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "growth": 2.0, "margin": 1000.0,
