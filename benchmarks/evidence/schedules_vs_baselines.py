@@ -73,7 +73,8 @@ def schedules(sc: Scenario, args: argparse.Namespace) -> dict[str, Callable[[], 
         return TwoClockScheduler(PolicyConfig(initial_batch="auto", fallback_batch=lo, base_batch=BASE_BATCH,
                                               base_lr=LR0, constraints=cons,
                                               critical_fraction=args.critical_fraction,
-                                              margin=args.margin, horizon_steps=args.horizon_steps))
+                                              margin=args.margin, horizon_steps=args.horizon_steps,
+                                              growth=args.growth))
 
     def ramp() -> BatchSchedule:
         return LinearRampSchedule(lo, lo, int(args.ramp_fraction * sc.failure_samples), hi, base_lr=LR0,
@@ -156,6 +157,23 @@ def report(out: dict[str, Any], seeds: int) -> list[str]:
     lines.append("")
     tc = res.get("two-clock")
     if tc:
+        lines += ["two-clock against each baseline, paired per seed (two-clock / baseline; best-reward difference):",
+                  "", "| baseline | rollouts ratio | updates ratio | seconds ratio | best reward difference | "
+                  "two-clock better on rollouts and updates |", "|---|---:|---:|---:|---:|---|"]
+        for name, rows in res.items():
+            if name == "two-clock" or name.startswith("constant"):
+                continue
+            rs, rt = paired_ratio(tc, rows, "samples"), paired_ratio(tc, rows, "steps")
+            rw = paired_ratio(tc, rows, "seconds")
+            dr = [x["best_reward"] - y["best_reward"] for x, y in zip(tc, rows)]
+            both = (mean_ci(rs)[2] < 1, mean_ci(rt)[2] < 1)
+            n_rs = mean_ci(rs)[3]
+            verdict = ("n/a (baseline missed the target)" if n_rs < seeds // 2 else
+                       "yes" if all(both) else "no (" + ", ".join(
+                           w for w, g in zip(("rollouts", "updates"), both) if not g) + ")")
+            lines.append(f"| {name} | {fmt_ci(rs, 3, seeds)} | {fmt_ci(rt, 3)} | {fmt_ci(rw, 3)} | {fmt_ci(dr, 3)} | "
+                         f"{verdict} |")
+        lines.append("")
         ex = tc[0]["switches"]
         lines.append("two-clock switches, seed 0 (rollouts, batch, reason): " + "; ".join(
             f"{s} -> {b} ({r.split(':')[0][:40]})" for s, b, r in ex))
@@ -172,6 +190,7 @@ def main() -> None:
     ap.add_argument("--t1", type=float, default=1.0, help="seconds per rollout in an update")
     ap.add_argument("--ramp-fraction", type=float, default=0.5, help="ramp length / failure samples")
     ap.add_argument("--critical-fraction", type=float, default=0.5, help="PolicyConfig.critical_fraction")
+    ap.add_argument("--growth", type=float, default=2.0, help="PolicyConfig.growth")
     ap.add_argument("--margin", type=float, default=2.0, help="PolicyConfig.margin")
     ap.add_argument("--horizon-steps", type=int, default=10, help="PolicyConfig.horizon_steps")
     ap.add_argument("--json", type=Path, default=None)
@@ -180,7 +199,7 @@ def main() -> None:
     print(f"# schedules vs baselines on the synthetic task; {machine()}")
     print(f"# cost model: {args.t0:g} + {args.t1:g} x batch seconds per update; "
           f"ramp over {args.ramp_fraction:g} x failure samples; critical_fraction {args.critical_fraction:g}, "
-          f"margin {args.margin:g}, horizon_steps {args.horizon_steps}\n")
+          f"margin {args.margin:g}, horizon_steps {args.horizon_steps}, growth {args.growth:g}\n")
     outs = []
     for name in args.scenarios.split(","):
         out = run_scenario(SCENARIOS[name], args)
