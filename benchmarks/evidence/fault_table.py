@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests" / "core"))
-from common import machine  # noqa: E402
-from test_faults import CASES  # noqa: E402
+from common import machine
+from test_faults import CASES
 
 
 def main() -> None:
@@ -37,7 +37,7 @@ def main() -> None:
                 got, detail = out.kind, out.detail
             except AssertionError as exc:
                 got, detail = "check failed", str(exc).splitlines()[0] if str(exc) else "assertion"
-            except Exception as exc:  # an unhandled crash is an outcome too
+            except Exception as exc:  # noqa: BLE001 - an unhandled crash is an outcome too
                 got, detail = "crashed", f"{type(exc).__name__}: {exc}"
         counts[(case.group, got)] += 1
         detail = detail.replace(tmp, "<tmp>").replace("|", "/")

@@ -158,8 +158,8 @@ def report(out: dict[str, Any], seeds: int) -> list[str]:
     tc = res.get("two-clock")
     if tc:
         lines += ["two-clock against each baseline, paired per seed (two-clock / baseline; best-reward difference):",
-                  "", "| baseline | rollouts ratio | updates ratio | seconds ratio | best reward difference | "
-                  "two-clock better on rollouts and updates |", "|---|---:|---:|---:|---:|---|"]
+                  "", ("| baseline | rollouts ratio | updates ratio | seconds ratio | best reward difference | "
+                       "two-clock better on rollouts and updates |"), "|---|---:|---:|---:|---:|---|"]
         for name, rows in res.items():
             if name == "two-clock" or name.startswith("constant"):
                 continue
