@@ -219,6 +219,11 @@ def check_setup(args: Any, schedule: Any) -> list[str]:
             plan_for_batch(args, int(st.batch), updates=k)
         except ValueError as exc:
             out.append(f"stage {i}: {exc}")
+    cfg = getattr(schedule, "config", None)
+    if cfg is not None and getattr(cfg, "initial_batch", None) == "auto" and getattr(cfg, "critical_batch", None) is None:
+        out.append("initial_batch auto needs the gradient-noise estimate, which needs a micro-batch gradient "
+                   "norm OpenRLHF does not log: the run stays at the fallback batch; give critical_batch or "
+                   "an integer initial_batch")
     if stages and int(stages[0].batch) != int(train.batch_size):
         out.append(f"stage 0 batch {stages[0].batch} differs from --train.batch_size {train.batch_size}: "
                    "it is applied at the start, but max_steps and the LR schedule length were planned from "

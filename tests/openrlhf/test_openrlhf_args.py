@@ -100,3 +100,13 @@ def test_check_setup_names_what_cannot_hold(cli_args):
     assert "group_size 2 != rollout.n_samples_per_prompt 4" in reasons
     assert "stage 1: batch 10" in reasons
     assert "stage 0 batch 12 differs from --train.batch_size 8" in reasons
+
+
+def test_check_setup_warns_that_auto_initial_batch_has_no_noise_estimate(openrlhf_args):
+    from rlvr_schedule.policy import schedule_from_dict
+
+    auto = schedule_from_dict({"type": "two_clock", "initial_batch": "auto", "fallback_batch": 8,
+                               "constraints": {"group_size": 4}})
+    assert any("micro-batch gradient norm" in r for r in check_setup(openrlhf_args, auto))
+    fixed = schedule_from_dict({"type": "two_clock", "initial_batch": 8, "constraints": {"group_size": 4}})
+    assert not any("micro-batch gradient norm" in r for r in check_setup(openrlhf_args, fixed))
