@@ -291,3 +291,41 @@ def test_resume_without_state_warns(schedule_config, monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", VerlSetupWarning)
         t.on_train_begin()
+
+
+def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedule, tmp_path):
+    """A ``type: two_clock`` file: the scheduler applies through the plugin hook (the trainer's
+    controller), driven by a falling entropy in verl's metrics."""
+    from omegaconf import open_dict
+
+    path = write_schedule("""\
+        type: two_clock
+        initial_batch: 32
+        base_lr: 1.0e-6
+        lr_rule: sqrt
+        hysteresis: 1
+        min_stage_steps: 0
+        horizon_steps: 2
+        margin: 1.0
+        max_stages: 2
+        failure_signal: entropy
+        failure_threshold: 0.2
+        constraints: {group_size: 4, max_batch: 256}
+        """, name="two_clock.yaml")
+    with open_dict(verl_config):
+        verl_config.rlvr_schedule = {"schedule": str(path)}
+    wg = RecordingWorkerGroup()
+    t = make_trainer(verl_config, wg)
+    assert t.rlvr_controller.schedule_calls_hooks
+    t.on_train_begin()
+    entropy = 1.0
+    while t.config.data.train_batch_size == 8 and t.global_steps < 40:
+        m = _metrics(t.global_steps)
+        m["actor/entropy"] = entropy
+        t.logger.log(data=m, step=t.global_steps)
+        t.global_steps += 1
+        entropy -= 0.05
+    assert t.config.data.train_batch_size == 16  # switched to 64 rollouts
+    assert t.config.actor_rollout_ref.actor.ppo_mini_batch_size == 16
+    assert wg.lrs == [pytest.approx(1e-6 * 2 ** 0.5)]  # sqrt rule
+    assert t.rlvr_controller.schedule.current.batch == 64 and t.rlvr_controller.faults == []
