@@ -329,3 +329,16 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
     assert t.config.actor_rollout_ref.actor.ppo_mini_batch_size == 16
     assert wg.lrs == [pytest.approx(1e-6 * 2 ** 0.5)]  # sqrt rule
     assert t.rlvr_controller.schedule.current.batch == 64 and t.rlvr_controller.faults == []
+
+
+def test_unwritable_state_is_survived(schedule_config, monkeypatch, tmp_path):
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    monkeypatch.setattr(PPOTrainer, "_save_checkpoint", lambda self: None)
+    (tmp_path / "ckpt").write_text("a file where the checkpoint folder should be")
+    t = make_trainer(schedule_config)
+    t.on_train_begin()
+    t._save_checkpoint()
+    run_steps(t, 2)  # training goes on and still switches
+    assert t.config.data.train_batch_size == 16
+    assert [w for w, _ in t.rlvr_controller.faults] == ["save_state"]
