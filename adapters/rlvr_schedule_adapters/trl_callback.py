@@ -75,8 +75,9 @@ def rlvr_schedule_metric_aliases() -> Mapping[str, str]:
     return dict(TRL_METRIC_ALIASES)
 
 
-#: Plugin hosts of live callbacks, so that a callback rebuilt from a checkpoint in the same process
-#: (transformers builds a new instance from ``state()["args"]``) keeps the user's plugins.
+#: Plugin hosts of live callbacks by name. On resume transformers builds a new instance from
+#: ``state()["args"]`` while the user's instance (same name, built in this process) is still alive:
+#: the new one takes its host, so sinks and other plugins registered by hand keep working.
 _HOSTS: weakref.WeakValueDictionary[str, PluginHost] = weakref.WeakValueDictionary()
 
 
@@ -129,24 +130,26 @@ class _ScheduleCallbackCore:
         plugins: PluginHost | None = None,
         strict: bool = False,
         check_setup: bool = True,
-        host_key: str | None = None,
+        name: str = "default",
+        from_checkpoint: bool = False,
     ) -> None:
         """``schedule``: a YAML/JSON path, a config mapping (``schedule_from_dict``) or a schedule object.
 
         ``plugins``: the host whose ``rlvr_schedule_apply_decision`` / observer hooks are called (a new
         one with the entry-point plugins by default). ``strict``: re-raise errors (tests).
         ``check_setup``: warn at train start when the data plan cannot hold the schedule.
-        ``host_key``: set by checkpoint restore (reuses the original callback's plugin host when alive).
+        ``name``: a callback restored from a checkpoint (``from_checkpoint=True``, set in the saved args)
+        takes the plugin host of the live callback of the same name (the one given to the resumed trainer).
         """
         if schedule is None:
             raise TypeError("RlvrScheduleCallback needs a schedule (a path, a config mapping or a schedule)")
         self.strict = strict
         self.check_setup = check_setup
-        if plugins is None and host_key is not None:
-            plugins = _HOSTS.get(host_key)
+        self.name = str(name)
+        if plugins is None and from_checkpoint:
+            plugins = _HOSTS.get(self.name)
         self.host = plugins if plugins is not None else PluginHost(strict=strict)
-        self.host_key = f"{id(self.host):x}"
-        _HOSTS[self.host_key] = self.host
+        _HOSTS[self.name] = self.host
         self._applier = _Applier(self)
         self.host.register(self._applier, name=f"rlvr_schedule_trl_callback_{id(self):x}")
         for old in [
@@ -197,7 +200,8 @@ class _ScheduleCallbackCore:
                 "schedule": self._spec,
                 "strict": self.strict,
                 "check_setup": self.check_setup,
-                "host_key": self.host_key,
+                "name": self.name,
+                "from_checkpoint": True,
             },
             "attributes": {"rlvr_state": self.rlvr_state},
         }

@@ -110,6 +110,7 @@ def test_state_is_json_and_rebuilds_a_new_instance():
     state = json.loads(json.dumps(cb.state()))
     new = RlvrScheduleCallback.from_state(state)  # what transformers does on restore
     assert new is not cb and new.host is cb.host  # same process: the user's plugin host is kept
+    assert RlvrScheduleCallback(spec).host is not cb.host  # fresh callbacks get their own host
     assert (new.samples, new.wanted, new.schedule.index) == (40, (16, 5e-4), 1)
 
 

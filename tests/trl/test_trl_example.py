@@ -38,5 +38,7 @@ def test_example_switches_and_resumes(tmp_path):
     rows = [line.split() for line in text.splitlines() if line[:4].strip().isdigit()]
     assert [(int(r[0]), int(r[1]), int(r[2])) for r in rows] == [(7, 80, 16), (8, 96, 16)]
 
+    # the resumed run (a new process, a callback rebuilt from the checkpoint) still writes to the
+    # JSONL sink registered on the host passed to the callback it replaced
     lines = [json.loads(x) for x in (tmp_path / "schedule.jsonl").read_text().splitlines()]
-    assert len(lines) >= 8  # records and decisions of both runs went to the JSONL sink
+    assert [r["step"] for r in lines if r.get("kind") == "record"] == [1, 2, 3, 4, 5, 6, 7, 8]
