@@ -72,9 +72,22 @@ CLI_MODULE = "openrlhf.cli.train_ppo_ray"
 #: [clip_frac], actor_grad_norm [grad_norm], actor_lr [lr], entropy_loss [entropy, only with an
 #: entropy coefficient].
 OPENRLHF_METRICS: tuple[str, ...] = (
-    "rollout/reward_mean", "rollout/reward_std", "rollout/response_length_mean", "rollout/truncated_rate",
-    "rollout/num_samples", "kl", "ppo_kl", "ppo_clip_ratio", "actor_grad_norm", "actor_lr",
-    "entropy_loss", "policy_loss", "reward", "return", "response_length", "total_length",
+    "rollout/reward_mean",
+    "rollout/reward_std",
+    "rollout/response_length_mean",
+    "rollout/truncated_rate",
+    "rollout/num_samples",
+    "kl",
+    "ppo_kl",
+    "ppo_clip_ratio",
+    "actor_grad_norm",
+    "actor_lr",
+    "entropy_loss",
+    "policy_loss",
+    "reward",
+    "return",
+    "response_length",
+    "total_length",
 )
 
 
@@ -130,9 +143,11 @@ class RolloutPlan:
 
 
 def _dp_world(args: Any) -> tuple[int, int]:
-    """(ranks per micro-batch round, micro-batch size): the train batch must be a multiple of their product."""
+    """(data-parallel ranks, micro-batch size): a train batch must be a multiple of their product."""
     world = int(args.actor.num_nodes) * int(args.actor.num_gpus_per_node)
-    dup = int(getattr(args.ds, "ring_attn_size", 1) or 1) * int(getattr(args.ds, "tensor_parallel_size", 1) or 1)
+    dup = int(getattr(args.ds, "ring_attn_size", 1) or 1) * int(
+        getattr(args.ds, "tensor_parallel_size", 1) or 1
+    )
     return max(world // dup, 1), int(args.train.micro_batch_size)
 
 
@@ -154,15 +169,20 @@ def plan_for_batch(args: Any, batch: int, *, updates: int | None = None) -> Roll
     k = updates if updates is not None else updates_per_rollout(args)
     rollouts = batch * k
     if rollouts % n:
-        raise ValueError(f"batch {batch} x {k} update(s) per rollout step is not a whole number of prompts "
-                         f"(n_samples_per_prompt {n}); use BatchConstraints(group_size={n})")
+        raise ValueError(
+            f"batch {batch} x {k} update(s) per rollout step is not a whole number of prompts "
+            f"(n_samples_per_prompt {n}); use BatchConstraints(group_size={n})"
+        )
     if not getattr(args.train, "dynamic_batch_enable", False):
         dp, micro = _dp_world(args)
         if batch % (dp * micro):
-            raise ValueError(f"batch {batch} does not split over {dp} data-parallel rank(s) x micro_batch_size "
-                             f"{micro}; use BatchConstraints(divisor={dp * micro})")
-    return RolloutPlan(train_batch=batch, rollout_prompts=rollouts // n, n_samples_per_prompt=n,
-                       updates_per_rollout=k)
+            raise ValueError(
+                f"batch {batch} does not split over {dp} data-parallel rank(s) x micro_batch_size "
+                f"{micro}; use BatchConstraints(divisor={dp * micro})"
+            )
+    return RolloutPlan(
+        train_batch=batch, rollout_prompts=rollouts // n, n_samples_per_prompt=n, updates_per_rollout=k
+    )
 
 
 def apply_plan_to_args(args: Any, plan: RolloutPlan) -> None:
@@ -186,54 +206,85 @@ def check_setup(args: Any, schedule: Any) -> list[str]:
     out: list[str] = []
     train, rollout = args.train, args.rollout
     if getattr(train, "async_enable", False):
-        out.append("--train.async_enable: the async trainer (PPOTrainerAsync) is not patched; the schedule "
-                   "is not applied")
+        out.append(
+            "--train.async_enable: the async trainer (PPOTrainerAsync) is not patched; the schedule "
+            "is not applied"
+        )
     if getattr(train, "dynamic_batch_enable", False):
-        out.append("--train.dynamic_batch_enable: optimizer steps follow a token budget; samples per update "
-                   "are set through train.batch_size only approximately")
+        out.append(
+            "--train.dynamic_batch_enable: optimizer steps follow a token budget; samples per update "
+            "are set through train.batch_size only approximately"
+        )
     if getattr(args.critic, "model_name_or_path", None):
         out.append("a critic (GAE) is trained: its samples per update and LR are not changed by the schedule")
     vgen = getattr(rollout, "vllm_generate_batch_size", None)
     if vgen and int(vgen) != int(rollout.batch_size):
-        out.append(f"rollout.vllm_generate_batch_size {vgen} != rollout.batch_size {rollout.batch_size}: "
-                   "the adapter sets both to the scheduled prompts per step")
+        out.append(
+            f"rollout.vllm_generate_batch_size {vgen} != rollout.batch_size {rollout.batch_size}: "
+            "the adapter sets both to the scheduled prompts per step"
+        )
     if getattr(args.algo, "dynamic_filtering_enable", False):
-        out.append("--algo.dynamic_filtering_enable: filtered prompts make steps shorter than the scheduled batch")
+        out.append(
+            "--algo.dynamic_filtering_enable: filtered prompts make steps shorter than the scheduled batch"
+        )
     k = updates_per_rollout(args)
     per_step = int(rollout.batch_size) * int(rollout.n_samples_per_prompt)
     if per_step % int(train.batch_size):
-        out.append(f"rollout.batch_size x n_samples_per_prompt = {per_step} is not a multiple of "
-                   f"train.batch_size {train.batch_size}")
+        out.append(
+            f"rollout.batch_size x n_samples_per_prompt = {per_step} is not a multiple of "
+            f"train.batch_size {train.batch_size}"
+        )
     sched_name = getattr(args.actor, "lr_scheduler", "constant")
     if sched_name not in ("constant", "constant_with_warmup"):
-        out.append(f"--actor.lr_scheduler {sched_name}: its multiplier keeps running on the planned "
-                   "max_steps (computed from the initial batch); the schedule sets the base LR under it")
+        out.append(
+            f"--actor.lr_scheduler {sched_name}: its multiplier keeps running on the planned "
+            "max_steps (computed from the initial batch); the schedule sets the base LR under it"
+        )
     stages = list(getattr(schedule, "stages", ()) or ())
-    cons = getattr(schedule, "constraints", None) or getattr(getattr(schedule, "config", None), "constraints", None)
+    cons = getattr(schedule, "constraints", None) or getattr(
+        getattr(schedule, "config", None), "constraints", None
+    )
     gs = getattr(cons, "group_size", None)
     if gs is not None and gs not in (1, int(rollout.n_samples_per_prompt)):
-        out.append(f"schedule constraints group_size {gs} != rollout.n_samples_per_prompt "
-                   f"{rollout.n_samples_per_prompt}")
+        out.append(
+            f"schedule constraints group_size {gs} != rollout.n_samples_per_prompt "
+            f"{rollout.n_samples_per_prompt}"
+        )
     for i, st in enumerate(stages):
         try:
             plan_for_batch(args, int(st.batch), updates=k)
         except ValueError as exc:
             out.append(f"stage {i}: {exc}")
     cfg = getattr(schedule, "config", None)
-    if cfg is not None and getattr(cfg, "initial_batch", None) == "auto" and getattr(cfg, "critical_batch", None) is None:
-        out.append("initial_batch auto needs the gradient-noise estimate, which needs a micro-batch gradient "
-                   "norm OpenRLHF does not log: the run stays at the fallback batch; give critical_batch or "
-                   "an integer initial_batch")
+    if (
+        cfg is not None
+        and getattr(cfg, "initial_batch", None) == "auto"
+        and getattr(cfg, "critical_batch", None) is None
+    ):
+        out.append(
+            "initial_batch auto needs the gradient-noise estimate, which needs a micro-batch gradient "
+            "norm OpenRLHF does not log: the run stays at the fallback batch; give critical_batch or "
+            "an integer initial_batch"
+        )
     if stages and int(stages[0].batch) != int(train.batch_size):
-        out.append(f"stage 0 batch {stages[0].batch} differs from --train.batch_size {train.batch_size}: "
-                   "it is applied at the start, but max_steps and the LR schedule length were planned from "
-                   "the command line")
+        out.append(
+            f"stage 0 batch {stages[0].batch} differs from --train.batch_size {train.batch_size}: "
+            "it is applied at the start, but max_steps and the LR schedule length were planned from "
+            "the command line"
+        )
     return out
 
 
 # --- worker side ------------------------------------------------------------------------------------
-def set_worker_batch_and_lr(strategy: Any, engine: Any, optimizer: Any, scheduler: Any, *,
-                            train_batch: int | None = None, lr: float | None = None) -> dict[str, Any]:
+def set_worker_batch_and_lr(
+    strategy: Any,
+    engine: Any,
+    optimizer: Any,
+    scheduler: Any,
+    *,
+    train_batch: int | None = None,
+    lr: float | None = None,
+) -> dict[str, Any]:
     """Set samples per update and base LR on one policy worker (DeepSpeed rank); returns what it set.
 
     Samples per update: DeepSpeed's ``set_train_batch_size`` (its gradient-accumulation steps, with
@@ -255,8 +306,10 @@ def set_worker_batch_and_lr(strategy: Any, engine: Any, optimizer: Any, schedule
         else:
             micro, world = int(strategy.micro_train_batch_size), int(strategy.world_size)
             if (train_batch * ring * tp) % (micro * world):
-                raise ValueError(f"train batch {train_batch} does not split over world size {world} x "
-                                 f"micro_batch_size {micro}")
+                raise ValueError(
+                    f"train batch {train_batch} does not split over world size {world} x "
+                    f"micro_batch_size {micro}"
+                )
             engine.set_train_batch_size(train_batch * ring * tp)
             gas = train_batch * ring * tp // micro // world
             # DeepSpeed counts micro-steps over the whole run and steps the optimizer when
@@ -296,8 +349,9 @@ class ScheduleController:
     controller); other schedules are applied here when ``decision.switched``.
     """
 
-    def __init__(self, schedule: Any, args: Any, apply_workers: Callable[[int, float], Any], *,
-                 plugins: Any = None) -> None:
+    def __init__(
+        self, schedule: Any, args: Any, apply_workers: Callable[[int, float], Any], *, plugins: Any = None
+    ) -> None:
         self.schedule = schedule
         self.args = args
         self.apply_workers = apply_workers
@@ -318,8 +372,13 @@ class ScheduleController:
         apply_plan_to_args(self.args, plan)
         self.batch, self.lr = plan.train_batch, float(lr)
         self._applied_in_step = True
-        log.info("rlvr-schedule: %d rollouts per update (%d prompts x %d per step), lr %g",
-                 plan.train_batch, plan.rollout_prompts, plan.n_samples_per_prompt, lr)
+        log.info(
+            "rlvr-schedule: %d rollouts per update (%d prompts x %d per step), lr %g",
+            plan.train_batch,
+            plan.rollout_prompts,
+            plan.n_samples_per_prompt,
+            lr,
+        )
 
     def begin(self) -> None:
         """Apply the schedule's current stage at the start of ``fit`` (fresh or resumed run)."""
@@ -335,8 +394,13 @@ class ScheduleController:
         step_samples = int(n) if n is not None and n > 0 else self.batch * self.updates
         self.samples += step_samples
         lr = _number(logs_dict.get("actor_lr"))
-        record = canonicalize(translate_metrics(logs_dict), step=int(global_step), samples=self.samples,
-                              batch=self.batch, lr=lr if lr is not None else self.lr)
+        record = canonicalize(
+            translate_metrics(logs_dict),
+            step=int(global_step),
+            samples=self.samples,
+            batch=self.batch,
+            lr=lr if lr is not None else self.lr,
+        )
         record.extra.setdefault("rollouts_step", float(step_samples))
         self._applied_in_step = False
         global _ACTIVE
@@ -372,15 +436,22 @@ class ScheduleController:
         try:
             return fn()
         except Exception as exc:  # the run must go on at the current stage
-            log.exception("rlvr-schedule: %s failed; training continues at %d rollouts per update",
-                          what, self.batch)
+            log.exception(
+                "rlvr-schedule: %s failed; training continues at %d rollouts per update", what, self.batch
+            )
             self.faults.append((what, exc))
             return None
 
     # -- state ------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"version": 1, "samples": int(self.samples), "batch": int(self.batch), "lr": self.lr,
-                "updates_per_rollout": int(self.updates), "schedule": self.schedule.state_dict()}
+        return {
+            "version": 1,
+            "samples": int(self.samples),
+            "batch": int(self.batch),
+            "lr": self.lr,
+            "updates_per_rollout": int(self.updates),
+            "schedule": self.schedule.state_dict(),
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.schedule.load_state_dict(state["schedule"])
@@ -507,8 +578,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     import argparse
     import runpy
 
-    parser = argparse.ArgumentParser(prog="python -m rlvr_schedule_adapters.openrlhf_plugin",
-                                     description="Run openrlhf.cli.train_ppo_ray under a rollout-batch schedule.")
+    parser = argparse.ArgumentParser(
+        prog="python -m rlvr_schedule_adapters.openrlhf_plugin",
+        description="Run openrlhf.cli.train_ppo_ray under a rollout-batch schedule.",
+    )
     parser.add_argument("--schedule", required=True, help="schedule file (YAML/JSON: static or two_clock)")
     ours, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO)

@@ -10,8 +10,14 @@ from rlvr_schedule_adapters.openrlhf.actors import RlvrPolicyModelActor, RlvrPPO
 from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR
 
 #: Stage 0: 8 rollouts per update until 16 rollouts; then 16 with twice the LR.
-SPEC = {"type": "static", "constraints": {"group_size": 4},
-        "stages": [{"batch": 8, "lr": 1e-3, "until_samples": 16}, {"batch": 16, "lr": 2e-3, "until_samples": None}]}
+SPEC = {
+    "type": "static",
+    "constraints": {"group_size": 4},
+    "stages": [
+        {"batch": 8, "lr": 1e-3, "until_samples": 16},
+        {"batch": 16, "lr": 2e-3, "until_samples": None},
+    ],
+}
 
 
 class TinyPolicyModelActor(RlvrPolicyModelActor):
@@ -25,10 +31,12 @@ class TinyPolicyModelActor(RlvrPolicyModelActor):
         self.actor = SimpleNamespace(model=engine)
 
     def tiny_state(self) -> dict:
-        return {"gas": int(self.actor.model.gradient_accumulation_steps()),
-                "accumulated_gradient": int(self.strategy.accumulated_gradient),
-                "train_batch": int(self.strategy.args.train.batch_size),
-                "base_lrs": [float(b) for b in self.actor_scheduler.base_lrs]}
+        return {
+            "gas": int(self.actor.model.gradient_accumulation_steps()),
+            "accumulated_gradient": int(self.strategy.accumulated_gradient),
+            "train_batch": int(self.strategy.args.train.batch_size),
+            "base_lrs": [float(b) for b in self.actor_scheduler.base_lrs],
+        }
 
 
 def make_trainer(args: Any, group: Any, spec: Any = SPEC) -> RlvrPPOTrainer:
@@ -44,15 +52,26 @@ def make_trainer(args: Any, group: Any, spec: Any = SPEC) -> RlvrPPOTrainer:
     return t
 
 
-def run_steps(t: RlvrPPOTrainer, steps: int, *, start: int = 1, reward: float = 0.5) -> list[tuple[dict, dict]]:
+def run_steps(
+    t: RlvrPPOTrainer, steps: int, *, start: int = 1, reward: float = 0.5
+) -> list[tuple[dict, dict]]:
     """What PPOTrainer.fit does after each train_step: logs and client_states to save_logs_and_checkpoints."""
     out = []
     for step in range(start, start + steps):
         a = t.args
-        logs = {"rollout/num_samples": float(a.rollout.batch_size * a.rollout.n_samples_per_prompt),
-                "rollout/reward_mean": reward, "actor_lr": 1e-3, "kl": 0.0, "generated_samples": ["x", 1.0]}
-        client_states = {"episode": 0, "global_step": step, "total_consumed_prompts": 0,
-                         "data_loader_state_dict": {}}
+        logs = {
+            "rollout/num_samples": float(a.rollout.batch_size * a.rollout.n_samples_per_prompt),
+            "rollout/reward_mean": reward,
+            "actor_lr": 1e-3,
+            "kl": 0.0,
+            "generated_samples": ["x", 1.0],
+        }
+        client_states = {
+            "episode": 0,
+            "global_step": step,
+            "total_consumed_prompts": 0,
+            "data_loader_state_dict": {},
+        }
         t.save_logs_and_checkpoints(step, logs, client_states)
         out.append((logs, client_states))
     return out

@@ -52,14 +52,25 @@ def build_policy(args: Any, *, lr: float = 1e-3, scheduler_steps: int = 20, seed
     strategy.world_size = 1
     strategy.accumulated_gradient = strategy.train_batch_size // strategy.micro_train_batch_size
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.Linear(8, 1))
-    optim = {"type": "AdamW", "params": {"lr": lr, "betas": [0.9, 0.95], "eps": 1e-8,
-                                         "weight_decay": 0.01, "torch_adam": True}}
+    optim = {
+        "type": "AdamW",
+        "params": {"lr": lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01, "torch_adam": True},
+    }
     config = strategy.get_ds_train_config(optim_dict=optim, max_norm=1.0)
-    sched = partial(get_scheduler, "cosine_with_min_lr", num_warmup_steps=math.ceil(scheduler_steps * 0.1),
-                    num_training_steps=scheduler_steps, scheduler_specific_kwargs={"min_lr_rate": 0.1})
+    sched = partial(
+        get_scheduler,
+        "cosine_with_min_lr",
+        num_warmup_steps=math.ceil(scheduler_steps * 0.1),
+        num_training_steps=scheduler_steps,
+        scheduler_specific_kwargs={"min_lr_rate": 0.1},
+    )
     engine, optimizer, _, scheduler = deepspeed.initialize(
-        model=model, model_parameters=get_optimizer_grouped_parameters(model, 0.01), lr_scheduler=sched,
-        config=config, dist_init_required=False)
+        model=model,
+        model_parameters=get_optimizer_grouped_parameters(model, 0.01),
+        lr_scheduler=sched,
+        config=config,
+        dist_init_required=False,
+    )
     return strategy, engine, optimizer, scheduler
 
 

@@ -20,8 +20,13 @@ def _generator(args, prompts=64):
     from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
 
     loader = [(["src"], [f"p{i}"], ["label"], [None]) for i in range(prompts)]  # batch of 1 prompt, as built
-    gen = SamplesGenerator(strategy=SimpleNamespace(args=args), prompts_dataloader=loader, eval_dataloader=None,
-                           tokenizer=None, vllm_engines=[])
+    gen = SamplesGenerator(
+        strategy=SimpleNamespace(args=args),
+        prompts_dataloader=loader,
+        eval_dataloader=None,
+        tokenizer=None,
+        vllm_engines=[],
+    )
     asked = []
 
     def fake_vllm(dataloader_iter, num_prompts, dynamic_filtering, **kw):
@@ -42,7 +47,7 @@ def _generator(args, prompts=64):
 def test_openrlhf_args_are_the_cli_defaults(openrlhf_args):
     a = openrlhf_args
     assert (a.rollout.batch_size, a.rollout.n_samples_per_prompt, a.train.batch_size) == (2, 4, 8)
-    assert a.rollout.vllm_generate_batch_size == 2          # the CLI's default: rollout.batch_size
+    assert a.rollout.vllm_generate_batch_size == 2  # the CLI's default: rollout.batch_size
     assert a.train.dynamic_batch_enable is False and a.train.async_enable is False
 
 
@@ -85,15 +90,19 @@ def test_changing_only_batch_size_gives_a_short_batch(openrlhf_args):
 
 
 def test_check_setup_accepts_a_fitting_schedule(openrlhf_args):
-    sched = StaticSchedule([{"batch": 8, "lr": 1e-3, "until_samples": 64}, {"batch": 32, "lr": 2e-3}],
-                           BatchConstraints(group_size=4))
+    sched = StaticSchedule(
+        [{"batch": 8, "lr": 1e-3, "until_samples": 64}, {"batch": 32, "lr": 2e-3}],
+        BatchConstraints(group_size=4),
+    )
     assert check_setup(openrlhf_args, sched) == []
 
 
 def test_check_setup_names_what_cannot_hold(cli_args):
     args = cli_args("--train.async_enable", "--actor.lr_scheduler", "cosine_with_min_lr")
-    sched = StaticSchedule([{"batch": 12, "lr": 1e-3, "until_samples": 64}, {"batch": 10, "lr": 2e-3}],
-                           BatchConstraints(group_size=2))
+    sched = StaticSchedule(
+        [{"batch": 12, "lr": 1e-3, "until_samples": 64}, {"batch": 10, "lr": 2e-3}],
+        BatchConstraints(group_size=2),
+    )
     reasons = "\n".join(check_setup(args, sched))
     assert "async" in reasons
     assert "cosine_with_min_lr" in reasons
@@ -105,8 +114,9 @@ def test_check_setup_names_what_cannot_hold(cli_args):
 def test_check_setup_warns_that_auto_initial_batch_has_no_noise_estimate(openrlhf_args):
     from rlvr_schedule.policy import schedule_from_dict
 
-    auto = schedule_from_dict({"type": "two_clock", "initial_batch": "auto", "fallback_batch": 8,
-                               "constraints": {"group_size": 4}})
+    auto = schedule_from_dict(
+        {"type": "two_clock", "initial_batch": "auto", "fallback_batch": 8, "constraints": {"group_size": 4}}
+    )
     assert any("micro-batch gradient norm" in r for r in check_setup(openrlhf_args, auto))
     fixed = schedule_from_dict({"type": "two_clock", "initial_batch": 8, "constraints": {"group_size": 4}})
     assert not any("micro-batch gradient norm" in r for r in check_setup(openrlhf_args, fixed))

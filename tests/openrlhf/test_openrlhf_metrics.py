@@ -17,17 +17,29 @@ def _rollout_stats(rewards, lengths):
     """OpenRLHF's own rollout statistics (BasePPOTrainer._compute_rollout_stats) of fake experiences."""
     from openrlhf.trainer.ppo_trainer import BasePPOTrainer
 
-    exps = [SimpleNamespace(info={"reward": torch.tensor(r, dtype=torch.float)},
-                            response_length=torch.tensor(l, dtype=torch.float),
-                            truncated=torch.zeros(len(r)))
-            for r, l in zip(rewards, lengths)]
+    exps = [
+        SimpleNamespace(
+            info={"reward": torch.tensor(r, dtype=torch.float)},
+            response_length=torch.tensor(l, dtype=torch.float),
+            truncated=torch.zeros(len(r)),
+        )
+        for r, l in zip(rewards, lengths)
+    ]
     return BasePPOTrainer._compute_rollout_stats(None, exps)
 
 
 def _logs(step_rewards=((1.0, 0.0), (1.0, 1.0)), kl=0.01):
-    status = {"policy_loss": -0.1, "kl": kl, "ppo_kl": 0.002, "ppo_clip_ratio": 0.05,
-              "actor_grad_norm": 0.7, "actor_lr": 1e-3, "response_length": 10.0,
-              "timing/ppo_train": 0.5, "generated_samples": ["some text", 1.0]}
+    status = {
+        "policy_loss": -0.1,
+        "kl": kl,
+        "ppo_kl": 0.002,
+        "ppo_clip_ratio": 0.05,
+        "actor_grad_norm": 0.7,
+        "actor_lr": 1e-3,
+        "response_length": 10.0,
+        "timing/ppo_train": 0.5,
+        "generated_samples": ["some text", 1.0],
+    }
     status.update(_rollout_stats(step_rewards, [(10.0, 12.0)] * len(step_rewards)))
     return status
 
@@ -80,7 +92,9 @@ def test_canonical_record(openrlhf_args):
             seen.append(record)
             return super().step(record)
 
-    ctl = ScheduleController(Spy([{"batch": 8, "lr": 1e-3, "until_samples": None}]), openrlhf_args, _Recorder())
+    ctl = ScheduleController(
+        Spy([{"batch": 8, "lr": 1e-3, "until_samples": None}]), openrlhf_args, _Recorder()
+    )
     ctl.on_step(5, _logs())
     r = seen[0]
     assert (r.step, r.samples, r.batch) == (5, 4, 8)
@@ -89,17 +103,18 @@ def test_canonical_record(openrlhf_args):
     # statistic is kept under its own name
     assert r.response_length == pytest.approx(10.0)
     assert r.extra["rollout/response_length_mean"] == pytest.approx(11.0)
-    assert r.kl == pytest.approx(0.01)          # KL to the reference wins over ppo_kl
+    assert r.kl == pytest.approx(0.01)  # KL to the reference wins over ppo_kl
     assert r.extra["ppo_kl"] == pytest.approx(0.002)
     assert r.clip_frac == pytest.approx(0.05)
     assert r.grad_norm == pytest.approx(0.7)
     assert r.lr == pytest.approx(1e-3)
-    assert math.isnan(r.entropy)                 # no entropy coefficient, no entropy_loss
+    assert math.isnan(r.entropy)  # no entropy coefficient, no entropy_loss
 
 
 def test_switch_applies_to_workers_and_args(openrlhf_args):
-    sched = StaticSchedule([{"batch": 8, "lr": 1e-3, "until_samples": 24},
-                            {"batch": 16, "lr": 2e-3, "until_samples": None}])
+    sched = StaticSchedule(
+        [{"batch": 8, "lr": 1e-3, "until_samples": 24}, {"batch": 16, "lr": 2e-3, "until_samples": None}]
+    )
     rec = _Recorder()
     ctl = ScheduleController(sched, openrlhf_args, rec)
     logs = {**_logs(), "rollout/num_samples": 8.0}
@@ -114,8 +129,9 @@ def test_switch_applies_to_workers_and_args(openrlhf_args):
 
 
 def test_worker_fault_is_logged_and_the_stage_held(openrlhf_args, caplog):
-    sched = StaticSchedule([{"batch": 8, "lr": 1e-3, "until_samples": 8},
-                            {"batch": 16, "lr": 2e-3, "until_samples": None}])
+    sched = StaticSchedule(
+        [{"batch": 8, "lr": 1e-3, "until_samples": 8}, {"batch": 16, "lr": 2e-3, "until_samples": None}]
+    )
     ctl = ScheduleController(sched, openrlhf_args, _Recorder(fail=True))
     logs = {**_logs(), "rollout/num_samples": 8.0}
     ctl.step_logs(1, logs)  # must not raise
@@ -126,25 +142,47 @@ def test_worker_fault_is_logged_and_the_stage_held(openrlhf_args, caplog):
 
 
 def test_a_failed_switch_is_retried_at_the_next_step(openrlhf_args):
-    sched = StaticSchedule([{"batch": 8, "lr": 1e-3, "until_samples": 8},
-                            {"batch": 16, "lr": 2e-3, "until_samples": None}])
+    sched = StaticSchedule(
+        [{"batch": 8, "lr": 1e-3, "until_samples": 8}, {"batch": 16, "lr": 2e-3, "until_samples": None}]
+    )
     rec = _Recorder(fail=1)
     ctl = ScheduleController(sched, openrlhf_args, rec)
-    ctl.step_logs(1, {**_logs(), "rollout/num_samples": 8.0})   # switch refused
+    ctl.step_logs(1, {**_logs(), "rollout/num_samples": 8.0})  # switch refused
     assert ctl.batch == 8 and sched.current.batch == 16
-    ctl.step_logs(2, {**_logs(), "rollout/num_samples": 8.0})   # applied now
+    ctl.step_logs(2, {**_logs(), "rollout/num_samples": 8.0})  # applied now
     assert rec.calls == [None, (16, 2e-3)]
     assert ctl.batch == 16 and openrlhf_args.train.batch_size == 16
 
 
-TWO_CLOCK = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "growth": 2.0, "margin": 1000.0,
-             "horizon_steps": 1, "hysteresis": 1, "min_stage_steps": 1, "max_stages": 2,
-             "failure_signal": "entropy", "failure_threshold": 0.5, "constraints": {"group_size": 4}}
+TWO_CLOCK = {
+    "type": "two_clock",
+    "initial_batch": 8,
+    "base_lr": 1e-3,
+    "growth": 2.0,
+    "margin": 1000.0,
+    "horizon_steps": 1,
+    "hysteresis": 1,
+    "min_stage_steps": 1,
+    "max_stages": 2,
+    "failure_signal": "entropy",
+    "failure_threshold": 0.5,
+    "constraints": {"group_size": 4},
+}
 
 
 def _entropy_falls(ctl, steps=40):
-    return [ctl.on_step(s, {"rollout/num_samples": float(ctl.batch), "entropy_loss": 2.0 - 0.04 * s,
-                            "actor_lr": 1e-3, "rollout/reward_mean": 0.1}) for s in range(1, steps)]
+    return [
+        ctl.on_step(
+            s,
+            {
+                "rollout/num_samples": float(ctl.batch),
+                "entropy_loss": 2.0 - 0.04 * s,
+                "actor_lr": 1e-3,
+                "rollout/reward_mean": 0.1,
+            },
+        )
+        for s in range(1, steps)
+    ]
 
 
 @pytest.mark.parametrize("fail", [False, True])
@@ -162,5 +200,5 @@ def test_two_clock_switches_through_the_apply_hook(openrlhf_args, fail):
         assert openrlhf_args.train.batch_size == 8 and ctl.schedule.current.batch == 8
     else:
         assert len(switched) == 1 and switched[0].batch == 16
-        assert rec.calls == [(16, pytest.approx(1e-3 * 2 ** 0.5))]  # sqrt LR rule
+        assert rec.calls == [(16, pytest.approx(1e-3 * 2**0.5))]  # sqrt LR rule
         assert openrlhf_args.train.batch_size == 16 and openrlhf_args.rollout.batch_size == 4

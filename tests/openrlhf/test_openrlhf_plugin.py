@@ -24,7 +24,9 @@ def test_entry_point_module_imports_without_frameworks():
         host.register(p, name="openrlhf-direct") if not host.pm.is_registered(p) else None
         print(host.call("rlvr_schedule_apply_decision", decision=None), len(host.faults))
     """)
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "0"]  # no active OpenRLHF run: the hook answers None
 
@@ -76,10 +78,13 @@ def test_launcher_hands_the_schedule_to_the_actors_and_warns(restore_openrlhf, m
     monkeypatch.setattr(outils, "get_strategy", fake_get_strategy)
     monkeypatch.setattr(ray, "is_initialized", lambda: True)
     sched = tmp_path / "sched.yaml"
-    sched.write_text("type: static\n"
-                     "stages:\n  - {batch: 8, lr: 1.0e-3, until_samples: 64}\n  - {batch: 10, lr: 2.0e-3}\n")
-    with (pytest.warns(RuntimeWarning, match="stage 1: batch 10 .* not a whole number of prompts"),
-          pytest.raises(_Stop)):
+    sched.write_text(
+        "type: static\nstages:\n  - {batch: 8, lr: 1.0e-3, until_samples: 64}\n  - {batch: 10, lr: 2.0e-3}\n"
+    )
+    with (
+        pytest.warns(RuntimeWarning, match="stage 1: batch 10 .* not a whole number of prompts"),
+        pytest.raises(_Stop),
+    ):
         main(["--schedule", str(sched), *BASE_ARGV])
     spec = getattr(seen["args"], ARGS_ATTR)["schedule"]
     assert [s["batch"] for s in spec["stages"]] == [8, 10]

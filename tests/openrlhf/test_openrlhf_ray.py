@@ -18,8 +18,12 @@ def ray_session():
     import ray
 
     paths = [str(HERE), str(STUBS), os.environ.get("PYTHONPATH", "")]
-    env = {"PYTHONPATH": os.pathsep.join(p for p in paths if p), "DS_ACCELERATOR": "cpu",
-           "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        "PYTHONPATH": os.pathsep.join(p for p in paths if p),
+        "DS_ACCELERATOR": "cpu",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
     yield ray
     ray.shutdown()

@@ -28,7 +28,11 @@ class CkptWorker:
         if not refuse:
             s, e, o, sc = build_policy(copy.deepcopy(args))
             self.real.strategy, self.real.actor, self.real.actor_optim, self.real.actor_scheduler = (
-                s, SimpleNamespace(model=e), o, sc)
+                s,
+                SimpleNamespace(model=e),
+                o,
+                sc,
+            )
         self.saved = saved or {}
 
     def rlvr_set_batch_and_lr(self, **kw):
@@ -75,7 +79,11 @@ def test_schedule_runs_and_its_state_is_checkpointed(openrlhf_args, tmp_path):
     steps = run_steps(t, 4)
     assert [s[0]["rlvr/batch"] for s in steps] == [8.0, 8.0, 16.0, 16.0]
     assert [s[0]["rlvr/samples"] for s in steps] == [8.0, 16.0, 32.0, 48.0]
-    assert args.train.batch_size == 16 and args.rollout.batch_size == 4 and args.rollout.vllm_generate_batch_size == 4
+    assert (
+        args.train.batch_size == 16
+        and args.rollout.batch_size == 4
+        and args.rollout.vllm_generate_batch_size == 4
+    )
     assert worker.real.actor.model.gradient_accumulation_steps() == 8
     assert sorted(worker.saved) == ["global_step2", "global_step4"]
     state = worker.saved["global_step4"][STATE_KEY]
@@ -169,8 +177,13 @@ def test_real_fit_loop_follows_the_schedule(openrlhf_args, tmp_path):
     worker = CkptWorker(args)
     t = make_trainer(args, Group([worker]))
     t.prompts_dataloader, t.eval_dataloader, t.generate_kwargs = _PromptLoader(20), None, {}
-    t.samples_generator = SamplesGenerator(strategy=t.strategy, prompts_dataloader=t.prompts_dataloader,
-                                           eval_dataloader=None, tokenizer=None, vllm_engines=[])
+    t.samples_generator = SamplesGenerator(
+        strategy=t.strategy,
+        prompts_dataloader=t.prompts_dataloader,
+        eval_dataloader=None,
+        tokenizer=None,
+        vllm_engines=[],
+    )
 
     def fake_vllm(dataloader_iter, num_prompts, dynamic_filtering, **kw):  # n rollouts per prompt
         got = []
@@ -185,8 +198,13 @@ def test_real_fit_loop_follows_the_schedule(openrlhf_args, tmp_path):
 
     def fake_train_step(rollout_samples, global_step):  # the PPO update; reports what OpenRLHF logs
         sizes.append((len(rollout_samples), worker.real.strategy.accumulated_gradient))
-        return {"rollout/num_samples": float(len(rollout_samples)), "actor_lr": 1e-3, "kl": 0.0,
-                "rollout/reward_mean": 0.5, "generated_samples": ["x", 1.0]}, global_step + 1
+        return {
+            "rollout/num_samples": float(len(rollout_samples)),
+            "actor_lr": 1e-3,
+            "kl": 0.0,
+            "rollout/reward_mean": 0.5,
+            "generated_samples": ["x", 1.0],
+        }, global_step + 1
 
     t.samples_generator._generate_vllm = fake_vllm
     t.train_step = fake_train_step

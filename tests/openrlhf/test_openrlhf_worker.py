@@ -17,7 +17,12 @@ def worker(openrlhf_args):
 
     strategy, engine, optim, sched = build_policy(openrlhf_args, lr=1e-3, scheduler_steps=20)
     w = object.__new__(RlvrPolicyModelActor)
-    w.strategy, w.actor, w.actor_optim, w.actor_scheduler = strategy, SimpleNamespace(model=engine), optim, sched
+    w.strategy, w.actor, w.actor_optim, w.actor_scheduler = (
+        strategy,
+        SimpleNamespace(model=engine),
+        optim,
+        sched,
+    )
     return w
 
 

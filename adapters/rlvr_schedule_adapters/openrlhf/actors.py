@@ -54,12 +54,16 @@ class RlvrPPOTrainer(_plain(_ppo_trainer.PPOTrainer)):  # type: ignore[misc]
             log.exception("rlvr-schedule: could not build the schedule; training runs without it")
 
     def _rlvr_apply_workers(self, train_batch: int, lr: float) -> None:
-        refs = self.actor_model_group.async_run_method(method_name=WORKER_METHOD, train_batch=train_batch, lr=lr)
+        refs = self.actor_model_group.async_run_method(
+            method_name=WORKER_METHOD, train_batch=train_batch, lr=lr
+        )
         results = ray.get(refs)
         bad = [r for r in results if not (isinstance(r, dict) and r.get("ok"))]
         if bad:
-            raise RuntimeError(f"{len(bad)} of {len(results)} policy worker(s) refused batch {train_batch}, "
-                               f"lr {lr:g}: {bad[0]}")
+            raise RuntimeError(
+                f"{len(bad)} of {len(results)} policy worker(s) refused batch {train_batch}, "
+                f"lr {lr:g}: {bad[0]}"
+            )
 
     def init_checkpoint_states(self) -> dict:
         states = super().init_checkpoint_states()
@@ -68,7 +72,9 @@ class RlvrPPOTrainer(_plain(_ppo_trainer.PPOTrainer)):  # type: ignore[misc]
             self.rlvr.begin()
         return states
 
-    def save_logs_and_checkpoints(self, global_step: int, logs_dict: Any = None, client_states: Any = None) -> None:
+    def save_logs_and_checkpoints(
+        self, global_step: int, logs_dict: Any = None, client_states: Any = None
+    ) -> None:
         logs_dict = logs_dict if logs_dict is not None else {}
         client_states = client_states if client_states is not None else {}
         if self.rlvr is not None:
@@ -86,8 +92,14 @@ class RlvrPolicyModelActor(_plain(_ppo_actor.PolicyModelActor)):  # type: ignore
     def rlvr_set_batch_and_lr(self, train_batch: int | None = None, lr: float | None = None) -> dict:
         """Set samples per update and base LR on this rank; ``{"ok": False, "error": ...}`` on failure."""
         try:
-            out = set_worker_batch_and_lr(self.strategy, self.actor.model, self.actor_optim, self.actor_scheduler,
-                                          train_batch=train_batch, lr=lr)
+            out = set_worker_batch_and_lr(
+                self.strategy,
+                self.actor.model,
+                self.actor_optim,
+                self.actor_scheduler,
+                train_batch=train_batch,
+                lr=lr,
+            )
         except Exception as exc:
             log.exception("rlvr-schedule: worker could not set batch %s, lr %s", train_batch, lr)
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}

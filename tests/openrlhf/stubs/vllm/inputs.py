@@ -1,2 +1,3 @@
 """TEST STUB (see tests/openrlhf/stubs/README.md)."""
+
 from vllm import SamplingParams as TokensPrompt  # noqa: F401

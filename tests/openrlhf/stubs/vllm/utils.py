@@ -1,2 +1,3 @@
 """TEST STUB (see tests/openrlhf/stubs/README.md)."""
+
 from vllm import _unavailable as random_uuid  # noqa: F401

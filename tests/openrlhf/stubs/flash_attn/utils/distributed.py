@@ -1,4 +1,5 @@
 """TEST STUB (see tests/openrlhf/stubs/README.md)."""
+
 from flash_attn import _unavailable
 
 all_gather = _unavailable
