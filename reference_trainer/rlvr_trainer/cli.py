@@ -89,11 +89,11 @@ def _model_config(cfg) -> tuple[Any, str]:
     from transformers import AutoConfig, Qwen2Config
 
     from rlvr_trainer.config import QWEN25_MATH_15B
-    from rlvr_trainer.model import TinyModelConfig
+    from rlvr_trainer.model import CHARS, TinyModelConfig
 
     if cfg.model is None:
         t = TinyModelConfig()
-        return Qwen2Config(vocab_size=31, hidden_size=t.hidden_size, intermediate_size=t.intermediate_size,
+        return Qwen2Config(vocab_size=3 + len(dict.fromkeys(CHARS)), hidden_size=t.hidden_size, intermediate_size=t.intermediate_size,
                            num_hidden_layers=t.num_layers, num_attention_heads=t.num_heads,
                            num_key_value_heads=t.num_heads, tie_word_embeddings=False), "embedded tiny model"
     try:

@@ -18,7 +18,7 @@ import logging
 from pathlib import Path
 from typing import Any, Sequence
 
-from rlvr_schedule.records import Run, StepRecord
+from rlvr_schedule.records import Run
 
 from rlvr_trainer.config import TrainConfig
 
@@ -159,6 +159,3 @@ def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds:
                         extra_sections=[("Schedule vs constant batches", table),
                                         ("Schedule switches", "\n".join(decisions) or "no switch")])
 
-
-def _records(run: Run) -> list[StepRecord]:
-    return list(run.records)
