@@ -251,3 +251,16 @@ def test_failure_forecast_on_the_simulator_predicts_collapse_early() -> None:
     assert ff.failure_samples == pytest.approx(30_000, rel=0.15)
     lo, hi = ff.interval
     assert lo <= 30_000 - ff.samples <= hi
+
+
+def test_failure_forecast_loglinear_rising_signal() -> None:
+    """KL growing exponentially reaches its threshold where the log-linear trend says."""
+    ff = FailureForecast("kl", threshold=0.5, model="loglinear", window=100)
+    for i in range(200):
+        s = (i + 1) * 32
+        ff.update(StepRecord(step=i + 1, samples=s, batch=32, lr=1e-6, kl=0.01 * math.exp(s / 5000)))
+    assert ff.failure_samples == pytest.approx(5000 * math.log(50), rel=1e-6)
+    past = FailureForecast("kl", threshold=0.005, min_points=5)
+    for i in range(10):
+        past.update(StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, kl=0.01))
+    assert past.samples_to_failure == 0.0  # already beyond the threshold
