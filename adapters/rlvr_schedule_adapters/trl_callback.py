@@ -308,6 +308,14 @@ class _ScheduleCallbackCore:
             else None
         )
         self._micro = 0
+        if state.global_step == 0 and self.last_step > 0:
+            log.warning(
+                "the callback is reused for a new run: its counters restart, but the schedule keeps its "
+                "state (stage %s); build a new callback per run",
+                getattr(self.schedule, "index", "?"),
+            )
+            self.samples, self.last_step, self.last_batch = 0, 0, None
+            self.pending = None
         self.start_samples = self.samples
         if state.global_step > 0:  # resumed: where the Trainer's data skip puts us in the epoch
             if micro_per_epoch and not getattr(args, "ignore_data_skip", False):
