@@ -53,6 +53,12 @@ BASE_ARGV = [
 ]
 
 
+@pytest.fixture
+def base_argv():
+    """:data:`BASE_ARGV` (a fixture, so tests need not import this conftest by module name)."""
+    return list(BASE_ARGV)
+
+
 @pytest.fixture(scope="session")
 def _base_args():
     from rlvr_schedule_adapters.openrlhf_plugin import openrlhf_cli_args

@@ -7,7 +7,6 @@ import sys
 import textwrap
 
 import pytest
-from conftest import BASE_ARGV
 
 
 def test_entry_point_module_imports_without_frameworks():
@@ -64,7 +63,9 @@ class _Stop(Exception):
     pass
 
 
-def test_launcher_hands_the_schedule_to_the_actors_and_warns(restore_openrlhf, monkeypatch, tmp_path):
+def test_launcher_hands_the_schedule_to_the_actors_and_warns(
+    restore_openrlhf, monkeypatch, tmp_path, base_argv
+):
     import ray
     from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, main
 
@@ -85,13 +86,13 @@ def test_launcher_hands_the_schedule_to_the_actors_and_warns(restore_openrlhf, m
         pytest.warns(RuntimeWarning, match="stage 1: batch 10 .* not a whole number of prompts"),
         pytest.raises(_Stop),
     ):
-        main(["--schedule", str(sched), *BASE_ARGV])
+        main(["--schedule", str(sched), *base_argv])
     spec = getattr(seen["args"], ARGS_ATTR)["schedule"]
     assert [s["batch"] for s in spec["stages"]] == [8, 10]
     assert seen["args"].train.batch_size == 8  # OpenRLHF's own parsing of the rest of the command line
 
 
-def test_launcher_rejects_a_bad_schedule_before_patching(restore_openrlhf, tmp_path):
+def test_launcher_rejects_a_bad_schedule_before_patching(restore_openrlhf, tmp_path, base_argv):
     from rlvr_schedule_adapters.openrlhf_plugin import main
 
     from rlvr_schedule.errors import ConfigError
@@ -101,5 +102,5 @@ def test_launcher_rejects_a_bad_schedule_before_patching(restore_openrlhf, tmp_p
     bad = tmp_path / "bad.yaml"
     bad.write_text("stages:\n  - {batch: 8, lr: 1.0e-3, until_samples: 64}\n  - {batch: 0, lr: 1.0e-3}\n")
     with pytest.raises(ConfigError, match=r"bad\.yaml.*stages\[1\]\.batch"):
-        main(["--schedule", str(bad), *BASE_ARGV])
+        main(["--schedule", str(bad), *base_argv])
     assert ppo_trainer.PPOTrainer is before
