@@ -20,6 +20,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+from rlvr_schedule._format import clean_json as _clean
+from rlvr_schedule._format import fmt as _fmt
 from rlvr_schedule.errors import RlvrScheduleError
 
 __all__ = ["main", "build_parser"]
@@ -35,29 +37,6 @@ def _jsonable(o: Any) -> Any:
     except (TypeError, ValueError):
         return str(o)
     return f if math.isfinite(f) else None
-
-
-def _clean(obj: Any) -> Any:
-    """NaN/inf -> None recursively, so ``--json`` output is strict JSON."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "-"
-        return f"{v:.3g}" if abs(v) < 1e4 else f"{v:,.0f}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    return str(v)
 
 
 def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

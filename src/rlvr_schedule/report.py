@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rlvr_schedule._format import fmt as _fmt
 from rlvr_schedule.records import Run
 
 __all__ = [
@@ -184,18 +185,6 @@ def _forecast(runs: Sequence[Run], failure_samples: Any, signal: str = "entropy"
     if not (math.isfinite(pred) and math.isfinite(lo) and math.isfinite(hi)):
         return None
     return float(fc.samples), float(pred), float(hi - lo) / 2
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "-"
-        return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
-    return str(v)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[str, str]:
