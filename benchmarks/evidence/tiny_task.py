@@ -190,12 +190,23 @@ def cmd_trl(args: argparse.Namespace) -> None:
     _, err = p.communicate()
     if p.returncode:
         raise SystemExit(f"uninterrupted TRL run failed:\n{err.decode()[-3000:]}")
-    kills, started = [], False
+    kills, started, pruned = [], False, []
+
+    def prune() -> None:
+        """A kill during a checkpoint write leaves a directory without trainer_state.json, which
+        ``resume_from_checkpoint=True`` picks (and fails on); remove such directories first."""
+        for ck in sorted((cut / "run").glob("checkpoint-*")):
+            if not (ck / "trainer_state.json").exists():
+                shutil.rmtree(ck)
+                pruned.append(ck.name)
+
     for _ in range(args.kills):
         done = len(_by_step(_lines(cut / "schedule.jsonl"), "decision"))
         at = done + rng.randint(2, 4)
         if at >= args.steps:
             break
+        if started and args.prune_incomplete:
+            prune()
         p = _trl(cut, args.steps, started)
         started = True
         while p.poll() is None and len(_by_step(_lines(cut / "schedule.jsonl"), "decision")) < at:
@@ -204,9 +215,12 @@ def cmd_trl(args: argparse.Namespace) -> None:
             p.send_signal(signal.SIGKILL)
             p.wait()
             kills.append(at)
+    if started and args.prune_incomplete:
+        prune()
     p = _trl(cut, args.steps, started)
     _, err = p.communicate()
     if p.returncode:
+        print(f"- killed (SIGKILL) {len(kills)} times after {kills} logged updates; the resumed run failed")
         raise SystemExit(f"resumed TRL run failed:\n{err.decode()[-3000:]}")
     ra, rb = _lines(ref / "schedule.jsonl"), _lines(cut / "schedule.jsonl")
     da, db = _by_step(ra, "decision"), _by_step(rb, "decision")
@@ -219,6 +233,7 @@ def cmd_trl(args: argparse.Namespace) -> None:
           f"{sorted({d['batch'] for d in da.values()})}, {sum(d['switched'] for d in da.values())} switches")
     print(f"- killed (SIGKILL) {len(kills)} times after {kills} logged updates; resumed with --resume "
           f"(checkpoint every 2 updates)")
+    print(f"- incomplete checkpoints removed before resuming: {pruned or 'none'}")
     print(f"- resumed run: {len(db)} updates; {relogged} updates re-done after a checkpoint (logged twice, "
           f"the later kept)")
     print(f"- samples per update identical to uninterrupted (no lost or repeated rollouts in the count): "
@@ -249,6 +264,8 @@ def main() -> None:
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 32, 128])
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--steps", type=int, default=16, help="TRL updates")
+    ap.add_argument("--prune-incomplete", action="store_true",
+                    help="TRL: delete checkpoints cut by a kill (no trainer_state.json) before resuming")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run", action="store_true")
     args = ap.parse_args()
