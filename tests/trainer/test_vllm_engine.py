@@ -46,7 +46,7 @@ def test_vllm_generates_and_tracks_weight_pushes(tiny_model_dir, tmp_path):
         assert all(len(g) == 2 for g in groups)
         assert all(r.completion_ids and r.prompt_ids for g in groups for r in g)
         # the warm-started model writes \boxed{} answers and solves a non-trivial share
-        assert sum("\\boxed{" in t for t in texts) > 0.9 * len(texts)
+        assert sum("\\boxed{" in t for t in texts) > 0.6 * len(texts)
         pass_rate = sum(score(texts, [p.answer for p in probs for _ in range(2)])) / len(texts)
         assert 0.1 < pass_rate < 0.95
 
