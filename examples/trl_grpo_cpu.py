@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="output dir (default: a temp dir)")
     ap.add_argument("--schedule", default=None, help="schedule YAML/JSON (default: a built-in two-stage one)")
     ap.add_argument("--steps", type=int, default=12, help="optimizer updates (max_steps)")
-    ap.add_argument("--prompts", type=int, default=64, help="prompts in the dataset")
+    ap.add_argument("--prompts", type=int, default=256, help="prompts in the dataset (one epoch)")
     ap.add_argument("--save-steps", type=int, default=0, help="checkpoint every N updates (0: none)")
     ap.add_argument("--resume", action="store_true", help="resume from the last checkpoint in --out")
     a = ap.parse_args(argv)

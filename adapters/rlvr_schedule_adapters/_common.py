@@ -22,6 +22,7 @@ __all__ = [
     "EpochFit",
     "build_schedule",
     "epoch_fit",
+    "largest_reachable_batch",
     "planned_batches",
     "scale_base_lr",
     "schedule_spec",
@@ -86,6 +87,28 @@ def planned_batches(stages: Sequence[Stage], steps: int, *, samples: int = 0, st
         out.append(stages[i].batch)
         samples += stages[i].batch
     return out
+
+
+def largest_reachable_batch(schedule: Any) -> int | None:
+    """The largest batch an online schedule can still switch to, or None when it cannot grow.
+
+    For a two-clock policy (``config.growth``, ``config.max_stages``, ``config.constraints``): the
+    current batch grown once per remaining stage, snapped up to a runnable batch, capped at the
+    constraints' maximum. Other schedules (a static one's plan is known): None.
+    """
+    cfg = getattr(schedule, "config", None)
+    growth, max_stages = getattr(cfg, "growth", None), getattr(cfg, "max_stages", None)
+    cons = getattr(cfg, "constraints", None)
+    if not growth or not max_stages or cons is None:
+        return None
+    batch = top = int(schedule.current.batch)
+    highest = getattr(cons, "highest", None)
+    for _ in range(max(int(max_stages) - len(schedule.stages), 0)):
+        nxt = int(cons.snap(batch * growth, "up"))
+        if nxt <= batch or (highest is not None and nxt > highest):
+            break
+        batch = top = nxt
+    return top if top > int(schedule.current.batch) else None
 
 
 # --- batch arithmetic --------------------------------------------------------------------------

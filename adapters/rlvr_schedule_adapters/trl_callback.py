@@ -36,6 +36,7 @@ from rlvr_schedule_adapters._common import (
     BatchUnit,
     build_schedule,
     epoch_fit,
+    largest_reachable_batch,
     planned_batches,
     scale_base_lr,
     schedule_spec,
@@ -388,6 +389,24 @@ class _ScheduleCallbackCore:
                 ScheduleSetupWarning,
                 stacklevel=3,
             )
+        top = largest_reachable_batch(self.schedule)
+        if fit.updates >= fit.planned and top is not None and top % self._unit.multiple == 0:
+            worst = epoch_fit(
+                [self._unit.accumulation(top)] * remaining,
+                micro_per_epoch=micro_per_epoch,
+                initial_accumulation=ga0,
+                epochs=epochs,
+            )
+            if worst.updates < remaining:
+                warnings.warn(
+                    f"the run may end early: if the schedule grows to its largest batch ({top} rollouts) "
+                    f"the data holds only {worst.updates} of {remaining} remaining updates "
+                    f"({micro_per_epoch} micro-steps per epoch x {epochs} epochs, planned from "
+                    f"gradient_accumulation_steps={ga0}); to be safe give one epoch "
+                    f"{worst.micro_needed * self._unit.per_step} completions or cap constraints.max_batch",
+                    ScheduleSetupWarning,
+                    stacklevel=3,
+                )
 
     @_guarded
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

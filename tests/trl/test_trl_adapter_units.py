@@ -12,6 +12,7 @@ from rlvr_schedule_adapters._common import (
     BatchUnit,
     build_schedule,
     epoch_fit,
+    largest_reachable_batch,
     planned_batches,
     scale_base_lr,
     schedule_spec,
@@ -170,3 +171,13 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
     assert not any(d.switched for d in decisions)
     assert cb.schedule.current.batch == 8 and cb.wanted is None
     assert cb.host.faults and "multiple of 8" in str(cb.host.faults[0][2])
+
+
+def test_largest_reachable_batch_of_the_two_clock_policy():
+    def two(**kw):
+        return schedule_from_dict({"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, **kw})
+
+    assert largest_reachable_batch(two(max_stages=4)) == 64  # 8 -> 16 -> 32 -> 64
+    assert largest_reachable_batch(two(max_stages=4, constraints={"max_batch": 40})) == 40  # snapped to the cap
+    assert largest_reachable_batch(two(max_stages=1)) is None
+    assert largest_reachable_batch(StaticSchedule([Stage(8, 1e-3)])) is None
