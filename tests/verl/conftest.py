@@ -73,3 +73,15 @@ def schedule_config(verl_config, write_schedule, tmp_path):
         verl_config.trainer.default_local_dir = str(tmp_path / "ckpt")
     verl_config.trainer.v1.trainer_mode = "rlvr_sync"
     return verl_config
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster for the tests that need Ray (4 logical CPUs; shut down at the end)."""
+    import ray
+
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

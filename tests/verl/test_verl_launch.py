@@ -134,3 +134,23 @@ def test_example_script_dry_run(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert "128 prompts x rollout.n 8 = 1024 rollouts per step" in out.stdout
     assert "data.gen_batch_size 32" in out.stdout and "no start-up warnings" in out.stdout
+
+
+@pytest.mark.slow
+def test_real_run_ppo_runs_our_trainer_in_the_task_runner_actor(verl_config, ray_cluster, tmp_path):
+    """verl's own ``run_ppo`` with our runner: inside the TaskRunner actor process the trainer
+    registered as ``rlvr_sync`` is found and built. The schedule file is missing, so our
+    constructor's ConfigError (raised in the actor) is what comes back: no GPU needed."""
+    from omegaconf import open_dict
+
+    from rlvr_schedule_adapters.verl.launch import launch
+
+    missing = tmp_path / "gone.yaml"
+    with open_dict(verl_config):
+        verl_config.rlvr_schedule = {"schedule": str(missing)}
+        verl_config.transfer_queue.backend.SimpleStorage.num_data_storage_units = 1  # fits a CPU cluster
+    with pytest.raises(Exception) as info:
+        launch(verl_config)
+    text = str(info.value)
+    assert "ConfigError" in text and f"{missing}: cannot read schedule file" in text
+    assert "RlvrSchedulePPOTrainer" in text or "build_controller" in text  # raised in our constructor

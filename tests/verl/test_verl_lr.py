@@ -129,7 +129,7 @@ def test_mixin_method_on_a_worker_like_object(verl_config):
 
 
 @pytest.mark.slow
-def test_one_to_all_over_ray_reaches_every_rank():
+def test_one_to_all_over_ray_reaches_every_rank(ray_cluster):
     """The mixin's method through Ray the way the trainer builds its workers (a colocated
     WorkerDict on a 2-rank CPU resource pool, spawned by role prefix): every rank's optimizer
     and scheduler get the new LR."""
@@ -161,7 +161,7 @@ def test_one_to_all_over_ray_reaches_every_rank():
             e.lr_scheduler.step()
             return before - float(p), list(e.lr_scheduler.base_lrs), os.environ["RANK"]
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    wg = None
     try:
         pool = RayResourcePool([2], use_gpu=False, max_colocate_count=1)
         fused = create_colocated_worker_cls(
@@ -177,4 +177,7 @@ def test_one_to_all_over_ray_reaches_every_rank():
         for step_size, bases, _ in out:
             assert step_size == pytest.approx(0.4) and bases == pytest.approx([0.4])
     finally:
-        ray.shutdown()
+        for w in getattr(wg, "workers", []) if wg is not None else []:
+            ray.kill(w)
+        for pg in getattr(pool, "pgs", None) or []:
+            ray.util.remove_placement_group(pg)
