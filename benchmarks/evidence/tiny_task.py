@@ -171,6 +171,11 @@ def _trl(out: Path, steps: int, resume: bool) -> subprocess.Popen:
     return subprocess.Popen(cmd, env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
+def _has_checkpoint(out: Path) -> bool:
+    """Whether a resume has something to start from (else TRL raises 'No valid checkpoint')."""
+    return any((out / "run").glob("checkpoint-*"))
+
+
 def _by_step(rows: list[dict], kind: str) -> dict[int, dict]:
     """Last row of ``kind`` per step (a resumed run re-logs the updates after its checkpoint)."""
     return {r["step"]: r for r in rows if r.get("kind") == kind}
@@ -207,7 +212,7 @@ def cmd_trl(args: argparse.Namespace) -> None:
             break
         if started and args.prune_incomplete:
             prune()
-        p = _trl(cut, args.steps, started)
+        p = _trl(cut, args.steps, started and _has_checkpoint(cut))
         started = True
         while p.poll() is None and len(_by_step(_lines(cut / "schedule.jsonl"), "decision")) < at:
             time.sleep(0.05)
@@ -217,7 +222,7 @@ def cmd_trl(args: argparse.Namespace) -> None:
             kills.append(at)
     if started and args.prune_incomplete:
         prune()
-    p = _trl(cut, args.steps, started)
+    p = _trl(cut, args.steps, started and _has_checkpoint(cut))
     _, err = p.communicate()
     if p.returncode:
         print(f"- killed (SIGKILL) {len(kills)} times after {kills} logged updates; the resumed run failed")
