@@ -29,10 +29,15 @@ log = logging.getLogger("rlvr_trainer")
 
 def read_run(out_dir: str | Path, name: str | None = None) -> Run:
     """The canonical records of one run directory (through the core's JSONL reader)."""
+    import warnings
+
+    from rlvr_schedule.errors import IngestWarning
     from rlvr_schedule.ingest import load_run
 
     out_dir = Path(out_dir)
-    return load_run(out_dir / "metrics.jsonl", name=name or out_dir.name)
+    with warnings.catch_warnings():  # our timing extras are expected, not a sign of a mis-mapped log
+        warnings.filterwarnings("ignore", message=".*unknown metrics kept in extra", category=IngestWarning)
+        return load_run(out_dir / "metrics.jsonl", name=name or out_dir.name)
 
 
 def _finished(out_dir: Path, cfg: TrainConfig) -> bool:
@@ -136,11 +141,16 @@ def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds:
     """Sweep, then the live schedule (seeded with the sweep's critical batch when ``use_fit``),
     then the report; returns the report's index.html."""
     from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.errors import RlvrScheduleError
     from rlvr_schedule.report import write_report
 
     out = Path(out)
     sweep_runs = sweep(cfg, batches, out, seeds=seeds, resume=resume, progress=progress)
-    fit = fit_sweep(sweep_runs)
+    try:
+        fit = fit_sweep(sweep_runs)
+    except ValueError as exc:
+        raise RlvrScheduleError(f"cannot fit the clocks to the sweep ({exc}); raise --max-samples so every "
+                                "run has several updates") from exc
     crit = getattr(fit, "critical_batch", None) if use_fit else None
     sched_runs = schedule(cfg.replace(batch=min(batches)), out, seeds=seeds, resume=resume, progress=progress,
                           policy=policy_config(cfg.replace(batch=min(batches)), batches=batches,

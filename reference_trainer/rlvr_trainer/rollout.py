@@ -22,6 +22,7 @@ CPU_ENV = {
     "OMP_NUM_THREADS": "1",
     "VLLM_CPU_KVCACHE_SPACE": "1",
     "TOKENIZERS_PARALLELISM": "false",
+    "VLLM_LOGGING_LEVEL": "WARNING",  # vLLM logs every weight push at INFO; keeps the progress bars readable
 }
 
 

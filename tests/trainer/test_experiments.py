@@ -1,0 +1,34 @@
+"""The experiment pipeline (sweep -> live two-clock schedule -> report) on the transformers
+rollout path (``--rollout hf``), small enough to run in seconds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlvr_trainer.cli import main
+
+
+@pytest.mark.slow
+def test_compare_writes_logs_checkpoints_and_report(tiny_model_dir, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    argv = ["compare", "--out", str(out), "--batches", "8", "16", "--max-samples", "48", "--rollout", "hf",
+            "--model", str(tiny_model_dir), "--no-progress"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "report:" in printed and (out / "report" / "index.html").exists()
+    for run in ("sweep/b8-s0", "sweep/b16-s0", "schedule/s0"):
+        rows = [json.loads(x) for x in (out / run / "metrics.jsonl").read_text().splitlines()]
+        assert rows[-1]["samples"] == 48
+        assert all(r["batch"] % 8 == 0 for r in rows)
+        assert (out / run / "checkpoint.pt").exists()
+    sweep8 = [json.loads(x) for x in (out / "sweep/b8-s0/metrics.jsonl").read_text().splitlines()]
+    sweep16 = [json.loads(x) for x in (out / "sweep/b16-s0/metrics.jsonl").read_text().splitlines()]
+    assert sweep16[0]["lr"] == pytest.approx(sweep8[0]["lr"] * 2 ** 0.5)  # square-root rule
+    md = (out / "report" / "index.md").read_text()
+    assert "Schedule vs constant batches" in md and "schedule s0" in md
+    # finished runs are reused: a second call trains nothing and rewrites the same report
+    mtime = (out / "sweep/b8-s0/metrics.jsonl").stat().st_mtime
+    assert main(argv) == 0
+    assert (out / "sweep/b8-s0/metrics.jsonl").stat().st_mtime == mtime
