@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import pairwise
 
 import pytest
 
@@ -145,3 +146,39 @@ def test_adaptive_rejects_foreign_state_and_bad_settings():
     with pytest.raises(ConfigError) as e:
         NoiseScaleAdaptiveSchedule(12, base_lr=1e-6, t0=1.0, t1=0.1, constraints=BatchConstraints(group_size=8))
     assert e.value.field == "initial_batch"
+
+
+def test_ramp_resume_gives_same_decisions():
+    env = SyntheticEnvironment(critical_batch=256, failure_samples=20_000, seed=2)
+
+    def make():
+        return LinearRampSchedule(16, 16, 8000, 128, base_lr=1e-6, base_batch=64,
+                                  constraints=BatchConstraints(group_size=8))
+
+    run = env.run(make(), 12_000)
+    full = env.decisions
+    assert [d.batch for d in full if d.switched] == [32, 48, 64, 80, 96, 112, 128]
+    for k in (10, len(run.records) // 2):
+        a = make()
+        head = [a.step(r) for r in run.records[:k]]
+        b = make()
+        b.load_state_dict(json.loads(json.dumps(a.state_dict())))
+        assert head + [b.step(r) for r in run.records[k:]] == full
+
+
+def test_adaptive_without_decrease_never_shrinks():
+    """On this seed the noisy estimate makes the goodput rule shrink the batch once; with
+    ``allow_decrease=False`` the same records never shrink it."""
+
+    def batches(allow: bool) -> list[int]:
+        env = SyntheticEnvironment(critical_batch=64, failure_samples=30_000, seed=11)
+        sched = NoiseScaleAdaptiveSchedule(32, base_lr=1e-6, t0=64.0, t1=1.0, lr_rule="sqrt", allow_decrease=allow,
+                                           interval=1, min_gain=0.0, constraints=BatchConstraints(group_size=8))
+        return [r.batch for r in env.run(sched, 20_000).records]
+
+    def shrinks(b: list[int]) -> int:
+        return sum(b2 < b1 for b1, b2 in pairwise(b))
+
+    assert shrinks(batches(True)) >= 1
+    kept = batches(False)
+    assert shrinks(kept) == 0 and kept[-1] > 32
