@@ -18,9 +18,31 @@ or from Python: ``launch(build_config(overrides, "schedule.yaml"))``. Public nam
 from __future__ import annotations
 
 import importlib
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rlvr_schedule.plugins import hookimpl
+
+if TYPE_CHECKING:  # pragma: no cover  (the names resolve lazily through __getattr__)
+    from rlvr_schedule_adapters.verl.batch import (
+        VerlSetupWarning,
+        apply_rollout_batch,
+        check_setup,
+        pin_gen_batch_size,
+        read_layout,
+    )
+    from rlvr_schedule_adapters.verl.controller import ScheduleController
+    from rlvr_schedule_adapters.verl.launch import build_config, launch
+    from rlvr_schedule_adapters.verl.lr import rescale_lr
+    from rlvr_schedule_adapters.verl.state import STATE_FILE, load_state, save_state
+    from rlvr_schedule_adapters.verl.tracking import ScheduleMetricsBackend, attach_backend
+    from rlvr_schedule_adapters.verl.trainer import (
+        SETTINGS_KEY,
+        TRAINER_NAME,
+        LRControlMixin,
+        RlvrSchedulePPOTrainer,
+        RlvrScheduleTaskRunner,
+        ScheduleActorRolloutRefWorker,
+    )
 
 __all__ = [
     "VERL_ALIASES",

@@ -31,14 +31,16 @@ def test_layout_of_the_real_config(verl_config):
 def test_apply_per_step_keeps_mini_batch_count(verl_config):
     verl_config.actor_rollout_ref.actor.ppo_mini_batch_size = 4  # 2 mini-batches per step
     lay = apply_rollout_batch(verl_config, 96)
-    assert (verl_config.data.train_batch_size, verl_config.actor_rollout_ref.actor.ppo_mini_batch_size) == (24, 12)
+    actor = verl_config.actor_rollout_ref.actor
+    assert (verl_config.data.train_batch_size, actor.ppo_mini_batch_size) == (24, 12)
     assert lay.rollouts == 96 and lay.mini_batches == 2
     assert verl_config.actor_rollout_ref.rollout.n == 4  # the group size never changes
 
 
 def test_apply_fixed_keeps_mini_batch_size(verl_config):
     apply_rollout_batch(verl_config, 64, mini_batch_mode="fixed")
-    assert (verl_config.data.train_batch_size, verl_config.actor_rollout_ref.actor.ppo_mini_batch_size) == (16, 8)
+    actor = verl_config.actor_rollout_ref.actor
+    assert (verl_config.data.train_batch_size, actor.ppo_mini_batch_size) == (16, 8)
 
 
 @pytest.mark.parametrize("rollouts,mode,match", [
@@ -81,7 +83,8 @@ def test_pin_gen_batch_size_static(verl_config):
 
 
 def test_pin_gen_batch_size_online_uses_the_constraints(verl_config):
-    sched = TwoClockScheduler(PolicyConfig(initial_batch=48, constraints=BatchConstraints(group_size=4, divisor=24)))
+    cons = BatchConstraints(group_size=4, divisor=24)
+    sched = TwoClockScheduler(PolicyConfig(initial_batch=48, constraints=cons))
     # any later batch is a multiple of lcm(4, 24) = 24 rollouts = 6 prompts; launched 8, first 12
     assert pin_gen_batch_size(verl_config, sched) == 2
 

@@ -21,7 +21,8 @@ def make_engine(config, *, scheduler: str = "cosine", warmup: int = 2, total: in
     from verl.workers.engine.fsdp.transformer_impl import FSDPEngine
 
     optim = copy.deepcopy(config.actor_rollout_ref.actor.optim)
-    optim.lr, optim.lr_scheduler_type, optim.lr_warmup_steps, optim.total_training_steps = lr, scheduler, warmup, total
+    optim.lr, optim.lr_scheduler_type = lr, scheduler
+    optim.lr_warmup_steps, optim.total_training_steps = warmup, total
     optim.clip_grad = 1e9  # measure the raw SGD update
     module = torch.nn.Linear(1, groups, bias=False)
     with torch.no_grad():
@@ -32,8 +33,8 @@ def make_engine(config, *, scheduler: str = "cosine", warmup: int = 2, total: in
         module = torch.nn.ModuleList([torch.nn.Linear(1, 1, bias=False) for _ in range(groups)])
         params = [{"params": list(m.parameters()), "lr": lr / (2 ** i)} for i, m in enumerate(module)]
     opt = torch.optim.SGD(params, lr=lr)
-    eng = SimpleNamespace(module=module, optimizer=opt, optimizer_config=omega_conf_to_dataclass(optim), rank=0,
-                          _qat_enabled=False)
+    eng = SimpleNamespace(module=module, optimizer=opt, optimizer_config=omega_conf_to_dataclass(optim),
+                          rank=0, _qat_enabled=False)
     eng.lr_scheduler = FSDPEngine._build_lr_scheduler(eng, opt)
     return eng
 
@@ -120,7 +121,8 @@ def test_mixin_method_on_a_worker_like_object(verl_config):
 
     from rlvr_schedule_adapters.verl.trainer import LRControlMixin, ScheduleActorRolloutRefWorker
 
-    assert getattr(ScheduleActorRolloutRefWorker.rlvr_set_lr, MAGIC_ATTR)["dispatch_mode"] == Dispatch.ONE_TO_ALL
+    attrs = getattr(ScheduleActorRolloutRefWorker.rlvr_set_lr, MAGIC_ATTR)
+    assert attrs["dispatch_mode"] == Dispatch.ONE_TO_ALL
     eng = make_engine(verl_config, scheduler="constant", warmup=0, lr=1e-2)
     worker = SimpleNamespace(actor=SimpleNamespace(engine=eng))
     assert LRControlMixin.rlvr_set_lr(worker, 5e-2) == pytest.approx([5e-2])

@@ -63,7 +63,8 @@ def test_renamed_worker_keys_are_what_verl_writes():
     from verl.workers import engine_workers
     from verl.workers.utils import losses
 
-    assert 'rename_dict(output["metrics"], "actor/")' in inspect.getsource(trainer_base.PPOTrainer._update_actor)
+    update_actor = inspect.getsource(trainer_base.PPOTrainer._update_actor)
+    assert 'rename_dict(output["metrics"], "actor/")' in update_actor
     assert 'output["metrics"]["lr"] = lr' in inspect.getsource(engine_workers)
     assert 'metrics["kl_loss"]' in inspect.getsource(losses)
 
@@ -88,7 +89,8 @@ def _tracking():
 def test_real_tracking_feeds_records():
     applied: list[tuple[int, float]] = []
     sched = StaticSchedule([{"batch": 32, "lr": 1e-6, "until_samples": None}])
-    ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6), apply_fn=lambda b, lr: applied.append((b, lr)))
+    ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6),
+                             apply_fn=lambda b, lr: applied.append((b, lr)))
     tracking = _tracking()
     attach_backend(tracking, ScheduleMetricsBackend(ctl))
     assert tracking.logger[BACKEND_NAME].controller is ctl
@@ -128,7 +130,8 @@ def test_switch_is_applied_after_the_step_that_crossed():
     applied: list[tuple[int, float]] = []
     sched = StaticSchedule([{"batch": 32, "lr": 1e-6, "until_samples": 64},
                             {"batch": 64, "lr": 2e-6, "until_samples": None}])
-    ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6), apply_fn=lambda b, lr: applied.append((b, lr)))
+    ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6),
+                             apply_fn=lambda b, lr: applied.append((b, lr)))
     backend = ScheduleMetricsBackend(ctl)
     backend.log(_step_metrics(1, 0.1, 1.0), 1)
     assert applied == []

@@ -182,7 +182,8 @@ def check_setup(config: Any, schedule: Any, *, mini_batch_mode: str = "per_step"
         msgs.append(f"schedule constraints.group_size={c.group_size} differs from "
                     f"actor_rollout_ref.rollout.n={n}")
     pc = getattr(schedule, "config", None)
-    if pc is not None and getattr(pc, "initial_batch", None) == "auto" and getattr(pc, "critical_batch", 1) is None:
+    auto = pc is not None and getattr(pc, "initial_batch", None) == "auto"
+    if auto and getattr(pc, "critical_batch", 1) is None:
         msgs.append("initial_batch 'auto' without critical_batch needs micro-batch gradient norms "
                     "(grad_norm_micro), which verl does not log: the run stays on the fallback batch; "
                     "give critical_batch (e.g. from `rlvr-schedule fit`) or an initial_batch")

@@ -35,10 +35,12 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, l
     p.add_argument("--mini-batch-mode", choices=("per_step", "fixed"), default="per_step",
                    help="per_step: keep PPO mini-batches per step (default); fixed: keep ppo_mini_batch_size")
     p.add_argument("--jsonl", default=None, help="also write records and decisions to this JSONL file")
-    p.add_argument("--config-name", default="ppo_trainer", help="verl config to compose (default ppo_trainer)")
+    p.add_argument("--config-name", default="ppo_trainer",
+                   help="verl config to compose (default ppo_trainer)")
     p.add_argument("--config-dir", default=None, help="directory of the config (default: verl's own)")
     p.add_argument("--dry-run", action="store_true",
-                   help="compose and check the config, print the batch plan and start-up warnings, run nothing")
+                   help="compose and check the config, print the batch plan and start-up warnings, "
+                        "run nothing")
     args, rest = p.parse_known_args(argv)
     bad = [a for a in rest if "=" not in a and not a.startswith("~")]
     if bad:
@@ -46,8 +48,9 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, l
     return args, rest
 
 
-def build_config(overrides: Sequence[str], schedule: str | os.PathLike[str], *, mini_batch_mode: str = "per_step",
-                 jsonl: str | None = None, config_name: str = "ppo_trainer", config_dir: str | None = None,
+def build_config(overrides: Sequence[str], schedule: str | os.PathLike[str], *,
+                 mini_batch_mode: str = "per_step", jsonl: str | None = None,
+                 config_name: str = "ppo_trainer", config_dir: str | None = None,
                  validate: bool = True) -> Any:
     """verl's composed config with ``overrides`` and the ``rlvr_schedule`` section.
 
@@ -62,7 +65,8 @@ def build_config(overrides: Sequence[str], schedule: str | os.PathLike[str], *, 
 
     schedule_path = str(Path(schedule).resolve())
     load_schedule(schedule_path)  # fail early, on the driver
-    with initialize_config_dir(config_dir=str(Path(config_dir or _verl_config_dir()).resolve()), version_base=None):
+    cdir = str(Path(config_dir or _verl_config_dir()).resolve())
+    with initialize_config_dir(config_dir=cdir, version_base=None):
         config = compose(config_name=config_name, overrides=list(overrides))
     if not config.trainer.get("use_v1", False):
         raise ValueError("the rlvr-schedule verl adapter drives the v1 trainer: set trainer.use_v1=True")
@@ -98,7 +102,12 @@ def describe(config: Any) -> str:
     import copy
 
     from rlvr_schedule.policy import load_schedule
-    from rlvr_schedule_adapters.verl.batch import check_setup, pin_gen_batch_size, planned_rollout_batches, read_layout
+    from rlvr_schedule_adapters.verl.batch import (
+        check_setup,
+        pin_gen_batch_size,
+        planned_rollout_batches,
+        read_layout,
+    )
     from rlvr_schedule_adapters.verl.trainer import SETTINGS_KEY
 
     cfg = copy.deepcopy(config)
@@ -108,7 +117,8 @@ def describe(config: Any) -> str:
     lay = read_layout(cfg)
     lines = [
         f"schedule: {section.schedule} ({type(schedule).__name__})",
-        f"launch: {lay.train_batch_size} prompts x rollout.n {lay.group_size} = {lay.rollouts} rollouts per step, "
+        f"launch: {lay.train_batch_size} prompts x rollout.n {lay.group_size} = {lay.rollouts} "
+        "rollouts per step, "
         f"ppo_mini_batch_size {lay.ppo_mini_batch_size}, data.gen_batch_size {gen}, {lay.world_size} ranks",
         "planned rollout batches: " + ", ".join(str(b) for b in planned_rollout_batches(schedule)),
     ]

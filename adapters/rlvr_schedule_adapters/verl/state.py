@@ -57,7 +57,8 @@ def load_state(folder: str | os.PathLike[str], *, name: str = STATE_FILE) -> dic
         raise ConfigError(f"corrupt scheduler state: {exc.msg} (column {exc.colno})",
                           source=f"{path}:{exc.lineno}") from exc
     if not isinstance(state, dict):
-        raise ConfigError(f"scheduler state must be a JSON object, got {type(state).__name__}", source=str(path))
+        raise ConfigError(f"scheduler state must be a JSON object, got {type(state).__name__}",
+                          source=str(path))
     return state
 
 

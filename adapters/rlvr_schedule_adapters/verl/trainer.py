@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import ray
 from omegaconf import DictConfig, open_dict
@@ -104,7 +104,8 @@ def _settings(config: Any) -> dict[str, Any]:
     }
 
 
-def build_controller(config: Any, apply_fn, *, schedule: Any = None, plugins: Any = None) -> ScheduleController:
+def build_controller(config: Any, apply_fn: Callable[[int, float], None], *, schedule: Any = None,
+                     plugins: Any = None) -> ScheduleController:
     """A controller for ``config`` (its ``rlvr_schedule`` section names the schedule file)."""
     from rlvr_schedule.ingest import collect_aliases
     from rlvr_schedule.plugins import PluginHost
@@ -141,12 +142,14 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
             with open_dict(v1):
                 v1.trainer_mode = "sync"  # the base classes branch on "sync"
         if v1.trainer_mode != "sync":
-            raise ValueError(f"{type(self).__name__} runs the sync trainer, got trainer_mode={v1.trainer_mode!r}")
+            raise ValueError(f"{type(self).__name__} runs the sync trainer, "
+                             f"got trainer_mode={v1.trainer_mode!r}")
         self.rlvr_settings = _settings(config)
         self.rlvr_controller = build_controller(config, self._rlvr_apply)
         schedule = self.rlvr_controller.schedule
         pin_gen_batch_size(config, schedule)
-        self.rlvr_setup_warnings = check_setup(config, schedule, mini_batch_mode=self.rlvr_settings["mini_batch_mode"])
+        self.rlvr_setup_warnings = check_setup(config, schedule,
+                                               mini_batch_mode=self.rlvr_settings["mini_batch_mode"])
         self._rlvr_mini_batches = read_layout(config).mini_batches or 1
         self._rlvr_pending_state: tuple[int, str] | None = None
         super().__init__(config)
