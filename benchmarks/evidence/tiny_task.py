@@ -253,7 +253,7 @@ def cmd_sweep(args: argparse.Namespace) -> None:
            f"--base-lr {{LR}} --max-samples {args.max_samples} --out {args.out}/lr{{LR}}")
     lrs = [1e-4, 2e-4, 4e-4]
     if not args.run:
-        print("# part 1 (not run here): for LR in " + " ".join(map(str, lrs)) + f"; do {cmd}; done")
+        print("# part 1 (not run here): for LR in " + " ".join(map(str, lrs)) + f"; do {cmd.replace('{LR}', '$LR')}; done")
         print(f"# then: rlvr-schedule fit {args.out}/lr<LR>/sweep/*/metrics.jsonl --json  (B* per LR, alpha)")
         return
     for lr in lrs:
