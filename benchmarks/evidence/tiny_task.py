@@ -265,8 +265,9 @@ def main() -> None:
     ap.add_argument("command", choices=["cost", "killresume", "trl", "sweep", "_child"])
     ap.add_argument("--out", type=Path, default=Path("/tmp/rlvr-evidence-tiny"))
     ap.add_argument("--rollout", default="hf", choices=["hf", "vllm"])
-    ap.add_argument("--max-samples", type=int, default=384)
-    ap.add_argument("--batches", type=int, nargs="+", default=[8, 32, 128])
+    ap.add_argument("--max-samples", type=int, default=None, help="default: 2048 for sweep, else 384")
+    ap.add_argument("--batches", type=int, nargs="+", default=None,
+                    help="default: 8 16 32 64 128 for sweep, 8 32 128 for cost")
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--steps", type=int, default=16, help="TRL updates")
     ap.add_argument("--prune-incomplete", action="store_true",
@@ -274,6 +275,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run", action="store_true")
     args = ap.parse_args()
+    sweep = args.command == "sweep"
+    if args.max_samples is None:
+        args.max_samples = 2048 if sweep else 384
+    if args.batches is None:
+        args.batches = [8, 16, 32, 64, 128] if sweep else [8, 32, 128]
     os.environ.update(ENV)
     {"cost": cmd_cost, "killresume": cmd_killresume, "trl": cmd_trl, "sweep": cmd_sweep, "_child": cmd_child}[args.command](args)
 
