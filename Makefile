@@ -3,7 +3,7 @@ PYTHON ?= python3
 BOOT   := .venv-tools
 NOX    := $(BOOT)/bin/nox
 
-.PHONY: demo test test-core test-trainer test-verl test-openrlhf bench clean
+.PHONY: demo demo-synthetic test test-core test-trainer test-verl test-openrlhf bench clean
 
 $(NOX):
 	$(PYTHON) -m venv $(BOOT)
@@ -11,6 +11,9 @@ $(NOX):
 
 demo: $(NOX)
 	$(NOX) -s demo
+
+demo-synthetic: $(NOX)
+	$(NOX) -s demo-synthetic
 
 test: $(NOX)
 	$(NOX) -s core trainer verl openrlhf

@@ -97,3 +97,12 @@ def demo(session: nox.Session) -> None:
     env = dict(CPU_ENV)
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(session.virtualenv.location, "inductor-cache")
     session.run("rlvr-trainer", "demo", "--out", "runs/demo", *session.posargs, env=env)
+
+
+@nox.session(python=PY, name="demo-synthetic")
+def demo_synthetic(session: nox.Session) -> None:
+    """`make demo-synthetic`: the core alone on a synthetic 16x sweep (fit, plan, simulate, report); < 1 min."""
+    session.install(TORCH)
+    session.install("-r", "requirements/core.txt")
+    session.install("-e", ".")
+    session.run("python", "examples/synthetic_sweep_demo.py", *session.posargs)
