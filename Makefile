@@ -3,7 +3,7 @@ PYTHON ?= python3
 BOOT   := .venv-tools
 NOX    := $(BOOT)/bin/nox
 
-.PHONY: demo demo-synthetic test test-core test-trainer test-verl test-openrlhf bench clean
+.PHONY: demo demo-synthetic test test-core test-trainer test-verl test-openrlhf clean
 
 $(NOX):
 	$(PYTHON) -m venv $(BOOT)
