@@ -331,3 +331,17 @@ def test_logs_of_the_plugin_sinks_read_back(tmp_path: Path) -> None:
     for got, w in zip(_dicts(from_tb), want, strict=True):
         assert {k: v for k, v in got.items() if not k.startswith("rlvr/decision")} == pytest.approx(w)
         assert "rlvr/decision/batch" in got
+
+
+def test_generic_log_file_names_take_the_run_directory_name(tmp_path):
+    from rlvr_schedule.ingest import load_run, load_runs, write_jsonl
+    from rlvr_schedule.records import StepRecord
+
+    for b in (8, 16):
+        d = tmp_path / "sweep" / f"batch{b}"
+        d.mkdir(parents=True)
+        write_jsonl(d / "metrics.jsonl", [StepRecord(step=1, samples=b, batch=b, lr=1e-3, reward_mean=0.1)])
+    assert load_run(tmp_path / "sweep" / "batch8" / "metrics.jsonl").name == "batch8"
+    assert [r.name for r in load_runs(tmp_path / "sweep")] == ["batch16", "batch8"]
+    paths = sorted((tmp_path / "sweep").glob("*/metrics.jsonl"))
+    assert [r.name for r in load_runs(paths)] == ["batch16", "batch8"]

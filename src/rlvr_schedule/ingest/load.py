@@ -74,12 +74,21 @@ def find_runs(path: str | os.PathLike[str]) -> list[Path]:
     return found
 
 
+#: File stems that name a log's kind, not its run (``runs/batch64/metrics.jsonl`` is run ``batch64``).
+GENERIC_STEMS = frozenset({"metrics", "log", "logs", "train", "training", "progress", "scalars", "events",
+                           "trainer_state", "history"})
+
+
 def _run_name(path: Path, base: Path | None) -> str:
     if base is not None and path != base:
         rel = path.relative_to(base)
+        if path.is_file() and path.stem.lower() in GENERIC_STEMS and len(rel.parts) > 1:
+            return str(rel.parent)
         return str(rel.with_suffix("") if path.is_file() else rel)
     if path.is_file():
-        return path.parent.name if is_event_file(path) else path.stem
+        if is_event_file(path) or path.stem.lower() in GENERIC_STEMS:
+            return path.parent.name or path.stem
+        return path.stem
     return path.name
 
 
