@@ -73,6 +73,9 @@ def schedules(sc: Scenario, args: argparse.Namespace) -> dict[str, Callable[[], 
         return TwoClockScheduler(PolicyConfig(initial_batch="auto", fallback_batch=lo, base_batch=BASE_BATCH,
                                               base_lr=LR0, constraints=cons,
                                               critical_fraction=args.critical_fraction,
+                                              sample_tolerance=args.sample_tolerance, track_step=args.track_step,
+                                              failure_exponent=(sc.failure_exponent if args.failure_exponent is None
+                                                                else args.failure_exponent),
                                               margin=args.margin, horizon_steps=args.horizon_steps,
                                               growth=args.growth))
 
@@ -189,7 +192,13 @@ def main() -> None:
     ap.add_argument("--t0", type=float, default=40.0, help="seconds per update (fixed part)")
     ap.add_argument("--t1", type=float, default=1.0, help="seconds per rollout in an update")
     ap.add_argument("--ramp-fraction", type=float, default=0.5, help="ramp length / failure samples")
-    ap.add_argument("--critical-fraction", type=float, default=0.5, help="PolicyConfig.critical_fraction")
+    ap.add_argument("--critical-fraction", type=float, default=None,
+                    help="PolicyConfig.critical_fraction (default: from --sample-tolerance)")
+    ap.add_argument("--sample-tolerance", type=float, default=0.10, help="PolicyConfig.sample_tolerance")
+    ap.add_argument("--track-step", type=float, default=2.0 ** 0.25, help="PolicyConfig.track_step")
+    ap.add_argument("--failure-exponent", type=float, default=None,
+                    help="PolicyConfig.failure_exponent (default: the task's true alpha, as a sweep's "
+                         "FailureScalingFit would estimate it)")
     ap.add_argument("--growth", type=float, default=2.0, help="PolicyConfig.growth")
     ap.add_argument("--margin", type=float, default=2.0, help="PolicyConfig.margin")
     ap.add_argument("--horizon-steps", type=int, default=10, help="PolicyConfig.horizon_steps")
@@ -198,7 +207,9 @@ def main() -> None:
     t_start = time.perf_counter()
     print(f"# schedules vs baselines on the synthetic task; {machine()}")
     print(f"# cost model: {args.t0:g} + {args.t1:g} x batch seconds per update; "
-          f"ramp over {args.ramp_fraction:g} x failure samples; critical_fraction {args.critical_fraction:g}, "
+          f"ramp over {args.ramp_fraction:g} x failure samples; critical_fraction {args.critical_fraction}, "
+          f"sample_tolerance {args.sample_tolerance:g}, track_step {args.track_step:.3g}, failure_exponent "
+          f"{'task alpha' if args.failure_exponent is None else args.failure_exponent}, "
           f"margin {args.margin:g}, horizon_steps {args.horizon_steps}, growth {args.growth:g}\n")
     outs = []
     for name in args.scenarios.split(","):

@@ -1,4 +1,5 @@
-"""TwoClockScheduler with a PluginHost: hooks called, a raising plugin holds the stage, strict re-raises."""
+"""TwoClockScheduler with a PluginHost: hooks called, a raising observer is only logged, a raising
+apply_decision or detector holds the stage, strict re-raises."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
 from rlvr_schedule.records import StepRecord
 
 # hysteresis 1 and an absolute threshold: the first record with entropy <= 0.5 triggers a switch
+# (failure_exponent > 0: growing the batch postpones the failure, so the failure trigger grows it)
 CFG = dict(initial_batch=8, hysteresis=1, failure_threshold=0.5, forecast_window=3, max_stages=3,
-           min_stage_steps=0, detectors=())
+           min_stage_steps=0, detectors=(), failure_exponent=0.5)
 
 
 def records(n=12, drop_at=6):
@@ -83,13 +85,44 @@ def test_without_plugins_the_switch_comes_at_the_drop():
     assert d is not None and d.step == 6
 
 
-def test_raising_plugin_holds_the_stage_on_that_record():
+def test_raising_observer_on_record_does_not_hold_the_switch():
+    # changed deliberately (v2): a sink that lost its file used to hold the stage on that record
     host = PluginHost(load_entrypoints=False)
     host.register(RaiseOnRecord(at={6}))
     s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
     d = first_switch(s, records())
-    assert d.step == 7  # held on record 6, switched on the next one
+    assert d.step == 6 and s.current.batch == 16
     assert host.faults and host.faults[0][1] == "rlvr_schedule_on_record"
+
+
+class RaiseOnDecision:
+    @hookimpl
+    def rlvr_schedule_on_decision(self, decision, record):
+        raise OSError("sink file gone")
+
+
+def test_raising_observer_on_decision_is_logged_and_decisions_unchanged(caplog):
+    host = PluginHost(load_entrypoints=False)
+    host.register(RaiseOnDecision())
+    rec = Recorder()
+    host.register(rec)
+    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    with caplog.at_level("ERROR"):
+        decs = [s.step(r) for r in records()]
+    plain = TwoClockScheduler(PolicyConfig(**CFG))
+    assert decs == [plain.step(r) for r in records()]
+    assert [d.step for d in decs if d.switched] == [6, 7]  # 8 -> 16 -> 32 as entropy stays low
+    assert len(host.faults) == 12 and {f[1] for f in host.faults} == {"rlvr_schedule_on_decision"}
+    assert [d.batch for d in rec.applied] == [16, 32]
+    assert "sink file gone" in caplog.text
+
+
+def test_sample_clock_failure_holds_the_batch_and_says_so():
+    cfg = dict(CFG, failure_exponent=0.0)
+    s = TwoClockScheduler(PolicyConfig(**cfg))
+    decs = [s.step(r) for r in records()]
+    assert not any(d.switched for d in decs) and s.current.batch == 8
+    assert all(d.reason.startswith("failure forecast: hold") for d in decs[6:])
 
 
 def test_raising_apply_decision_holds_and_retries():

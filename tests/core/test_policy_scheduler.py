@@ -48,21 +48,72 @@ def test_auto_starts_below_a_known_critical_batch():
     assert s.current.batch == 496 and s.current.batch < 1000
 
 
-def test_auto_starts_below_the_gradient_noise_estimate():
+@pytest.mark.parametrize("kw, batch", [(dict(critical_fraction=0.5), 296),  # 0.5 x 600, whole groups
+                                       ({}, 104),  # default tolerance 0.10: 2 x 0.1/1.1 x 600 = 109
+                                       (dict(sample_tolerance=0.25), 240)])  # 0.4 x 600
+def test_auto_starts_below_the_gradient_noise_estimate(kw, batch):
     cfg = PolicyConfig(initial_batch="auto", fallback_batch=32, base_batch=32, base_lr=1e-6,
-                       auto_records=10, constraints=BatchConstraints(group_size=8))
+                       auto_records=10, constraints=BatchConstraints(group_size=8), **kw)
     s = TwoClockScheduler(cfg)
     assert s.current.batch == 32
     _, decs = drive(s, b_simple=600.0, steps=30)
     first = next(d for d in decs if d.switched)
-    assert first.step == 9 and first.batch == 296  # 0.5 x 600 snapped down to whole groups
-    assert first.lr == pytest.approx(1e-6 * math.sqrt(296 / 32))
+    assert first.step == 9 and first.batch == batch
+    assert first.lr == pytest.approx(1e-6 * math.sqrt(batch / 32))
     assert first.reason.startswith("auto")
     assert sum(d.switched for d in decs) == 1
 
 
+def test_operating_fraction_follows_the_rollout_tolerance():
+    # E(B)/E(0) = 1/(1 - B/2B*) = 1 + tol  <=>  B = 2B* tol/(1 + tol)
+    for tol in (0.05, 0.1, 0.25, 1.0):
+        f = PolicyConfig(sample_tolerance=tol).operating_fraction
+        assert 1 / (1 - f / 2) == pytest.approx(1 + tol)
+    assert PolicyConfig(sample_tolerance=0.1, critical_fraction=0.3).operating_fraction == 0.3
+    with pytest.raises(Exception, match="sample_tolerance"):
+        PolicyConfig(sample_tolerance=1.5)
+
+
+def rising_drive(sched, steps=400, start=200.0, end=1600.0):
+    """B_simple rising geometrically from ``start`` to ``end`` over ``steps`` records; flat entropy."""
+    samples, decs = 0, []
+    for i in range(steps):
+        cur = sched.current
+        samples += cur.batch
+        bs = start * (end / start) ** (i / steps)
+        rec = StepRecord(step=i, samples=samples, batch=cur.batch, lr=cur.lr, entropy=1.0,
+                         grad_norm=math.sqrt(1 + bs / cur.batch), micro_batch=4,
+                         grad_norm_micro=math.sqrt(1 + bs / 4))
+        decs.append(sched.step(rec))
+    return decs
+
+
+def test_follows_a_rising_critical_batch_in_fine_steps():
+    cfg = PolicyConfig(initial_batch="auto", fallback_batch=16, base_batch=16, auto_records=10,
+                       critical_fraction=0.25, constraints=BatchConstraints(group_size=8), max_stages=20)
+    s = TwoClockScheduler(cfg)
+    sw = [d for d in rising_drive(s) if d.switched]
+    tracked = [d for d in sw if d.reason.startswith("critical batch estimate")]
+    assert len(tracked) >= 4
+    ratios = [b.batch / a.batch for a, b in itertools.pairwise(sw)]
+    assert all(cfg.track_step <= r < 2 for r in ratios)  # finer than doubling, coarser than noise
+    assert 0.6 * 0.25 * 1600 <= s.current.batch <= 0.25 * 1600 * 1.05
+
+
+def test_known_critical_batch_is_tracked_relative_to_the_gradient_noise_start():
+    # B_simple is LR-free and here 4x lower than the known B*: only its ratio counts
+    cfg = PolicyConfig(initial_batch="auto", critical_batch=800, critical_fraction=0.25, auto_records=10,
+                       constraints=BatchConstraints(group_size=8), max_stages=20)
+    s = TwoClockScheduler(cfg)
+    assert s.current.batch == 200
+    rising_drive(s, steps=400, start=200.0, end=800.0)
+    est = s.critical_estimate()
+    assert 0.6 * 3200 <= est <= 1.2 * 3200  # 800 x (B_simple now / B_simple at the start ~ 4)
+    assert s.current.batch > 400
+
+
 def test_switches_to_larger_batch_before_the_failure():
-    cfg = PolicyConfig(initial_batch=64, base_lr=1e-6, growth=2, hysteresis=3, max_stages=3,
+    cfg = PolicyConfig(initial_batch=64, base_lr=1e-6, growth=2, hysteresis=3, max_stages=3, failure_exponent=0.5,
                        constraints=BatchConstraints(group_size=8, max_batch=1024))
     s = TwoClockScheduler(cfg)
     _, decs = drive(s, failure_samples=100_000, noise=0.01)
@@ -86,7 +137,7 @@ def test_no_failure_in_sight_means_no_switch():
 
 def test_hysteresis_needs_consecutive_triggers():
     cfg = PolicyConfig(initial_batch=8, hysteresis=4, failure_threshold=0.5, forecast_window=3,
-                       min_stage_steps=0)
+                       min_stage_steps=0, failure_exponent=1.0)
     s = TwoClockScheduler(cfg)
     # entropy at the threshold on alternate records: never 4 in a row, so no switch
     for i in range(60):
@@ -105,7 +156,8 @@ def test_hysteresis_needs_consecutive_triggers():
 
 
 def test_held_at_max_batch_says_why():
-    cfg = PolicyConfig(initial_batch=64, hysteresis=1, constraints=BatchConstraints(max_batch=64))
+    cfg = PolicyConfig(initial_batch=64, hysteresis=1, failure_exponent=0.5,
+                       constraints=BatchConstraints(max_batch=64))
     _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)
     assert not any(d.switched for d in decs)
     assert any("maximum" in d.reason for d in decs)
@@ -123,6 +175,8 @@ configs = st.builds(
     margin=st.floats(0.5, 4.0),
     auto=st.booleans(),
     b_simple=st.one_of(st.none(), st.floats(20.0, 2000.0)),
+    alpha=st.sampled_from([0.0, 0.5]),
+    tol=st.sampled_from([0.1, 0.3]),
 )
 
 
@@ -133,7 +187,7 @@ def _make(c):
     return PolicyConfig(initial_batch="auto" if c["auto"] else first, fallback_batch=first, auto_records=10,
                         base_batch=first, base_lr=1e-6, growth=c["growth"], hysteresis=c["hysteresis"],
                         min_samples_between=c["min_between"], max_stages=c["max_stages"], margin=c["margin"],
-                        constraints=cons)
+                        failure_exponent=c["alpha"], sample_tolerance=c["tol"], constraints=cons)
 
 
 @settings(max_examples=40, deadline=None)

@@ -1,12 +1,18 @@
-"""The two-clock policy: start below the critical batch, grow the batch before failure.
+"""The two-clock policy: start below the critical batch, follow it as it rises, mind the failure clock.
 
-Progress clock: per-rollout progress is best below the critical batch B*, so the run starts at
-``critical_fraction`` x B* (a known B*, e.g. from ``fit_sweep``, or the online gradient-noise
-estimate B_simple with ``initial_batch="auto"``) and, as B* rises with training, grows while it
-stays below that fraction of the estimate. Failure clock: the rollouts left before the failure
-signal reaches its collapse level are forecast online; when they fall below ``margin`` x the
-next stage's horizon the batch grows by ``growth`` and the LR follows the rule. Every trigger
-must hold for ``hysteresis`` records, and switches respect ``min_samples_between``,
+Progress clock: rollouts to a given progress grow as E(B)/E(0) = 1/(1 - B/2B*) (THEORY section 3),
+so the operating point follows the user's rollout tolerance: ``sample_tolerance`` 0.10 gives
+B = 2B* x 0.1/1.1 = 0.18 B* (``critical_fraction`` overrides it). B* is a known value (e.g.
+``fit_sweep``'s) or the online gradient-noise estimate B_simple; since B_simple is LR-free while
+B* ~ 1/lr, B_simple serves as a *relative* tracker (its ratio to its first value times the known
+B*). As B* rises the batch follows a continuous target (fraction x estimate, snapped), moving
+once the target is ``track_step`` above the current batch, as the Pollux rule re-optimises.
+Failure clock: the rollouts left before the failure signal reaches its collapse level are
+forecast online. Growing the batch postpones a failure only when failure samples grow with
+batch (``failure_exponent`` alpha > 0, e.g. ``FailureScalingFit.alpha_``); then the batch grows
+by ``growth`` once the forecast falls below ``margin`` x the next stage's horizon. For a sample
+clock (alpha <= 0, the default) the policy holds and says so ("failure forecast: hold").
+Every trigger must hold for ``hysteresis`` records, and switches respect ``min_samples_between``,
 ``min_stage_steps`` and ``max_stages``. Each record costs O(1) amortised work; the state is a
 bounded window plus at most ``max_stages`` stages.
 """
@@ -52,12 +58,18 @@ DETECTORS = {c.name: c for c in (EntropyCollapse, RewardCrash, GradNormSpike, KL
 class PolicyConfig:
     """Settings of :class:`TwoClockScheduler` (all sample counts in rollouts).
 
-    initial_batch: an int, or "auto": ``critical_fraction`` x the critical batch, taken from
+    initial_batch: an int, or "auto": the operating fraction x the critical batch, taken from
         ``critical_batch`` when given (e.g. ``fit_sweep``'s), else from the online gradient-noise
         estimate B_simple after ``auto_records`` records that carry both grad norms (running
         ``fallback_batch`` until then).
+    sample_tolerance: extra rollouts accepted against B -> 0 (0.10: 10%); the operating fraction
+        of B* is 2 x tol / (1 + tol). critical_fraction: an explicit fraction (overrides it).
     track_critical_batch: the critical batch rises as training progresses (Merrill et al. 2025);
-        grow the batch (by ``growth``) while it stays below ``critical_fraction`` x B_simple.
+        move the batch to the fraction x the current B* estimate (known B* x B_simple / its first
+        value) once that target is at least ``track_step`` x the current batch.
+    failure_exponent: alpha in failure samples ~ B^alpha (``FailureScalingFit.alpha_``). With
+        alpha <= 0 (a sample clock) growing cannot postpone the failure, so forecast and alarm
+        triggers hold the batch ("failure forecast: hold"); with alpha > 0 they grow it.
     base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
         scales with batch ("sqrt" for Adam, "linear" for SGD, "constant").
     growth: batch factor per switch. margin, horizon_steps: switch when the forecast samples to
@@ -91,7 +103,10 @@ class PolicyConfig:
     min_stage_steps: int = 10
     detectors: tuple[str, ...] = ("entropy_collapse", "reward_crash")
     critical_batch: float | None = None
-    critical_fraction: float = 0.5
+    critical_fraction: float | None = None
+    sample_tolerance: float = 0.10
+    track_step: float = 2.0 ** 0.25
+    failure_exponent: float = 0.0
     fallback_batch: int | None = None
     auto_records: int = 100
     track_critical_batch: bool = True
@@ -109,6 +124,13 @@ class PolicyConfig:
     def falling(self) -> bool:
         """Whether the failure signal falls towards collapse (entropy, reward)."""
         return self.failure_signal in ("entropy", "reward_mean")
+
+    @property
+    def operating_fraction(self) -> float:
+        """Batch / B*: ``critical_fraction`` if set, else from E(B)/E(0) = 1/(1 - B/2B*) = 1 + tol."""
+        if self.critical_fraction is not None:
+            return float(self.critical_fraction)
+        return 2.0 * self.sample_tolerance / (1.0 + self.sample_tolerance)
 
     @property
     def fraction(self) -> float:
@@ -171,7 +193,16 @@ class PolicyConfig:
         if not isinstance(self.detectors, (tuple, list)) or any(d not in DETECTORS for d in self.detectors):
             raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {self.detectors!r}")
         pos_num("critical_batch", self.critical_batch, optional=True)
-        pos_num("critical_fraction", self.critical_fraction)
+        pos_num("critical_fraction", self.critical_fraction, optional=True)
+        pos_num("sample_tolerance", self.sample_tolerance)
+        if self.sample_tolerance > 1:
+            raise bad("sample_tolerance", f"must be at most 1 (batch at most B*), got {self.sample_tolerance!r}")
+        pos_num("track_step", self.track_step)
+        if self.track_step <= 1:
+            raise bad("track_step", f"must be > 1 (a tracking move grows the batch), got {self.track_step!r}")
+        if (isinstance(self.failure_exponent, bool) or not isinstance(self.failure_exponent, (int, float))
+                or not math.isfinite(self.failure_exponent)):
+            raise bad("failure_exponent", f"must be a finite number, got {self.failure_exponent!r}")
         pos_int("fallback_batch", self.fallback_batch, optional=True)
         pos_int("auto_records", self.auto_records)
         for name in ("switch_on_alarm", "track_critical_batch"):
@@ -213,8 +244,10 @@ class TwoClockScheduler:
     ``step(record)`` folds the record into the online estimates and answers the (batch, lr) of
     the next update. With a :class:`~rlvr_schedule.plugins.PluginHost`, every record and decision
     goes to the observer hooks, a switch goes to ``rlvr_schedule_apply_decision``, and plugin
-    failure detectors run beside the forecast; a plugin that raises is logged and the schedule
-    holds its stage on that record (a strict host re-raises).
+    failure detectors run beside the forecast. An observer that raises (``on_record``,
+    ``on_decision``: a sink that lost its file) is logged and does not change the decisions; a
+    raising plugin detector holds the stage on that record (its alarm may be missing), and a
+    raising ``apply_decision`` holds the stage until a switch is applied (a strict host re-raises).
     """
 
     def __init__(self, config: PolicyConfig | None = None, plugins: PluginHost | None = None) -> None:
@@ -235,8 +268,9 @@ class TwoClockScheduler:
             batch = int(cfg.initial_batch)
             reason = "initial"
         elif cfg.critical_batch is not None:
-            batch = c.snap(cfg.critical_fraction * cfg.critical_batch, "down")
-            reason = f"initial: {cfg.critical_fraction:g} x critical batch {cfg.critical_batch:g}"
+            frac = cfg.operating_fraction
+            batch = c.snap(frac * cfg.critical_batch, "down")
+            reason = f"initial: {frac:.3g} x critical batch {cfg.critical_batch:g}"
         else:
             batch = c.snap(cfg.fallback_batch or cfg.base_batch or c.lowest)
             reason = "initial: fallback until the gradient-noise estimate"
@@ -246,6 +280,8 @@ class TwoClockScheduler:
         self._records = 0
         self._last_switch = 0
         self._last_switch_step = 0
+        self._bs_ref = math.nan  # B_simple when first estimated: the reference of the relative tracker
+        self._holding = False  # a failure trigger is being held (sample clock); logged on entry
 
     # --- BatchSchedule -------------------------------------------------------------------------
     @property
@@ -262,14 +298,14 @@ class TwoClockScheduler:
 
     def step(self, record: StepRecord) -> Decision:
         host = self.plugins
-        faults0 = len(host.faults) if host is not None else 0
         if host is not None:
-            host.call("rlvr_schedule_on_record", record=record)
+            host.call("rlvr_schedule_on_record", record=record)  # an observer fault is only logged
+        faults0 = len(host.faults) if host is not None else 0
         self._records += 1
         stf = self.forecast.update(record)
         b_simple = self.noise.update(record)
         alarm = self._run_detectors(record) if self.detectors else None
-        faulted = host is not None and len(host.faults) > faults0
+        faulted = host is not None and len(host.faults) > faults0  # a detector raised: alarm may be missing
 
         cur = self._stages[-1]
         target, reason = self._propose(record, cur, stf, b_simple, alarm)
@@ -291,48 +327,74 @@ class TwoClockScheduler:
                 decision = self._decision(record, cur, len(self._stages) - 1, False,
                                           "held: rlvr_schedule_apply_decision raised")
         if host is not None:
-            host.call("rlvr_schedule_on_decision", decision=decision, record=record)
+            host.call("rlvr_schedule_on_decision", decision=decision, record=record)  # faults only logged
         return decision
 
     # --- policy --------------------------------------------------------------------------------
+    def critical_estimate(self, b_simple: float | None = None) -> float:
+        """The current B* estimate: the known B* x B_simple / its first value (B_simple alone when
+        no B* is known); NaN before the gradient-noise estimate is ready."""
+        bs = self.noise.b_simple if b_simple is None else b_simple
+        ref = self._bs_ref
+        if math.isnan(ref) or math.isnan(bs) or ref <= 0:
+            return math.nan
+        known = self.config.critical_batch
+        return bs if known is None else known * bs / ref
+
     def _propose(self, record: StepRecord, cur: Stage, stf: float, b_simple: float,
                  alarm: str | None) -> tuple[int | None, str]:
         cfg = self.config
+        c = cfg.constraints
+        frac = cfg.operating_fraction
         room = len(self._stages) < cfg.max_stages
-        estimated = self.noise.n_updates >= cfg.auto_records and not math.isnan(b_simple)
+        estimated = self.noise.n_updates >= cfg.auto_records and math.isfinite(b_simple) and b_simple > 0
+        if estimated and math.isnan(self._bs_ref):
+            self._bs_ref = b_simple
+        bstar = self.critical_estimate(b_simple) if estimated else math.nan
         if self._auto_pending and estimated:
-            # picked once; stays pending only while a plugin fault holds the switch
-            target = cfg.constraints.snap(cfg.critical_fraction * b_simple, "down")
+            # picked once; stays pending only while a fault holds the switch
+            target = c.snap(frac * bstar, "down")
             if room and target != cur.batch:
-                return target, (f"auto: {cfg.critical_fraction:g} x critical batch estimate "
-                                f"{b_simple:.4g} (gradient noise)")
+                return target, f"auto: {frac:.3g} x critical batch estimate {bstar:.4g} (gradient noise)"
             self._auto_pending = False
         nxt = self._next_batch(cur.batch)
-        need = cfg.margin * cfg.horizon_steps * (nxt if nxt is not None else cur.batch)
-        trigger = ""
-        if stf < need:
-            trigger = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
+        failure = ""
+        if stf < cfg.margin * cfg.horizon_steps * (nxt if nxt is not None else cur.batch):
+            failure = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
-            trigger = alarm
-        elif (cfg.track_critical_batch and estimated and nxt is not None
-              and cfg.critical_fraction * b_simple >= nxt):
-            trigger = (f"critical batch estimate {b_simple:.4g} rose: {cfg.critical_fraction:g} x it "
-                       f">= next batch {nxt}")
+            failure = alarm
+        grow_for_failure = cfg.failure_exponent > 0
+        hold = ""
+        if failure and not grow_for_failure:
+            hold = f"failure forecast: hold (failure_exponent {cfg.failure_exponent:g}: a sample clock; {failure})"
+            if not self._holding:
+                log.info("two-clock: %s", hold)
+        self._holding = bool(hold)
+        trigger, target = "", None
+        if failure and grow_for_failure:
+            trigger, target = failure, nxt
+        elif cfg.track_critical_batch and estimated:
+            tracked = c.snap(frac * bstar, "down")
+            if tracked > cur.batch and tracked >= cfg.track_step * cur.batch:
+                trigger, target = (f"critical batch estimate {bstar:.4g} rose: {frac:.3g} x it -> batch "
+                                   f"{tracked}"), tracked
         if not trigger:
             self._streak = 0
-            return None, ""
+            return None, hold
+        if hold:
+            trigger = f"{trigger}; {hold}"
         self._streak += 1
         if self._streak < cfg.hysteresis:
             return None, f"trigger {self._streak}/{cfg.hysteresis}: {trigger}"
         if not room:
             return None, f"held: max_stages {cfg.max_stages} reached ({trigger})"
-        if nxt is None:
+        if target is None:
             return None, f"held: batch at its maximum ({trigger})"
         if record.samples - self._last_switch < cfg.min_samples_between:
             return None, f"held: min_samples_between {cfg.min_samples_between} ({trigger})"
         if self._records - self._last_switch_step < cfg.min_stage_steps:
             return None, f"held: min_stage_steps {cfg.min_stage_steps} ({trigger})"
-        return nxt, trigger
+        return target, trigger
 
     def _next_batch(self, batch: int) -> int | None:
         nxt = self.config.constraints.snap(batch * self.config.growth, "up")
@@ -397,12 +459,12 @@ class TwoClockScheduler:
             if hasattr(det, "state_dict"):
                 dets[f"{i}:{getattr(det, 'name', type(det).__name__)}"] = _to_json(det.state_dict())
         return {
-            "kind": _STATE_KIND, "version": 1, "config": _to_json(self.config.to_dict()),
+            "kind": _STATE_KIND, "version": 2, "config": _to_json(self.config.to_dict()),
             "stages": [s.to_dict() for s in self._stages],
             "base_batch": self.base_batch,
             "streak": self._streak, "records": self._records, "last_switch": self._last_switch,
             "last_switch_step": self._last_switch_step,
-            "auto_pending": self._auto_pending,
+            "auto_pending": self._auto_pending, "bs_ref": _to_json(self._bs_ref), "holding": self._holding,
             "forecast": _to_json(self.forecast.state_dict()), "noise": _to_json(self.noise.state_dict()),
             "detectors": dets,
         }
@@ -425,6 +487,8 @@ class TwoClockScheduler:
         self._last_switch = int(state["last_switch"])
         self._last_switch_step = int(state["last_switch_step"])
         self._auto_pending = bool(state["auto_pending"])
+        self._bs_ref = float(_from_json(state.get("bs_ref", "NaN")))  # version 1 states: re-referenced
+        self._holding = bool(state.get("holding", False))
         self.forecast.load_state_dict(_from_json(state["forecast"]))
         self.noise.load_state_dict(_from_json(state["noise"]))
         saved = state.get("detectors", {})
