@@ -50,8 +50,15 @@ def test_two_clock_yaml(tmp_path):
                  "growth: 2\nconstraints: {group_size: 16, max_batch: 4096}\n")
     s = load_schedule(p)
     assert isinstance(s, TwoClockScheduler)
-    assert s.current.batch == 496  # 0.5 x 1000 snapped down to whole groups of 16
+    # changed deliberately (v2): the default operating point follows sample_tolerance 0.10 (0.18 x B*)
+    assert s.current.batch == 176  # 2 x 0.1/1.1 x 1000 = 182 snapped down to whole groups of 16
     assert s.config.growth == 2.0 and s.config.constraints.max_batch == 4096
+    p.write_text("type: two_clock\ninitial_batch: auto\ncritical_batch: 1000\nsample_tolerance: 2.5e-1\n"
+                 "failure_exponent: '0.5'\ncritical_fraction: null\nconstraints: {group_size: 16}\n")
+    s = load_schedule(p)
+    assert s.current.batch == 400 and s.config.failure_exponent == 0.5  # 0.4 x 1000
+    p.write_text("type: two_clock\ncritical_batch: 1000\ncritical_fraction: 0.5\nconstraints: {group_size: 16}\n")
+    assert load_schedule(p).current.batch == 496  # the explicit fraction overrides the tolerance
 
 
 @pytest.mark.parametrize("doc, field", [

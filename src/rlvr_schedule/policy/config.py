@@ -54,7 +54,7 @@ _INT_FIELDS = frozenset({
     "max_batch", "divisor"})
 _FLOAT_FIELDS = frozenset({
     "lr", "base_lr", "growth", "margin", "failure_threshold", "failure_fraction", "forecast_half_life",
-    "critical_batch", "critical_fraction"})
+    "critical_batch", "critical_fraction", "sample_tolerance", "track_step", "failure_exponent"})
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
