@@ -166,6 +166,7 @@ TWO_CLOCK = {
     "max_stages": 2,
     "failure_signal": "entropy",
     "failure_threshold": 0.5,
+    "failure_exponent": 0.5,  # policy v2: grow on the failure forecast only when alpha > 0
     "constraints": {"group_size": 4},
 }
 

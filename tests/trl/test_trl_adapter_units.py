@@ -141,6 +141,7 @@ def test_two_clock_switch_is_routed_through_the_plugin_host():
         "max_stages": 2,
         "hysteresis": 1,
         "failure_threshold": 1.0,
+        "failure_exponent": 0.5,  # policy v2: grow on the failure forecast only when alpha > 0
         "constraints": {"group_size": 4, "divisor": 8},
     }
     cb = RlvrScheduleCallback(spec, strict=True)
@@ -163,6 +164,7 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
         "max_stages": 2,
         "hysteresis": 1,
         "failure_threshold": 1.0,
+        "failure_exponent": 0.5,  # policy v2: grow on the failure forecast only when alpha > 0
         "constraints": {"group_size": 4},
     }
     cb = RlvrScheduleCallback(spec)

@@ -62,6 +62,7 @@ class DetectorPlugin:
 
 def two_clock(host):
     cfg = PolicyConfig(initial_batch=32, base_lr=1e-6, hysteresis=1, min_stage_steps=0, max_stages=3,
+                       failure_exponent=0.5,  # policy v2: alarms grow the batch only when alpha > 0
                        constraints=BatchConstraints(group_size=4))
     return TwoClockScheduler(cfg, plugins=host)
 
