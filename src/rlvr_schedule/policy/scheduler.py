@@ -95,7 +95,7 @@ class PolicyConfig:
     horizon_steps: int = 10
     hysteresis: int = 3
     min_samples_between: int = 0
-    max_stages: int = 6
+    max_stages: int = 16
     failure_signal: str = "entropy"
     failure_threshold: float | None = None
     failure_fraction: float | None = None
