@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -99,7 +100,7 @@ def policy_config(cfg: TrainConfig, *, batches: Sequence[int] | None = None, cri
         growth=2.0, horizon_steps=8, hysteresis=2, max_stages=4, failure_signal="entropy",
         constraints=BatchConstraints(group_size=cfg.group_size, min_batch=lo, max_batch=hi),
     )
-    if critical_batch is not None and critical_batch == critical_batch and critical_batch > 0:
+    if critical_batch is not None and math.isfinite(critical_batch) and critical_batch > 0:
         kw.update(initial_batch="auto", critical_batch=float(critical_batch))
     kw.update(overrides)
     return PolicyConfig(**kw)

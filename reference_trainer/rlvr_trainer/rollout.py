@@ -9,6 +9,7 @@ an uninterrupted one would.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,11 @@ class Rollout:
     logprobs: list[float] | None = None  # the engine's sampling logprobs, when requested
 
 
+class _RotaryReloadFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.getMessage().startswith("RotaryEmbedding") and "Failed to load weights" in record.getMessage())
+
+
 def _seed(run_seed: int, step: int, i: int) -> int:
     """A hashed per-prompt seed: vLLM gives the group's j-th sample ``seed + j``, so neighbouring
     prompts must not get neighbouring seeds."""
@@ -67,6 +73,9 @@ class VLLMEngine:
         self.llm = LLM(model=str(model_dir), dtype=dtype, seed=seed, max_model_len=max_model_len,
                        enforce_eager=True, enable_prefix_caching=True, gpu_memory_utilization=0.5)
         self.tokenizer = self.llm.get_tokenizer()
+        # rotary embeddings hold no checkpoint weights: vLLM warns on every reload and keeps its
+        # own (correct) cos/sin cache; the logprob check in tests/trainer covers it
+        logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_RotaryReloadFilter())
 
     def generate(self, prompts: Sequence[str], n: int, *, step: int, logprobs: bool = False,
                  temperature: float | None = None) -> list[list[Rollout]]:
