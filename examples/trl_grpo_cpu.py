@@ -8,7 +8,7 @@ optimizer and its scheduler. Records and decisions go to a JSONL file (``rlvr-sc
 
     python examples/trl_grpo_cpu.py                      # built-in two-stage schedule, 12 updates
     python examples/trl_grpo_cpu.py --schedule my.yaml   # any static or two_clock schedule file
-    python examples/trl_grpo_cpu.py --resume             # continue from the last checkpoint in --out
+    python examples/trl_grpo_cpu.py --resume             # continue from the last complete checkpoint
 
 Rollout batches must be multiples of per-device batch x world x steps_per_generation (here 4 x 1 x 2).
 """
@@ -129,6 +129,21 @@ def build_trainer(
     return trainer, callback
 
 
+def resume_point(run_dir: Path) -> str | None:
+    """The last *complete* checkpoint: a kill while the Trainer writes one leaves a ``checkpoint-N``
+    without ``trainer_state.json`` (written last), which ``resume_from_checkpoint=True`` would pick."""
+    from rlvr_schedule_adapters._common import last_complete_checkpoint
+
+    choice = last_complete_checkpoint(run_dir)
+    for name, why in choice.skipped:
+        print(f"resume: skipping incomplete {run_dir / name} ({why})")
+    if choice.path is None:
+        print(f"resume: no complete checkpoint in {run_dir}; starting from scratch")
+        return None
+    print(f"resume: from {choice.path}")
+    return str(choice.path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="output dir (default: a temp dir)")
@@ -136,7 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=12, help="optimizer updates (max_steps)")
     ap.add_argument("--prompts", type=int, default=256, help="prompts in the dataset (one epoch)")
     ap.add_argument("--save-steps", type=int, default=0, help="checkpoint every N updates (0: none)")
-    ap.add_argument("--resume", action="store_true", help="resume from the last checkpoint in --out")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="resume from the last complete checkpoint in --out (one cut by a kill is skipped)",
+    )
     a = ap.parse_args(argv)
     out = a.out or Path(tempfile.mkdtemp(prefix="trl-grpo-cpu-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -150,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         prompts=a.prompts,
         save_steps=a.save_steps,
     )
-    trainer.train(resume_from_checkpoint=True if a.resume else None)
+    trainer.train(resume_from_checkpoint=resume_point(out / "run") if a.resume else None)
     cb = find_callback(trainer)  # a resumed run holds a new instance rebuilt from the checkpoint
     print(f"{'step':>4} {'samples':>7} {'batch':>5} {'lr':>9} {'reward':>7} {'entropy':>7}  decision")
     logs = {h["step"]: h for h in trainer.state.log_history if "reward" in h}

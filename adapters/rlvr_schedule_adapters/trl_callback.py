@@ -184,6 +184,7 @@ class _ScheduleCallbackCore:
         self._epoch_pos = 0  # micro-steps done in the current epoch
         self._resume_pos: int | None = None
         self._saved_epoch_pos: int | None = None
+        self._offset = 0  # micro-steps done in this epoch minus the Trainer's count of them (resume)
         self._warned_spec = False
 
     # --- ExportableState ---------------------------------------------------------------------------
@@ -260,13 +261,19 @@ class _ScheduleCallbackCore:
             return
         batch, lr = self.pending
         ga = self._unit.accumulation(batch)
-        if ga != self._args.gradient_accumulation_steps and self._epoch_pos % ga:
+        if ga != self._stage_accumulation() and self._epoch_pos % ga:
             return  # the next update would be cut short: wait for an aligned boundary
+        self._apply(batch, lr)
+        self.pending = None
+
+    def _apply(self, batch: int, lr: float) -> None:
+        """Put ``batch`` rollouts per update and base LR ``lr`` in effect in the trainer now."""
+        assert self._unit is not None and self._args is not None
+        ga = self._unit.accumulation(batch)
         if self.applied is None or self.applied[1] != lr:
             scale_base_lr(self._optimizer, self._lr_scheduler, lr)
-        if self._args.gradient_accumulation_steps != ga:
-            self._args.gradient_accumulation_steps = ga
-        self.applied, self.pending = (batch, lr), None
+        self._args.gradient_accumulation_steps = ga
+        self.applied = (batch, lr)
         log.info(
             "rlvr-schedule: applied %s rollouts/update (gradient_accumulation_steps=%s), lr %g", batch, ga, lr
         )
@@ -318,37 +325,35 @@ class _ScheduleCallbackCore:
             self.samples, self.last_step, self.last_batch = 0, 0, None
             self.pending = None
         self.start_samples = self.samples
-        if state.global_step > 0:  # resumed: where the Trainer's data skip puts us in the epoch
-            if micro_per_epoch and not getattr(args, "ignore_data_skip", False):
-                per_epoch = max(-(-micro_per_epoch // ga0), 1)
-                self._resume_pos = (state.global_step % per_epoch) * ga0
-            else:
-                self._resume_pos = 0
+        restored = state.global_step > 0 and self.last_step > 0
+        if state.global_step > 0:
+            self._resume_pos = self._resume_position(args, state, micro_per_epoch, ga0)
             self._epoch_pos = self._resume_pos
-            if self.last_step == 0:
+            if not restored:
                 log.warning(
                     "resumed at step %s without saved schedule state (set "
                     "restore_callback_states_from_checkpoint=True): the schedule starts over",
                     state.global_step,
                 )
-            elif self._saved_epoch_pos is not None and self._saved_epoch_pos != self._resume_pos:
-                log.warning(
-                    "resume: the Trainer skips %s micro-steps of the epoch (it assumes a constant "
-                    "gradient_accumulation_steps) where the run had done %s; updates stay whole but "
-                    "some prompts are seen again or skipped",
-                    self._resume_pos,
-                    self._saved_epoch_pos,
-                )
-        target = (
-            self.pending
-            or self.applied
-            or self.wanted
-            or (self.schedule.current.batch, float(self.schedule.current.lr))
-        )
         # GA is not checkpointed (args hold the initial value again) and the LR is re-applied too
         # (idempotent when scheduler.pt brought it back): nothing counts as in effect yet
-        self.applied = None
-        self.request(*target, reason="resume" if state.global_step else "initial stage")
+        in_effect, self.applied = self.applied, None
+        if restored and in_effect is not None:
+            # the stage that ran the saved updates runs the next one too (the uninterrupted run did not
+            # stop between them); a stage still waiting for its boundary keeps waiting, as it would have
+            pending, wanted = self.pending, self.wanted
+            self._apply(*in_effect)
+            self.pending, self.wanted = pending, wanted
+            self._try_apply()
+            if self._offset:
+                self._check_first_micro()
+        else:
+            target = (
+                self.pending
+                or self.wanted
+                or (self.schedule.current.batch, float(self.schedule.current.lr))
+            )
+            self.request(*target, reason="resume" if state.global_step else "initial stage")
         if self.check_setup and micro_per_epoch:
             self._check_plan(state, micro_per_epoch, ga0)
 
@@ -408,14 +413,74 @@ class _ScheduleCallbackCore:
                     stacklevel=3,
                 )
 
+    def _resume_position(self, args: Any, state: Any, micro_per_epoch: int | None, ga0: int) -> int:
+        """Micro-steps of the current epoch behind the resumed run (saved), or the Trainer's guess.
+
+        The Trainer skips ``(global_step % updates_per_epoch) x gradient_accumulation_steps`` batches,
+        counted with the initial accumulation (``_init_training_state``, before any callback runs), and
+        ends an update whenever its micro-step count since the epoch began divides by the accumulation
+        in effect (``_run_epoch``). After a schedule has grown the batch its count is short of what the
+        run really did, so an update of the restored stage would end early. The difference is kept in
+        ``_offset`` and :meth:`_steer` keeps the updates whole for the rest of the epoch.
+        """
+        self._offset = 0
+        if not micro_per_epoch or getattr(args, "ignore_data_skip", False):
+            trainer_pos = 0
+        else:
+            trainer_pos = (state.global_step % max(-(-micro_per_epoch // ga0), 1)) * ga0
+        saved = self._saved_epoch_pos if self.last_step > 0 else None
+        if saved is None or int(saved) == trainer_pos:
+            return trainer_pos
+        self._offset = int(saved) - trainer_pos
+        log.info(
+            "resume: the Trainer counts %s micro-steps into the epoch (it assumes a constant "
+            "gradient_accumulation_steps) where the run had done %s: the prompts in between are seen "
+            "again (or skipped); the callback keeps updates whole until the epoch ends",
+            trainer_pos,
+            saved,
+        )
+        return int(saved)
+
+    def _stage_accumulation(self) -> int:
+        """The accumulation count of the stage in effect (``args`` may hold a steering value)."""
+        if self.applied is not None and self._unit is not None:
+            return self._unit.accumulation(self.applied[0])
+        return int(self._args.gradient_accumulation_steps)
+
+    def _steer(self, args: Any) -> None:
+        """Make the Trainer end the update after exactly the stage's micro-steps (offset count).
+
+        ``_run_epoch`` reads ``gradient_accumulation_steps`` at each update to fetch that many batches
+        (and to scale the loss), then ends the update at the first micro-step whose count
+        ``step + 1`` divides by the value read *at that micro-step*. With a count that is off by
+        ``_offset``, the stage's value would end updates early; so between micro-steps the callback
+        sets a value that divides the count only at the update's last micro-step, and puts the
+        stage's value back after the update (for the next fetch). Only a resumed epoch needs this.
+        """
+        ga = self._stage_accumulation()
+        if self._offset % ga == 0:
+            args.gradient_accumulation_steps = ga
+            return
+        count = self._epoch_pos - self._offset + self._micro + 1  # the Trainer's step + 1, next micro-step
+        args.gradient_accumulation_steps = count if self._micro + 1 >= ga else count + 1
+
     @_guarded
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._epoch_pos = self._resume_pos or 0
         self._resume_pos = None
         self._try_apply()
 
+    @_guarded
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._offset:  # a new epoch: the Trainer's count and the callback's agree again
+            self._offset = 0
+            if self._args is not None:
+                self._args.gradient_accumulation_steps = self._stage_accumulation()
+
     def on_substep_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._micro += 1  # hot path: no guard needed for an increment
+        if self._offset:
+            self._steer(args)
 
     @_guarded
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -426,6 +491,19 @@ class _ScheduleCallbackCore:
             self.last_batch = self._unit.batch(micro)
             self.samples += self.last_batch
         self._try_apply()
+        if self._offset and self._args is not None:
+            self._args.gradient_accumulation_steps = self._stage_accumulation()  # the next fetch
+            self._check_first_micro()
+
+    def _check_first_micro(self) -> None:
+        """The first micro-step of an update is tested with the stage's own value: warn if it divides."""
+        ga = self._stage_accumulation()
+        if ga > 1 and (self._epoch_pos - self._offset + 1) % ga == 0:
+            log.warning(
+                "resume: with steps_per_generation=1 the Trainer ends the next update after one "
+                "micro-step (count %s); updates stay whole from the next epoch",
+                self._epoch_pos - self._offset + 1,
+            )
 
     @_guarded
     def on_log(

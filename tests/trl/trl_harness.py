@@ -68,15 +68,23 @@ class Measured:
     completions: list[int] = field(default_factory=list)
     lr: list[float] = field(default_factory=list)
     ga: list[int] = field(default_factory=list)
+    prompts: list[list[str]] = field(default_factory=list)  # per step: the prompts scored, in order
+    texts: list[list[str]] = field(default_factory=list)  # per step: the completions scored
     _scored: int = 0
+    _prompts: list[str] = field(default_factory=list)
+    _texts: list[str] = field(default_factory=list)
 
-    def reward(self, completions: list[Any], **kwargs: Any) -> list[float]:
+    def reward(self, completions: list[Any], prompts: list[Any] | None = None, **kwargs: Any) -> list[float]:
         self._scored += len(completions)
+        self._prompts += [str(p) for p in prompts or []]
+        self._texts += [str(c) for c in completions]
         return [float(len(c)) for c in completions]
 
     def on_step(self, optimizer: Any, *args: Any, **kwargs: Any) -> None:
         self.completions.append(self._scored)
-        self._scored = 0
+        self.prompts.append(self._prompts)
+        self.texts.append(self._texts)
+        self._scored, self._prompts, self._texts = 0, [], []
         self.lr.append(float(optimizer.param_groups[0]["lr"]))
 
 
