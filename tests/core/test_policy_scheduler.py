@@ -48,9 +48,9 @@ def test_auto_starts_below_a_known_critical_batch():
     assert s.current.batch == 496 and s.current.batch < 1000
 
 
-@pytest.mark.parametrize("kw, batch", [(dict(critical_fraction=0.5), 296),  # 0.5 x 600, whole groups
+@pytest.mark.parametrize("kw, batch", [({"critical_fraction": 0.5}, 296),  # 0.5 x 600, whole groups
                                        ({}, 104),  # default tolerance 0.10: 2 x 0.1/1.1 x 600 = 109
-                                       (dict(sample_tolerance=0.25), 240)])  # 0.4 x 600
+                                       ({"sample_tolerance": 0.25}, 240)])  # 0.4 x 600
 def test_auto_starts_below_the_gradient_noise_estimate(kw, batch):
     cfg = PolicyConfig(initial_batch="auto", fallback_batch=32, base_batch=32, base_lr=1e-6,
                        auto_records=10, constraints=BatchConstraints(group_size=8), **kw)
