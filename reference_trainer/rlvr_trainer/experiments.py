@@ -139,8 +139,9 @@ def summarize(runs: Sequence[Run], target: float | None) -> str:
 
 def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds: Sequence[int] = (0,),
             resume: bool = True, progress: bool = True, use_fit: bool = True) -> Path:
-    """Sweep, then the live schedule (seeded with the sweep's critical batch when ``use_fit``),
-    then the report; returns the report's index.html."""
+    """Sweep, then the live schedule (seeded with the sweep's critical batch when ``use_fit`` and
+    the fit is finite, else from the online gradient-noise estimate), then the report; returns
+    the report's index.html."""
     from rlvr_schedule.clocks import fit_sweep
     from rlvr_schedule.errors import RlvrScheduleError
     from rlvr_schedule.report import write_report
@@ -153,9 +154,16 @@ def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds:
         raise RlvrScheduleError(f"cannot fit the clocks to the sweep ({exc}); raise --max-samples so every "
                                 "run has several updates") from exc
     crit = getattr(fit, "critical_batch", None) if use_fit else None
-    sched_runs = schedule(cfg.replace(batch=min(batches)), out, seeds=seeds, resume=resume, progress=progress,
-                          policy=policy_config(cfg.replace(batch=min(batches)), batches=batches,
-                                               critical_batch=crit))
+    if crit is not None and math.isfinite(crit) and crit > 0:
+        # start at critical_fraction x the sweep's critical batch
+        start = cfg.replace(batch=min(batches))
+        policy = policy_config(start, batches=batches, critical_batch=crit)
+    else:
+        # no finite critical batch within the sweep: start at base_batch and let the online
+        # gradient-noise estimate (grad_norm_micro) pick the batch live
+        start = cfg.replace(batch=cfg.base_batch)
+        policy = policy_config(start, batches=batches, initial_batch="auto", fallback_batch=cfg.base_batch)
+    sched_runs = schedule(start, out, seeds=seeds, resume=resume, progress=progress, policy=policy)
     table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None))
     decisions = []
     for seed in seeds:
