@@ -37,6 +37,7 @@ from rlvr_schedule_adapters._common import (
     build_schedule,
     epoch_fit,
     largest_reachable_batch,
+    last_complete_checkpoint,
     planned_batches,
     scale_base_lr,
     schedule_spec,
@@ -50,6 +51,7 @@ __all__ = [
     "RlvrScheduleCallback",  # noqa: F822 (built lazily by the module __getattr__)
     "ScheduleSetupWarning",
     "find_callback",
+    "last_complete_checkpoint",
     "rlvr_schedule_metric_aliases",
 ]
 

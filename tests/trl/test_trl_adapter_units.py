@@ -13,6 +13,7 @@ from rlvr_schedule_adapters._common import (
     build_schedule,
     epoch_fit,
     largest_reachable_batch,
+    last_complete_checkpoint,
     planned_batches,
     scale_base_lr,
     schedule_spec,
@@ -183,3 +184,23 @@ def test_largest_reachable_batch_of_the_two_clock_policy():
     assert largest_reachable_batch(two(max_stages=4, constraints={"max_batch": 40})) == 40  # snapped to the cap
     assert largest_reachable_batch(two(max_stages=1)) is None
     assert largest_reachable_batch(StaticSchedule([Stage(8, 1e-3)])) is None
+
+
+def test_last_complete_checkpoint_skips_ones_cut_by_a_kill(tmp_path):
+    run = tmp_path / "run"
+    for n, state in [(2, "{}"), (4, None), (6, '{"global_step": 6'), (10, '{"global_step": 10}')]:
+        (run / f"checkpoint-{n}").mkdir(parents=True)
+        (run / f"checkpoint-{n}" / "model.safetensors").write_bytes(b"x")
+        if state is not None:
+            (run / f"checkpoint-{n}" / "trainer_state.json").write_text(state)
+    (run / "checkpoint-12").write_text("a file, not a checkpoint")
+    (run / "checkpoint-99-tmp").mkdir()
+
+    assert last_complete_checkpoint(run).path == run / "checkpoint-10"  # by number, not by name
+    (run / "checkpoint-10" / "trainer_state.json").unlink()
+    choice = last_complete_checkpoint(run)
+    assert choice.path == run / "checkpoint-2"
+    assert [name for name, _ in choice.skipped] == ["checkpoint-10", "checkpoint-6", "checkpoint-4"]
+    assert "no trainer_state.json" in dict(choice.skipped)["checkpoint-4"]
+    assert "unreadable" in dict(choice.skipped)["checkpoint-6"]
+    assert last_complete_checkpoint(tmp_path / "missing").path is None

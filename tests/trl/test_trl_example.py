@@ -29,16 +29,21 @@ def _run(*args: str) -> str:
 
 
 def test_example_switches_and_resumes(tmp_path):
-    text = _run("--out", str(tmp_path), "--steps", "6", "--save-steps", "6")
+    text = _run("--out", str(tmp_path), "--steps", "6", "--save-steps", "2")
     rows = [line.split() for line in text.splitlines() if line[:4].strip().isdigit()]
     assert [int(r[2]) for r in rows] == [8, 8, 8, 8, 16, 16]  # rollouts per update
     assert "switch -> 16" in text and "callback errors 0" in text
 
-    text = _run("--out", str(tmp_path), "--steps", "8", "--save-steps", "6", "--resume")
+    # a kill while checkpoint-6 was written leaves it without trainer_state.json (written last):
+    # --resume skips it, says so, and continues from checkpoint-4
+    (tmp_path / "run" / "checkpoint-6" / "trainer_state.json").unlink()
+    text = _run("--out", str(tmp_path), "--steps", "8", "--save-steps", "2", "--resume")
+    assert "skipping incomplete" in text and "checkpoint-6 (no trainer_state.json)" in text
+    assert f"resume: from {tmp_path / 'run' / 'checkpoint-4'}" in text
     rows = [line.split() for line in text.splitlines() if line[:4].strip().isdigit()]
-    assert [(int(r[0]), int(r[1]), int(r[2])) for r in rows] == [(7, 80, 16), (8, 96, 16)]
+    assert [(int(r[0]), int(r[1]), int(r[2])) for r in rows] == [(5, 48, 16), (6, 64, 16), (7, 80, 16), (8, 96, 16)]
 
     # the resumed run (a new process, a callback rebuilt from the checkpoint) still writes to the
     # JSONL sink registered on the host passed to the callback it replaced
     lines = [json.loads(x) for x in (tmp_path / "schedule.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in lines if r.get("kind") == "record"] == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert [r["step"] for r in lines if r.get("kind") == "record"] == [1, 2, 3, 4, 5, 6, 5, 6, 7, 8]
