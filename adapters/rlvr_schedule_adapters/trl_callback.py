@@ -351,9 +351,7 @@ class _ScheduleCallbackCore:
                 self._check_first_micro()
         else:
             target = (
-                self.pending
-                or self.wanted
-                or (self.schedule.current.batch, float(self.schedule.current.lr))
+                self.pending or self.wanted or (self.schedule.current.batch, float(self.schedule.current.lr))
             )
             self.request(*target, reason="resume" if state.global_step else "initial stage")
         if self.check_setup and micro_per_epoch:

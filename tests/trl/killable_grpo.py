@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from trl_harness import Measured, grpo_args, make_tiny_model, prompts  # noqa: E402
+from trl_harness import Measured, grpo_args, make_tiny_model, prompts
 
 #: Three stages whose second switch (decided after update 5, 12 micro-steps into the epoch) waits one
 #: update for an aligned boundary: a checkpoint-5 holds a stage in effect (16) and one pending (32).

@@ -181,7 +181,9 @@ def test_largest_reachable_batch_of_the_two_clock_policy():
         return schedule_from_dict({"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, **kw})
 
     assert largest_reachable_batch(two(max_stages=4)) == 64  # 8 -> 16 -> 32 -> 64
-    assert largest_reachable_batch(two(max_stages=4, constraints={"max_batch": 40})) == 40  # snapped to the cap
+    assert (
+        largest_reachable_batch(two(max_stages=4, constraints={"max_batch": 40})) == 40
+    )  # snapped to the cap
     assert largest_reachable_batch(two(max_stages=1)) is None
     assert largest_reachable_batch(StaticSchedule([Stage(8, 1e-3)])) is None
 

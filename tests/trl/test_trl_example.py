@@ -41,7 +41,12 @@ def test_example_switches_and_resumes(tmp_path):
     assert "skipping incomplete" in text and "checkpoint-6 (no trainer_state.json)" in text
     assert f"resume: from {tmp_path / 'run' / 'checkpoint-4'}" in text
     rows = [line.split() for line in text.splitlines() if line[:4].strip().isdigit()]
-    assert [(int(r[0]), int(r[1]), int(r[2])) for r in rows] == [(5, 48, 16), (6, 64, 16), (7, 80, 16), (8, 96, 16)]
+    assert [(int(r[0]), int(r[1]), int(r[2])) for r in rows] == [
+        (5, 48, 16),
+        (6, 64, 16),
+        (7, 80, 16),
+        (8, 96, 16),
+    ]
 
     # the resumed run (a new process, a callback rebuilt from the checkpoint) still writes to the
     # JSONL sink registered on the host passed to the callback it replaced
