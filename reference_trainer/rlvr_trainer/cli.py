@@ -79,8 +79,6 @@ def config_from_args(args: argparse.Namespace):
             raise RlvrScheduleError(f"--set expects KEY=VALUE, got {item!r}")
         k, v = item.split("=", 1)
         kw[k.strip()] = _parse_value(v)
-    if args.batch is not None and args.base_batch is None and "base_batch" not in kw:
-        kw.setdefault("base_batch", preset(args.preset).base_batch)
     return preset(args.preset, **kw)
 
 

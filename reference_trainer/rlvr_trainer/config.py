@@ -31,7 +31,7 @@ class TrainConfig:
     base_batch: int = 32
     base_lr: float = 1e-4  # measured here: 3e-4..1e-3 at batch 32 degrade the tiny model's reward
     lr_rule: str = "sqrt"
-    max_samples: int = 8192
+    max_samples: int = 6144  # per run; keeps `make demo` (6 runs, b8 = 768 updates) near 10 min on 2 cores
     micro_batch: int = 16  # rollouts per forward/backward (memory); the first one feeds grad_norm_micro
     ppo_epochs: int = 1
     max_tokens: int = 12  # completion tokens
