@@ -49,10 +49,11 @@ def test_uninterrupted_reference(reference):
     assert decisions[5][1:] == (32, 5e-4, 2, True)
 
 
-@pytest.mark.parametrize("ckpt", [3, 5, 6])
+@pytest.mark.parametrize("ckpt", [5, 6])
 def test_resume_runs_the_restored_stage_from_the_first_update(tiny_model, reference, tmp_path, ckpt):
     # checkpoint-5 holds stage 16 in effect and 32 pending (the Trainer counts 10 micro-steps into the
-    # epoch, the run had done 12); checkpoint-3 a pending 16; checkpoint-6 a freshly applied 32
+    # epoch, the run had done 12); checkpoint-6 a freshly applied 32 (count 12 where the run did 16).
+    # Before the fix both resumed at the initial 8 rollouts per update until an aligned boundary.
     cb = RlvrScheduleCallback(THREE_STAGES, strict=True, name="resume-test")
     trainer, m = run_grpo(
         tiny_model,
@@ -80,24 +81,39 @@ def _child(out: Path, resume: bool) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
+def _cut_checkpoint(out: Path) -> bool:
+    """A checkpoint directory is being written (it has no trainer_state.json yet)."""
+    run = out / "run"
+    return run.is_dir() and any(
+        d.name.startswith("checkpoint-") and not (d / "trainer_state.json").exists() for d in run.iterdir()
+    )
+
+
 def test_sigkill_at_random_points_and_resume_matches_uninterrupted(reference, tmp_path):
     rng = random.Random(3)
     out = tmp_path / "killed"
-    kills, text = [], ""
-    for attempt in range(4):  # 3 kills, then a run to the end
-        done = len(last_per_step(out / "measured.jsonl"))
-        at = done + rng.randint(1, 2)
+    kills, texts = [], []
+    for attempt, at in enumerate([2, 4, 6, None]):  # kill after `at` updates (+ a random delay); finish
         p = _child(out, resume=attempt > 0)
         while attempt < 3 and p.poll() is None and len(last_per_step(out / "measured.jsonl")) < at:
             time.sleep(0.01)
+        if attempt == 1:  # the second kill aims at a checkpoint write (if it catches one)
+            t_end = time.monotonic() + 2.0
+            while p.poll() is None and not _cut_checkpoint(out) and time.monotonic() < t_end:
+                time.sleep(0.001)
+        elif attempt < 3:
+            time.sleep(rng.uniform(0.0, 0.05))  # anywhere: in an update or in a checkpoint write
         if attempt < 3 and p.poll() is None:
-            time.sleep(rng.uniform(0.0, 0.05))  # also inside the checkpoint write after each update
             p.kill()
-            kills.append(at)
-        text = p.communicate(timeout=600)[0]
+            kills.append((at, _cut_checkpoint(out)))
+        texts.append(p.communicate(timeout=600)[0])
         if p.returncode == 0:  # finished (a resume from the last checkpoint would run one update more)
             break
-    assert p.returncode == 0, text[-3000:]
+    assert p.returncode == 0, texts[-1][-3000:]
+    said = [line for t in texts for line in t.splitlines() if line.startswith(("skipped", "resume from"))]
+    print("kills (after n updates, checkpoint cut):", kills, said)
+    resumed_from = [int(line.rsplit("-", 1)[1]) for line in said if "from" in line and "checkpoint-" in line]
+    assert max(resumed_from) >= 5  # a checkpoint whose stage the Trainer's own count would cut short
 
     assert len(kills) >= 2, f"too few kills landed before the run finished: {kills}"
     measured = last_per_step(out / "measured.jsonl")
