@@ -161,6 +161,7 @@ TRL_SCHEDULE = {  # two-clock; the collapse level sits above the entropy (3.4 na
     "type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "base_batch": 8, "growth": 2.0,
     "failure_signal": "entropy", "failure_threshold": 100.0, "hysteresis": 2, "min_stage_steps": 5,
     "forecast_window": 4, "horizon_steps": 1, "margin": 1.0, "max_stages": 3, "detectors": [],
+    "failure_exponent": 1.0,  # two-clock v2 grows the batch on a failure forecast only when alpha > 0
     "constraints": {"group_size": 4, "divisor": 8, "max_batch": 32}}
 
 
