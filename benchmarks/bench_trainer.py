@@ -18,13 +18,21 @@ import time
 from pathlib import Path
 
 
-def bench_ours(model_dir: Path, *, batch: int, steps: int, warmup: int, max_tokens: int, out: Path) -> dict:
+#: per-update phases recorded by ``Trainer.train_step`` (``StepRecord.extra``), in loop order
+PHASES = ("generate_s", "reward_s", "logprob_s", "backward_s", "push_s")
+
+
+def bench_ours(model_dir: Path, *, batch: int, steps: int, warmup: int, max_tokens: int, out: Path) -> list[dict]:
+    """The trainer's loop, then the same engine generating the same prompts with no training (the limit)."""
     from rlvr_trainer.config import TrainConfig
+    from rlvr_trainer.tasks import math_reward
     from rlvr_trainer.train import Trainer
 
+    math_reward.cache_clear()  # each trainer scores with a cold reward cache
     cfg = TrainConfig(model=str(model_dir), batch=batch, base_batch=batch, base_lr=5e-5, max_tokens=max_tokens,
                       max_samples=10**9, micro_batch=batch, track_kl=False, warmup_samples=0)
     tr = Trainer(cfg, out / "ours")
+    g = cfg.group_size
     try:
         t0 = time.perf_counter()
         engine = tr._engine()
@@ -34,11 +42,19 @@ def bench_ours(model_dir: Path, *, batch: int, steps: int, warmup: int, max_toke
         t0 = time.perf_counter()
         recs = [tr.train_step(engine) for _ in range(steps)]
         wall = time.perf_counter() - t0
+        # pure generation: the same prompt sequence from the start (same lengths), no update, no push
+        t0 = time.perf_counter()
+        for s in range(steps):
+            prompts = [tr.task.problem(s * batch // g + i).prompt for i in range(batch // g)]
+            engine.generate(prompts, g, step=s)
+        gen_wall = time.perf_counter() - t0
     finally:
         tr.close()
-    return {"name": "rlvr_trainer (vLLM CPU, in-process)", "wall_s": wall, "rollouts_per_s": steps * batch / wall,
-            "rollout_s": sum(r.extra["rollout_s"] for r in recs) / steps,
-            "update_s": sum(r.extra["update_s"] + r.extra["push_s"] for r in recs) / steps, "start_s": start_s}
+    phases = {k: sum(r.extra[k] for r in recs) / steps for k in PHASES}
+    return [{"name": "rlvr_trainer (vLLM CPU, in-process)", "wall_s": wall, "rollouts_per_s": steps * batch / wall,
+             "updates": steps, "start_s": start_s, **phases},
+            {"name": "limit: vLLM generation only (same engine, prompts, lengths; no training)", "wall_s": gen_wall,
+             "rollouts_per_s": steps * batch / gen_wall, "updates": steps, "start_s": float("nan"), "generate_s": gen_wall / steps}]
 
 
 def bench_trl(model_dir: Path, *, batch: int, group: int, steps: int, warmup: int, max_tokens: int,
@@ -49,6 +65,7 @@ def bench_trl(model_dir: Path, *, batch: int, group: int, steps: int, warmup: in
 
     from rlvr_trainer.tasks import ArithmeticTask, math_reward
 
+    math_reward.cache_clear()
     task = ArithmeticTask(seed=0)
     probs = [task.problem(i) for i in range((steps + warmup + 2) * batch // group)]
     data = Dataset.from_dict({"prompt": [p.prompt for p in probs], "answer": [p.answer for p in probs]})
@@ -75,7 +92,7 @@ def bench_trl(model_dir: Path, *, batch: int, group: int, steps: int, warmup: in
     wall = times[-1] - times[warmup - 1] if warmup else times[-1] - times[0]
     n = steps if warmup else steps - 1
     return {"name": "TRL GRPOTrainer (transformers generate)", "wall_s": wall, "rollouts_per_s": n * batch / wall,
-            "rollout_s": float("nan"), "update_s": float("nan"), "start_s": float("nan")}
+            "updates": n, "start_s": float("nan")}
 
 
 def main() -> None:
@@ -96,7 +113,7 @@ def main() -> None:
     model_dir = ensure_tiny_model()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        rows = [bench_ours(model_dir, batch=a.batch, steps=a.steps, warmup=a.warmup, max_tokens=a.max_tokens, out=out)]
+        rows = [*bench_ours(model_dir, batch=a.batch, steps=a.steps, warmup=a.warmup, max_tokens=a.max_tokens, out=out)]
         if not a.skip_trl:
             rows.append(bench_trl(model_dir, batch=a.batch, group=a.group, steps=a.steps, warmup=a.warmup,
                                   max_tokens=a.max_tokens, out=out))
@@ -105,10 +122,25 @@ def main() -> None:
              f"{a.steps} timed updates after {a.warmup}, completions <= {a.max_tokens} tokens",
              "", f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
              f"1-min load average {load:.1f} at the end (shared machine).", "",
-             "| trainer | rollouts/s | s per update (rollout / update+push) | engine start s |", "|---|---|---|---|"]
+             "| trainer | rollouts/s | ms per update | generate | reward | logprobs | backward+optim | "
+             "weight push | engine start s |", "|---|---|---|---|---|---|---|---|---|"]
+
+    def ms(r: dict, k: str) -> str:
+        return f"{1e3 * r[k]:.1f}" if k in r else "-"
+
     for r in rows:
-        lines.append(f"| {r['name']} | {r['rollouts_per_s']:.1f} | {r['rollout_s']:.3f} / {r['update_s']:.3f} | "
-                     f"{r['start_s']:.1f} |")
+        per = 1e3 * r["wall_s"] / r["updates"]
+        cells = " | ".join(ms(r, k) for k in PHASES)
+        start = "-" if r["start_s"] != r["start_s"] else f"{r['start_s']:.1f}"
+        lines.append(f"| {r['name']} | {r['rollouts_per_s']:.1f} | {per:.1f} | {cells} | {start} |")
+    if not a.skip_trl:
+        ours, trl = rows[0]["rollouts_per_s"], rows[-1]["rollouts_per_s"]
+        lines += ["", f"rlvr_trainer / TRL: {ours / trl:.2f}x (goal: 3x)."]
+    lines += ["", "Phases are per-update means of the timed updates (ms): generate = vLLM sampling; reward = "
+              "math-verify scoring; logprobs = padding the batch plus the no-grad reference/old-policy forwards "
+              "(none when beta = 0, no KL tracking and one PPO epoch); backward+optim = policy forward, "
+              "backward, clip and AdamW step; weight push = reload into vLLM + prefix-cache reset. TRL's "
+              "loop is not split."]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.write:

@@ -208,6 +208,7 @@ class Trainer:
         t0 = time.perf_counter()
         problems = [self.task.problem(self.next_problem + i) for i in range(batch // g)]
         groups = engine.generate([p.prompt for p in problems], g, step=self.step)
+        t_gen = time.perf_counter()
         rollouts: list[Rollout] = [r for grp in groups for r in grp]
         golds = [p.answer for p in problems for _ in range(g)]
         rewards = torch.tensor(score([r.text for r in rollouts], golds), dtype=torch.float32)
@@ -227,6 +228,7 @@ class Trainer:
             if cfg.ppo_epochs > 1:
                 old_logp = torch.cat([token_logprobs(self.model(ids[a:b], attention_mask=attn[a:b]).logits,
                                                      targets[a:b])[0] for a, b in chunks])
+        t_logp = time.perf_counter()
 
         stats = LossStats()
         grad_norm = grad_norm_micro = math.nan
@@ -271,6 +273,9 @@ class Trainer:
             frac_zero_std=float((grouped.std(dim=1) == 0).float().mean()),
             grad_norm_micro=grad_norm_micro, micro_batch=(chunks[0][1] - chunks[0][0]) if len(chunks) > 1 else None,
             extra={"lr_effective": lr * warm, "rollout_s": t1 - t0, "update_s": t2 - t1, "push_s": t3 - t2,
+                   # the same wall time split finer (generate + reward = rollout; logprob + backward = update)
+                   "generate_s": t_gen - t0, "reward_s": t1 - t_gen, "logprob_s": t_logp - t1,
+                   "backward_s": t2 - t_logp,
                    "truncated_frac": float(sum(not r.finished for r in rollouts) / n_seqs)},
         )
 
