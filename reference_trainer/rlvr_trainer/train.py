@@ -220,15 +220,15 @@ class Trainer:
         micro = min(cfg.micro_batch, n_seqs)
         chunks = [(lo, min(lo + micro, n_seqs)) for lo in range(0, n_seqs, micro)]
 
-        ref_logp = old_logp = None
+        ref_logp = None
         with torch.no_grad():
             if self.ref_model is not None:
                 ref_logp = torch.cat([token_logprobs(self.ref_model(ids[a:b], attention_mask=attn[a:b]).logits,
                                                      targets[a:b])[0] for a, b in chunks])
-            if cfg.ppo_epochs > 1:
-                old_logp = torch.cat([token_logprobs(self.model(ids[a:b], attention_mask=attn[a:b]).logits,
-                                                     targets[a:b])[0] for a, b in chunks])
         t_logp = time.perf_counter()
+        # the old policy's logprobs are the first epoch's own (detached): no optimizer step happens
+        # before epoch 0's last micro-batch, so a separate no-grad pass would recompute the same values
+        old_chunks: list[torch.Tensor] = []
 
         stats = LossStats()
         grad_norm = grad_norm_micro = math.nan
@@ -238,7 +238,9 @@ class Trainer:
             for j, (a, b) in enumerate(chunks):
                 logits = self.model(ids[a:b], attention_mask=attn[a:b]).logits
                 logp, ent = token_logprobs(logits, targets[a:b], with_entropy=epoch == 0)
-                old = old_logp[a:b] if old_logp is not None else logp.detach()
+                if epoch == 0:
+                    old_chunks.append(logp.detach())
+                old = old_chunks[j]
                 loss, st = policy_loss(
                     logp, old, adv[a:b], mask[a:b], loss_type=cfg.loss_type, n_seqs=n_seqs, n_tokens=n_tokens,
                     max_len=max_len, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
