@@ -11,12 +11,12 @@ the first steps excluded) and reports rollouts per second. Needs the trainer env
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import tempfile
 import time
 from pathlib import Path
-
 
 #: per-update phases recorded by ``Trainer.train_step`` (``StepRecord.extra``), in loop order
 PHASES = ("generate_s", "reward_s", "logprob_s", "backward_s", "push_s")
@@ -60,10 +60,9 @@ def bench_ours(model_dir: Path, *, batch: int, steps: int, warmup: int, max_toke
 def bench_trl(model_dir: Path, *, batch: int, group: int, steps: int, warmup: int, max_tokens: int,
               out: Path) -> dict:
     from datasets import Dataset
+    from rlvr_trainer.tasks import ArithmeticTask, math_reward
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
-
-    from rlvr_trainer.tasks import ArithmeticTask, math_reward
 
     math_reward.cache_clear()
     task = ArithmeticTask(seed=0)
@@ -118,12 +117,12 @@ def main() -> None:
             rows.append(bench_trl(model_dir, batch=a.batch, group=a.group, steps=a.steps, warmup=a.warmup,
                                   max_tokens=a.max_tokens, out=out))
     load = os.getloadavg()[0]
-    lines = [f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: batch {a.batch} (group {a.group}), "
-             f"{a.steps} timed updates after {a.warmup}, completions <= {a.max_tokens} tokens",
-             "", f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-             f"1-min load average {load:.1f} at the end (shared machine).", "",
-             "| trainer | rollouts/s | ms per update | generate | reward | logprobs | backward+optim | "
-             "weight push | engine start s |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [(f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: batch {a.batch} (group {a.group}), "
+              f"{a.steps} timed updates after {a.warmup}, completions <= {a.max_tokens} tokens"),
+             "", (f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+                  f"1-min load average {load:.1f} at the end (shared machine)."), "",
+             ("| trainer | rollouts/s | ms per update | generate | reward | logprobs | backward+optim | "
+              "weight push | engine start s |"), "|---|---|---|---|---|---|---|---|---|"]
 
     def ms(r: dict, k: str) -> str:
         return f"{1e3 * r[k]:.1f}" if k in r else "-"
@@ -131,16 +130,17 @@ def main() -> None:
     for r in rows:
         per = 1e3 * r["wall_s"] / r["updates"]
         cells = " | ".join(ms(r, k) for k in PHASES)
-        start = "-" if r["start_s"] != r["start_s"] else f"{r['start_s']:.1f}"
+        start = "-" if math.isnan(r["start_s"]) else f"{r['start_s']:.1f}"
         lines.append(f"| {r['name']} | {r['rollouts_per_s']:.1f} | {per:.1f} | {cells} | {start} |")
     if not a.skip_trl:
         ours, trl = rows[0]["rollouts_per_s"], rows[-1]["rollouts_per_s"]
         lines += ["", f"rlvr_trainer / TRL: {ours / trl:.2f}x (goal: 3x)."]
-    lines += ["", "Phases are per-update means of the timed updates (ms): generate = vLLM sampling; reward = "
-              "math-verify scoring; logprobs = padding the batch plus the no-grad reference/old-policy forwards "
-              "(none when beta = 0, no KL tracking and one PPO epoch); backward+optim = policy forward, "
-              "backward, clip and AdamW step; weight push = reload into vLLM + prefix-cache reset. TRL's "
-              "loop is not split."]
+    lines += ["", ("Phases are per-update means of the timed updates (ms): generate = vLLM sampling; "
+                   "reward = math-verify scoring; logprobs = padding the batch plus the no-grad "
+                   "reference-model forward (none when beta = 0 and KL tracking is off; old-policy "
+                   "logprobs come from the training forward); backward+optim = policy forward, backward, "
+                   "clip and AdamW step; weight push = reload into vLLM + prefix-cache reset. TRL's loop "
+                   "is not split.")]
     text = "\n".join(lines) + "\n"
     print(text)
     if a.write:

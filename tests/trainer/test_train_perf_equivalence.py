@@ -4,9 +4,8 @@ from the first epoch's own forward instead of a separate no-grad pass, which mus
 from __future__ import annotations
 
 import pytest
-import torch
-
 import rlvr_trainer.train as train_mod
+import torch
 from rlvr_trainer.config import TrainConfig
 from rlvr_trainer.train import Trainer
 
