@@ -118,8 +118,14 @@ def schedule(cfg: TrainConfig, out: str | Path, *, seeds: Sequence[int] = (0,), 
 
 
 def summarize(runs: Sequence[Run], target: float | None) -> str:
-    """A markdown table: final reward, best reward, samples to ``target`` and the batches used."""
+    """A markdown table: final reward, samples to ``target`` and the batches used.
+
+    Samples to target come from the core's :class:`~rlvr_schedule.clocks.ProgressClock`, the
+    same estimate as the report's fitted-clocks table, so the two tables agree.
+    """
     import numpy as np
+
+    from rlvr_schedule.clocks import ProgressClock
 
     rows = ["| run | batches | samples | updates | final reward (last 10%) | samples to target |",
             "|---|---|---|---|---|---|"]
@@ -128,10 +134,8 @@ def summarize(runs: Sequence[Run], target: float | None) -> str:
         tail = rew[-max(1, len(rew) // 10):]
         hit = "n/a"
         if target is not None and target == target:
-            k = max(1, len(rew) // 20)
-            smooth = np.convolve(rew, np.ones(k) / k, mode="valid")
-            idx = np.nonzero(smooth >= target)[0]
-            hit = str(int(r.samples[idx[0] + k - 1])) if len(idx) else "not reached"
+            clock = ProgressClock(target=target).fit(r)
+            hit = f"{clock.samples_to_target_:.0f}" if clock.reached_target_ else "not reached"
         batches = "->".join(str(b) for b in dict.fromkeys(int(x) for x in r.array("batch")))
         rows.append(f"| {r.name} | {batches} | {int(r.samples[-1])} | {len(r)} | {float(np.nanmean(tail)):.3f} | {hit} |")
     return "\n".join(rows)

@@ -146,6 +146,9 @@ KNOWN_EXTRA: frozenset[str] = frozenset({
     "train_steps_per_second", "train_loss", "rewards/", "eval_", "eval/",
     # this library's sinks (decision lines, rlvr/decision/* scalars); W&B exports
     "kind", "decision/", "stage", "_runtime", "_timestamp",
+    # the reference trainer (rlvr_trainer): applied LR with warm-up, phase timings
+    "lr_effective", "truncated_frac", "rollout_s", "update_s", "push_s", "generate_s", "reward_s",
+    "logprob_s", "backward_s",
     # verl: its metric namespaces (trainer/ppo/metric_utils.py, workers' "actor/" metrics)
     "critic/", "actor/", "training/", "response_length/", "prompt_length/", "timing_s/",
     "timing_per_token_ms/", "perf/", "val-core/", "val-aux/", "global_seqlen/",
