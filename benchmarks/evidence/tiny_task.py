@@ -10,7 +10,8 @@ small budget), once uninterrupted and once SIGKILLed at random points and resume
 repeated samples, the same decisions, the same rewards.
 
 ``sweep``: the part-1 measurement (a 16x batch range at three base LRs, several seeds) - long on
-a shared 2-core machine; printed as the command to run, or run with ``--run``.
+a shared 2-core machine; printed as the command to run, or run with ``--run``; ``--summarize``
+fits each LR's sweep (seeds pooled) and prints the tables of ``results/tiny_p1_*.md``.
 
 Needs a venv with the trainer installed (``nox -s trainer`` or ``pip install -r requirements/trainer.txt``):
 
@@ -249,16 +250,78 @@ def cmd_trl(args: argparse.Namespace) -> None:
     print(f"# wall time {time.perf_counter() - t_start:.0f} s")
 
 
+LRS = [1e-4, 4e-4, 1.6e-3]  # x4 apart: the highest is past where the trainer notes saw reward fall
+
+
 def cmd_sweep(args: argparse.Namespace) -> None:
-    cmd = (f"rlvr-trainer sweep --batches {' '.join(map(str, args.batches))} --seeds 0 1 2 "
-           f"--base-lr {{LR}} --max-samples {args.max_samples} --out {args.out}/lr{{LR}}")
-    lrs = [1e-4, 2e-4, 4e-4]
-    if not args.run:
-        print("# part 1 (not run here): for LR in " + " ".join(map(str, lrs)) + f"; do {cmd.replace('{LR}', '$LR')}; done")
-        print(f"# then: rlvr-schedule fit {args.out}/lr<LR>/sweep/*/metrics.jsonl --json  (B* per LR, alpha)")
+    seeds = " ".join(map(str, args.seeds))
+    cmd = (f"rlvr-trainer sweep --batches {' '.join(map(str, args.batches))} --seeds {seeds} "
+           f"--base-lr {{LR}} --max-samples {args.max_samples} --no-progress --out {args.out}/lr{{LR}}")
+    if args.run:
+        for lr in LRS:
+            subprocess.run(cmd.replace("{LR}", str(lr)).split(), check=True, env={**os.environ, **ENV})
+    elif not args.summarize:
+        print("# part 1: for LR in " + " ".join(map(str, LRS)) + f"; do {cmd.replace('{LR}', '$LR')}; done")
+        print(f"# then: python {Path(__file__).name} sweep --summarize --out {args.out}")
         return
-    for lr in lrs:
-        subprocess.run(cmd.replace("{LR}", str(lr)).split(), check=True, env={**os.environ, **ENV})
+    summarize(args.out)
+
+
+def _tenth(x, last: bool) -> float:
+    import numpy as np
+
+    k = max(1, len(x) // 10)
+    return float(np.nanmean(x[-k:] if last else x[:k]))
+
+
+def summarize(out: Path) -> None:
+    """Per base LR (seeds pooled): ``fit_sweep`` (what ``rlvr-schedule fit --json`` prints) + a per-run table."""
+    from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.ingest import load_runs
+
+    def g(v, f="{:.3g}"):
+        return "-" if v is None or (isinstance(v, float) and v != v) else f.format(v)
+
+    def iv(t):
+        return "[" + ", ".join(g(v) if v not in (float("inf"),) else "inf" for v in t) + "]"
+
+    print(f"# part 1 on the tiny task: sweeps per base LR; {machine()}\n")
+    summary = []
+    for d in sorted(out.glob("lr*"), key=lambda p: float(p.name[2:])):
+        logs = sorted((d / "sweep").glob("b*-s*/metrics.jsonl"),
+                      key=lambda p: tuple(int(x) for x in p.parent.name[1:].split("-s")))
+        if not logs:
+            continue
+        base_lr = float(d.name[2:])
+        runs = load_runs([str(p) for p in logs])
+        fit = fit_sweep(runs)
+        (out / f"fit-{d.name}.json").write_text(json.dumps(fit.to_dict(), default=str, indent=1))
+        seeds = sorted({p.parent.name.split("-s")[-1] for p in logs})
+        print(f"## base LR {base_lr:g} at batch 32 (seeds {', '.join(seeds)}; {len(runs)} runs)\n")
+        print(f"target reward {g(fit.target)} (initial {g(fit.initial_reward)}); B* {g(fit.critical_batch)} "
+              f"{iv(fit.critical_batch_interval)}; failure samples {g(fit.failure_samples)} "
+              f"{iv(fit.failure_samples_interval)}; failure exponent {g(fit.failure_exponent)} "
+              f"{iv(fit.failure_exponent_interval)}\n")
+        print("| run | lr | reward first 10% | last 10% | entropy first -> last 10% | rollouts to target | "
+              "rate (reward/rollout) | failure at (rollouts, signal) |")
+        print("|---|---:|---:|---:|---|---:|---:|---|")
+        for r, rf in zip(runs, fit.runs):
+            rew, ent = r.array("reward_mean"), r.array("entropy")
+            fail = "-" if rf.failure_samples is None or rf.failure_samples != rf.failure_samples else \
+                f"{rf.failure_samples:.0f} ({rf.failure_signal})"
+            print(f"| {rf.name} | {r.lr:.3g} | {_tenth(rew, False):.3f} | {_tenth(rew, True):.3f} | "
+                  f"{_tenth(ent, False):.3f} -> {_tenth(ent, True):.3f} | {g(rf.samples_to_target, '{:.0f}')} | "
+                  f"{g(rf.rate)} | {fail} |")
+        print()
+        summary.append((base_lr, fit))
+    print("## summary\n")
+    print("| base LR | B* [interval] | B* x base LR | failure samples [interval] | failure exponent [interval] |")
+    print("|---:|---|---:|---|---|")
+    for lr, f in summary:
+        prod = f.critical_batch * lr if f.critical_batch is not None else None
+        print(f"| {lr:g} | {g(f.critical_batch)} {iv(f.critical_batch_interval)} | {g(prod)} | "
+              f"{g(f.failure_samples)} {iv(f.failure_samples_interval)} | {g(f.failure_exponent)} "
+              f"{iv(f.failure_exponent_interval)} |")
 
 
 def main() -> None:
@@ -266,7 +329,7 @@ def main() -> None:
     ap.add_argument("command", choices=["cost", "killresume", "trl", "sweep", "_child"])
     ap.add_argument("--out", type=Path, default=Path("/tmp/rlvr-evidence-tiny"))
     ap.add_argument("--rollout", default="hf", choices=["hf", "vllm"])
-    ap.add_argument("--max-samples", type=int, default=None, help="default: 2048 for sweep, else 384")
+    ap.add_argument("--max-samples", type=int, default=None, help="default: 4096 for sweep, else 384")
     ap.add_argument("--batches", type=int, nargs="+", default=None,
                     help="default: 8 16 32 64 128 for sweep, 8 32 128 for cost")
     ap.add_argument("--kills", type=int, default=3)
@@ -275,10 +338,12 @@ def main() -> None:
                     help="TRL: delete checkpoints cut by a kill (no trainer_state.json) before resuming")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run", action="store_true")
+    ap.add_argument("--summarize", action="store_true", help="sweep: fit and tabulate the runs under --out")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="sweep seeds")
     args = ap.parse_args()
     sweep = args.command == "sweep"
     if args.max_samples is None:
-        args.max_samples = 2048 if sweep else 384
+        args.max_samples = 4096 if sweep else 384
     if args.batches is None:
         args.batches = [8, 16, 32, 64, 128] if sweep else [8, 32, 128]
     os.environ.update(ENV)
