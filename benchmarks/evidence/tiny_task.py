@@ -274,9 +274,27 @@ def _tenth(x, last: bool) -> float:
     return float(np.nanmean(x[-k:] if last else x[:k]))
 
 
+CRASH_WINDOW = 512  # rollouts: the same sample window at every batch, so the noise is comparable
+
+
+def reward_crash_samples(run, level: float) -> float | None:
+    """Rollouts consumed when the trailing ``CRASH_WINDOW``-rollout mean reward first falls below
+    ``level`` (None if it never does). A second failure clock beside the core's detectors, whose
+    ``RewardCrash`` smooths over 4000 rollouts and so cannot fire within a 4096-rollout run."""
+    import numpy as np
+
+    rew, samples = run.array("reward_mean"), run.array("samples")
+    for i in range(len(rew)):
+        lo = np.searchsorted(samples, samples[i] - CRASH_WINDOW, side="right")
+        if samples[i] >= CRASH_WINDOW and np.nanmean(rew[lo:i + 1]) < level:
+            return float(samples[i])
+    return None
+
+
 def summarize(out: Path) -> None:
     """Per base LR (seeds pooled): ``fit_sweep`` (what ``rlvr-schedule fit --json`` prints) + a per-run table."""
     from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.clocks.failure import FailureScalingFit
     from rlvr_schedule.ingest import load_runs
 
     def g(v, f="{:.3g}"):
@@ -302,26 +320,34 @@ def summarize(out: Path) -> None:
               f"{iv(fit.critical_batch_interval)}; failure samples {g(fit.failure_samples)} "
               f"{iv(fit.failure_samples_interval)}; failure exponent {g(fit.failure_exponent)} "
               f"{iv(fit.failure_exponent_interval)}\n")
+        level = 0.5 * fit.initial_reward
+        crash = [reward_crash_samples(r, level) for r in runs]
+        cfit = FailureScalingFit().fit(runs, failure_samples=crash)
+        print(f"reward-crash clock ({CRASH_WINDOW}-rollout mean reward < {level:.3f} = half the initial): "
+              f"{sum(c is not None for c in crash)}/{len(runs)} runs crashed; pooled {g(cfit.failure_samples_)} "
+              f"{iv(cfit.failure_samples_interval_)} rollouts; exponent {g(cfit.alpha_)} {iv(cfit.alpha_interval_)}\n")
         print("| run | lr | reward first 10% | last 10% | entropy first -> last 10% | rollouts to target | "
-              "rate (reward/rollout) | failure at (rollouts, signal) |")
-        print("|---|---:|---:|---:|---|---:|---:|---|")
-        for r, rf in zip(runs, fit.runs):
+              "rate (reward/rollout) | failure at (rollouts, signal) | reward crash at (rollouts) |")
+        print("|---|---:|---:|---:|---|---:|---:|---|---:|")
+        for r, rf, c in zip(runs, fit.runs, crash):
             rew, ent = r.array("reward_mean"), r.array("entropy")
             fail = "-" if rf.failure_samples is None or rf.failure_samples != rf.failure_samples else \
                 f"{rf.failure_samples:.0f} ({rf.failure_signal})"
             print(f"| {rf.name} | {r.lr:.3g} | {_tenth(rew, False):.3f} | {_tenth(rew, True):.3f} | "
                   f"{_tenth(ent, False):.3f} -> {_tenth(ent, True):.3f} | {g(rf.samples_to_target, '{:.0f}')} | "
-                  f"{g(rf.rate)} | {fail} |")
+                  f"{g(rf.rate)} | {fail} | {g(c, '{:.0f}')} |")
         print()
-        summary.append((base_lr, fit))
+        summary.append((base_lr, fit, cfit))
     print("## summary\n")
-    print("| base LR | B* [interval] | B* x base LR | failure samples [interval] | failure exponent [interval] |")
-    print("|---:|---|---:|---|---|")
-    for lr, f in summary:
+    print("| base LR | B* [interval] | B* x base LR | failure samples [interval] | failure exponent [interval] | "
+          "reward-crash samples [interval] | reward-crash exponent [interval] |")
+    print("|---:|---|---:|---|---|---|---|")
+    for lr, f, cf in summary:
         prod = f.critical_batch * lr if f.critical_batch is not None else None
         print(f"| {lr:g} | {g(f.critical_batch)} {iv(f.critical_batch_interval)} | {g(prod)} | "
               f"{g(f.failure_samples)} {iv(f.failure_samples_interval)} | {g(f.failure_exponent)} "
-              f"{iv(f.failure_exponent_interval)} |")
+              f"{iv(f.failure_exponent_interval)} | {g(cf.failure_samples_)} {iv(cf.failure_samples_interval_)} | "
+              f"{g(cf.alpha_)} {iv(cf.alpha_interval_)} |")
 
 
 def main() -> None:
