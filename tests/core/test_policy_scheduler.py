@@ -68,7 +68,8 @@ def test_operating_fraction_follows_the_rollout_tolerance():
     # E(B)/E(0) = 1/(1 - B/2B*) = 1 + tol  <=>  B = 2B* tol/(1 + tol)
     for tol in (0.05, 0.1, 0.25, 1.0):
         f = PolicyConfig(sample_tolerance=tol).operating_fraction
-        assert 1 / (1 - f / 2) == pytest.approx(1 + tol)
+        samples_ratio = 1 / (1 - f / 2)
+        assert samples_ratio == pytest.approx(1 + tol)
     assert PolicyConfig(sample_tolerance=0.1, critical_fraction=0.3).operating_fraction == 0.3
     with pytest.raises(Exception, match="sample_tolerance"):
         PolicyConfig(sample_tolerance=1.5)
