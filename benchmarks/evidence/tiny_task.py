@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import signal
@@ -250,7 +251,7 @@ def cmd_trl(args: argparse.Namespace) -> None:
     print(f"# wall time {time.perf_counter() - t_start:.0f} s")
 
 
-LRS = [1e-4, 4e-4, 1.6e-3]  # x4 apart: the highest is past where the trainer notes saw reward fall
+LRS = [1e-4, 2e-4, 4e-4, 1.6e-3]  # the highest is past where the trainer notes saw reward fall
 
 
 def cmd_sweep(args: argparse.Namespace) -> None:
@@ -298,7 +299,7 @@ def summarize(out: Path) -> None:
     from rlvr_schedule.ingest import load_runs
 
     def g(v, f="{:.3g}"):
-        return "-" if v is None or (isinstance(v, float) and v != v) else f.format(v)
+        return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else f.format(v)
 
     def iv(t):
         return "[" + ", ".join(g(v) if v not in (float("inf"),) else "inf" for v in t) + "]"
@@ -331,7 +332,7 @@ def summarize(out: Path) -> None:
         print("|---|---:|---:|---:|---|---:|---:|---|---:|")
         for r, rf, c in zip(runs, fit.runs, crash):
             rew, ent = r.array("reward_mean"), r.array("entropy")
-            fail = "-" if rf.failure_samples is None or rf.failure_samples != rf.failure_samples else \
+            fail = "-" if rf.failure_samples is None or math.isnan(rf.failure_samples) else \
                 f"{rf.failure_samples:.0f} ({rf.failure_signal})"
             print(f"| {rf.name} | {r.lr:.3g} | {_tenth(rew, False):.3f} | {_tenth(rew, True):.3f} | "
                   f"{_tenth(ent, False):.3f} -> {_tenth(ent, True):.3f} | {g(rf.samples_to_target, '{:.0f}')} | "
@@ -365,7 +366,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run", action="store_true")
     ap.add_argument("--summarize", action="store_true", help="sweep: fit and tabulate the runs under --out")
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="sweep seeds")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="sweep seeds")
     args = ap.parse_args()
     sweep = args.command == "sweep"
     if args.max_samples is None:
