@@ -137,7 +137,7 @@ def _all_online() -> list:
     return [OnlineProgress(window=60, min_points=10), GradientNoiseScale(beta=0.9),
             FailureForecast(window=60),
             FailureForecast("kl", model="loglinear", threshold=0.2), EntropyCollapse(), RewardCrash(),
-            GradNormSpike(warmup=20), KLBlowup(warmup=20), ZeroVarianceGroups(threshold=0.5)]
+            GradNormSpike(warmup=20, warmup_samples=0), KLBlowup(warmup=20, warmup_samples=0), ZeroVarianceGroups(threshold=0.5)]
 
 
 def _out(obj, rec):
@@ -167,7 +167,7 @@ def test_state_dict_round_trip_resumes_identically(idx: int) -> None:
 
 
 def test_detectors_fire_once_per_streak_with_onset() -> None:
-    d = EntropyCollapse(fraction=0.5, warmup=3, patience=3)
+    d = EntropyCollapse(fraction=0.5, warmup=3, patience=3, warmup_samples=0)
     ent = [1.0, 1.0, 1.0, 0.9, 0.4, 0.4, 0.4, 0.4, 0.9, 0.3, 0.3, 0.3]
     alarms = [d.update(StepRecord(step=i + 1, samples=(i + 1) * 10, batch=10, lr=1e-6, entropy=e))
               for i, e in enumerate(ent)]
@@ -197,17 +197,26 @@ def test_reward_crash_ignores_noise_of_small_batches_and_catches_a_crash() -> No
     assert alarm is not None and 3000 < alarm.step < 3100
 
 
-def test_reward_crash_needs_progress_first() -> None:
+def test_reward_crash_needs_progress_or_a_fall_below_half_the_start() -> None:
     det = RewardCrash()
-    for i in range(500):  # falls from the start: nothing gained, nothing crashed
-        rec = StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, reward_mean=0.5 - i * 1e-3)
+    for i in range(3000):  # declines from the start, by less than half: nothing gained, nothing crashed
+        rec = StepRecord(step=i + 1, samples=8 * (i + 1), batch=8, lr=1.0, reward_mean=0.5 - i * 0.05 / 1000)
         assert det.update(rec) is None
+    det = RewardCrash()
+    alarm = None
+    for i in range(3000):  # the same decline, steeper: below half the initial 0.5 from ~2000 records
+        rec = StepRecord(step=i + 1, samples=8 * (i + 1), batch=8, lr=1.0, reward_mean=0.5 - i * 0.125 / 1000)
+        alarm = alarm or det.update(rec)
+    assert alarm is not None and 2000 < alarm.step < 2200 and "initial" in alarm.message
+    assert RewardCrash(floor_fraction=None).update(rec) is None
+    with pytest.raises(ValueError, match="floor_fraction"):
+        RewardCrash(floor_fraction=1.5)
 
 
 def test_spike_detectors() -> None:
     rng = np.random.default_rng(1)
-    g = GradNormSpike(warmup=20)
-    k = KLBlowup(warmup=20, max_value=1.0)
+    g = GradNormSpike(warmup=20, warmup_samples=0)
+    k = KLBlowup(warmup=20, max_value=1.0, warmup_samples=0)
     fired_g, fired_k = [], []
     for i in range(300):
         gn = float(np.exp(rng.normal(0, 0.1))) * (20.0 if 200 <= i < 205 else 1.0)

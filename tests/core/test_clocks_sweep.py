@@ -120,3 +120,13 @@ def test_a_run_that_collapses_at_once_is_left_out_and_a_run_without_reward_is_an
                  name="silent", source="logs/silent.jsonl")
     with pytest.raises(ValueError, match="silent.*reward_mean"):
         fit_sweep([sweep[0], silent])
+
+
+def test_the_fit_does_not_depend_on_the_order_of_the_runs(sweep: list[Run]) -> None:
+    """The bootstrap of B* resamples runs by position: the runs are put in a canonical order first,
+    so `rlvr-schedule fit` on files in name order and a script passing them in batch order agree."""
+    a = fit_sweep(sweep)
+    b = fit_sweep(sweep[::-1])
+    c = fit_sweep([sweep[i] for i in (2, 0, 4, 1, 3)])
+    assert a.critical_batch == pytest.approx(b.critical_batch) == pytest.approx(c.critical_batch)
+    assert a.critical_batch_interval == b.critical_batch_interval == c.critical_batch_interval

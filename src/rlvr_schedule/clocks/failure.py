@@ -7,6 +7,11 @@ of these in a record stream (``update(record) -> Alarm | None``) and raises an a
 condition held for ``patience`` consecutive records; the alarm carries the *onset* (first record
 of that streak) so the measured failure point is not delayed by the confirmation.
 
+Warm-ups and smoothing spans are counted in rollouts (``warmup_samples``, ``span_samples``), with
+a small floor in records: a warm-up of N records would cover 16x more training at a 16x larger
+batch, so only small batches could alarm within a budget and a sweep's fitted failure exponent
+would lean towards a step clock (1) even where failure arrives on a sample clock (0).
+
 * :class:`FailureClock` - ``fit(run)``: rollouts consumed before the first sustained alarm.
 * :class:`FailureForecast` - online: samples left until a signal's trend reaches its threshold.
 * :class:`FailureScalingFit` - across a sweep: failure samples ~ B^alpha (0: sample clock,
@@ -145,19 +150,23 @@ class Detector:
 
 
 class EntropyCollapse(Detector):
-    """Entropy below ``fraction`` of its early level (median of the first ``warmup`` records) or
-    below the absolute ``floor``, whichever is higher."""
+    """Entropy below ``fraction`` of its early level or below the absolute ``floor``, whichever is
+    higher. The early level is the median over the first ``warmup_samples`` rollouts (and at least
+    ``warmup`` records): the same stretch of training at every batch."""
 
     name = "entropy_collapse"
 
-    def __init__(self, fraction: float | None = 0.1, floor: float | None = None, warmup: int = 10,
-                 patience: int = 3) -> None:
+    def __init__(self, fraction: float | None = 0.1, floor: float | None = None, warmup: int = 3,
+                 patience: int = 3, warmup_samples: float = 512) -> None:
         super().__init__(patience)
         if fraction is None and floor is None:
             raise ValueError("EntropyCollapse needs a fraction or a floor")
         if fraction is not None and not 0 < fraction < 1:
             raise ValueError(f"fraction must be in (0, 1), got {fraction}")
+        if not warmup_samples >= 0:
+            raise ValueError(f"warmup_samples must be >= 0, got {warmup_samples}")
         self.fraction, self.floor, self.warmup = fraction, floor, max(1, int(warmup))
+        self.warmup_samples = float(warmup_samples)
         self._early: list[float] = []
         self.reference = math.nan
 
@@ -174,9 +183,9 @@ class EntropyCollapse(Detector):
         h = record.entropy
         if not finite(h):
             return None, math.nan
-        if len(self._early) < self.warmup:
+        if not finite(self.reference):
             self._early.append(float(h))
-            if len(self._early) == self.warmup:
+            if len(self._early) >= self.warmup and record.samples >= self.warmup_samples:
                 self.reference = float(np.median(self._early))
         return h < self.threshold, float(h)
 
@@ -184,32 +193,45 @@ class EntropyCollapse(Detector):
         return f"entropy {value:.4g} below {self.threshold:.4g}"
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"early": list(self._early), "reference": self.reference}
+        return {"early": list(self._early), "reference": self.reference if finite(self.reference) else None}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self._early = [float(x) for x in state["early"]]
-        self.reference = float(state["reference"])
+        ref = state["reference"]
+        self.reference = math.nan if ref is None else float(ref)
 
 
 class RewardCrash(Detector):
-    """Smoothed reward (EMA over ~max(``span`` records, ``span_samples`` rollouts), so small-batch
-    runs, whose per-record reward is noisy, are smoothed over as many rollouts as large-batch
-    ones) dropped from its running best by more than
-    ``drop`` x (best - initial), at least ``min_drop``, and at least ``noise_z`` standard
-    deviations of the EMA itself (the per-record noise is tracked from first differences, so a
-    noisy small-batch run does not alarm on the wiggles of its running best). It arms only once
-    the best rose ``min_drop`` above the initial level: a run that never progressed (e.g. a batch
-    past the zero-progress batch) has no progress to lose."""
+    """The reward crashed: from its best, or below a fraction of where it started.
+
+    The reward is smoothed by an EMA over ~``span_samples`` rollouts (at least ``span`` records),
+    so a small-batch run, whose per-record reward is noisy, is smoothed over as many rollouts as a
+    large-batch one. The initial level is the mean reward over the first ``warmup_samples``
+    rollouts (default ``span_samples``; at least ``warmup`` records). Two conditions alarm, each
+    only by more than ``noise_z`` standard deviations of the EMA (per-record noise is tracked from
+    first differences, so a noisy small-batch run does not alarm on its own wiggles):
+
+    * a fall from the running best by more than ``drop`` x (best - initial) and at least
+      ``min_drop``; armed once the best rose ``min_drop`` above the initial level (a run that
+      never progressed has no progress to lose);
+    * a fall below ``floor_fraction`` x the initial level (None: off), progress or not: a policy
+      that breaks before it learns anything has crashed too.
+    """
 
     name = "reward_crash"
 
-    def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 10, warmup: int = 10,
-                 patience: int = 5, noise_z: float = 6.0, span_samples: float = 4000.0) -> None:
+    def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 3, warmup: int = 3,
+                 patience: int = 5, noise_z: float = 6.0, span_samples: float = 512.0,
+                 warmup_samples: float | None = None, floor_fraction: float | None = 0.5) -> None:
         super().__init__(patience)
         if not 0 < drop <= 1:
             raise ValueError(f"drop must be in (0, 1], got {drop}")
-        self.drop, self.min_drop, self.span, self.warmup = drop, min_drop, int(span), int(warmup)
+        if floor_fraction is not None and not 0 < floor_fraction < 1:
+            raise ValueError(f"floor_fraction must be in (0, 1), got {floor_fraction}")
+        self.drop, self.min_drop, self.span, self.warmup = drop, min_drop, max(1, int(span)), max(1, int(warmup))
         self.noise_z, self.span_samples = float(noise_z), float(span_samples)
+        self.warmup_samples = float(span_samples if warmup_samples is None else warmup_samples)
+        self.floor_fraction = floor_fraction
         self._alpha = 2.0 / (self.span + 1)
         self.ema = math.nan
         self.initial = math.nan
@@ -217,6 +239,9 @@ class RewardCrash(Detector):
         self._last = math.nan
         self._absdiff = math.nan  # slow EMA of |r_t - r_{t-1}|
         self._n = 0
+        self._sum = 0.0  # rollout-weighted reward sum over the warm-up
+        self._w = 0.0
+        self._armed = False  # warm-up over, initial level fixed
 
     @property
     def ema_sd(self) -> float:
@@ -232,7 +257,8 @@ class RewardCrash(Detector):
             return None, math.nan
         r = float(r)
         self._n += 1
-        span = max(self.span, self.span_samples / max(int(record.batch), 1))
+        batch = max(int(record.batch), 1)
+        span = max(self.span, self.span_samples / batch)
         self._alpha = 2.0 / (span + 1)
         if finite(self._last):  # running mean of |diff| for the first 100 records, then an EMA
             d = abs(r - self._last)
@@ -240,39 +266,67 @@ class RewardCrash(Detector):
             self._absdiff = d if not finite(self._absdiff) else self._absdiff + a * (d - self._absdiff)
         self._last = r
         self.ema = r if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
-        if self._n <= max(self.warmup, 2.0 / self._alpha):  # let the EMA settle first
-            self.initial = self.ema
+        if not self._armed:  # the initial level: mean reward over the warm-up's rollouts
+            self._sum += r * batch
+            self._w += batch
+            self.initial = self._sum / self._w
+            if self._n >= self.warmup and record.samples >= self.warmup_samples:
+                self._armed = True
+                self.best = self.initial
             return False, self.ema
         self.best = max(self.best, self.ema)
+        noise = self.noise_z * self.ema_sd
+        if self.floor_fraction is not None and self.initial > 0:
+            fall = self.initial - self.ema
+            if self.ema < self.floor_fraction * self.initial and fall > max(self.min_drop, noise):
+                return True, self.ema
         if self.best - self.initial < self.min_drop:
             return False, self.ema
-        margin = max(self.min_drop, self.drop * (self.best - self.initial), self.noise_z * self.ema_sd)
+        margin = max(self.min_drop, self.drop * (self.best - self.initial), noise)
         return self.ema < self.best - margin, self.ema
 
     def _describe(self, value: float) -> str:
+        if self.floor_fraction is not None and value < self.floor_fraction * self.initial:
+            return f"smoothed reward {value:.4g} fell below {self.floor_fraction:g} x its initial {self.initial:.4g}"
         return f"smoothed reward {value:.4g} fell from best {self.best:.4g}"
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"ema": self.ema, "initial": self.initial, "best": self.best if finite(self.best) else None,
-                "last": self._last, "absdiff": self._absdiff, "n": self._n, "alpha": self._alpha}
+        f = lambda x: x if finite(x) else None  # noqa: E731
+        return {"ema": f(self.ema), "initial": f(self.initial), "best": f(self.best),
+                "last": f(self._last), "absdiff": f(self._absdiff), "n": self._n, "alpha": self._alpha,
+                "sum": self._sum, "w": self._w, "armed": self._armed}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
-        self.ema, self.initial = float(state["ema"]), float(state["initial"])
+        g = lambda x: math.nan if x is None else float(x)  # noqa: E731
+        self.ema, self.initial = g(state["ema"]), g(state["initial"])
         self.best = -math.inf if state["best"] is None else float(state["best"])
-        self._last, self._absdiff = float(state["last"]), float(state["absdiff"])
+        self._last, self._absdiff = g(state["last"]), g(state["absdiff"])
         self._n, self._alpha = int(state["n"]), float(state["alpha"])
+        # states saved before the warm-up was counted in rollouts have no sum/w/armed: warm-up over
+        self._sum, self._w = float(state.get("sum", 0.0)), float(state.get("w", 0.0))
+        self._armed = bool(state.get("armed", finite(self.initial)))
 
 
 class _RobustSpike(Detector):
     """Robust z-score of log(value) against the median/MAD of the last ``window`` non-alarming
     values; spikes are kept out of the window so a sustained blow-up keeps alarming. The median
-    and MAD are refreshed every ``refresh`` values (a slow baseline; keeps a record O(1))."""
+    and MAD are refreshed every ``refresh`` values (a slow baseline; keeps a record O(1)).
+    Scoring starts after ``warmup_samples`` rollouts and at least ``warmup`` values (early training
+    moves KL and gradient norm fast without anything failing). A spike must also be ``min_ratio``
+    times the baseline median: a smooth series (tiny MAD) with a steady trend is not a blow-up."""
 
     field = "grad_norm"
 
-    def __init__(self, z: float = 6.0, window: int = 100, warmup: int = 20, patience: int = 2,
-                 max_value: float | None = None, refresh: int = 10) -> None:
+    def __init__(self, z: float = 6.0, window: int = 100, warmup: int = 8, patience: int = 2,
+                 max_value: float | None = None, refresh: int = 10, warmup_samples: float = 1024,
+                 min_ratio: float = 2.0) -> None:
         super().__init__(patience)
+        if not min_ratio >= 1:
+            raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
+        self.min_ratio = float(min_ratio)
+        if not warmup_samples >= 0:
+            raise ValueError(f"warmup_samples must be >= 0, got {warmup_samples}")
+        self.warmup_samples = float(warmup_samples)
         if window < warmup or warmup < 3:
             raise ValueError(f"need 3 <= warmup <= window, got warmup={warmup}, window={window}")
         if refresh < 1:
@@ -305,10 +359,10 @@ class _RobustSpike(Detector):
             return True, v
         lv = math.log(max(v, 1e-12))
         hit = False
-        if len(self._hist) >= self.warmup:
+        if len(self._hist) >= self.warmup and record.samples >= self.warmup_samples:
             med, mad = self._baseline()
             self.last_z = (lv - med) / mad
-            hit = self.last_z > self.z
+            hit = self.last_z > self.z and lv - med > math.log(self.min_ratio)
         if not hit:
             self._hist.append(lv)
             self._stale += 1
@@ -375,9 +429,11 @@ class ZeroVarianceGroups(Detector):
 
 def default_detectors() -> list[Detector]:
     """Entropy collapse, reward crash, grad-norm spike and KL blow-up with conservative defaults
-    (zero-variance groups is opt-in: easy problems legitimately saturate). The spike detectors
-    wait 50 records: KL and grad norm move fast early in training without anything failing."""
-    return [EntropyCollapse(), RewardCrash(), GradNormSpike(warmup=50), KLBlowup(warmup=50)]
+    (zero-variance groups is opt-in: easy problems legitimately saturate). Every warm-up is
+    counted in rollouts, so all batches of a sweep are judged over the same stretch of training:
+    the spike detectors score from 1024 rollouts (at least 8 values), the reward's initial level
+    and the entropy's early level are taken over the first 512."""
+    return [EntropyCollapse(), RewardCrash(), GradNormSpike(), KLBlowup()]
 
 
 class FailureClock:

@@ -374,7 +374,13 @@ class CriticalBatchFit:
                    ) -> tuple[float, float]:
         """Percentile interval of B*: runs resampled with replacement, and each resampled run's
         rate moved by its residual from the full fit with a random sign (a wild bootstrap), so
-        both the choice of runs and the scatter of their rates count."""
+        both the choice of runs and the scatter of their rates count. Runs are put in a canonical
+        order (batch, then rate) first, so the interval does not depend on the order they came in."""
+        o = np.lexsort((ss, bs))
+        bs, ss = bs[o], ss[o]
+        if cb.size:
+            oc = np.lexsort((cbd, cb))
+            cb, cbd = cb[oc], cbd[oc]
         n_u, n_c = bs.size, cb.size
         n = n_u + n_c
         if n < 3 or self.n_boot < 10:

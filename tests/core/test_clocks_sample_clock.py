@@ -1,0 +1,77 @@
+"""The default detectors judge every batch of a sweep over the same stretch of *rollouts*.
+
+A failure that arrives after a fixed number of rollouts (a sample clock) must be found at that
+rollout count at every batch, so that a sweep's fitted failure exponent reads ~0, not ~1. With
+warm-ups counted in records (the old defaults) only the small batches of a short run could
+alarm at all, which biased the exponent towards a step clock.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvr_schedule.clocks import FailureClock, FailureScalingFit, GradNormSpike, RewardCrash
+from rlvr_schedule.records import Run, StepRecord
+
+BATCHES = [8, 16, 32, 64, 128]
+
+
+def crash_run(batch: int, crash_at: int, seed: int, *, budget: int = 4096, spike_at: int | None = None,
+              r0: float = 0.3) -> Run:
+    """Reward r0 (binomial noise at this batch) until ``crash_at`` rollouts, then falling to 0 over
+    400 rollouts; grad norm x20 from ``spike_at`` on. No progress first (as on the tiny task at a
+    too-high LR)."""
+    rng = np.random.default_rng(seed)
+    recs = []
+    for k in range(budget // batch):
+        s = (k + 1) * batch
+        p = r0 * min(1.0, max(0.0, 1 - (s - crash_at) / 400))
+        gn = float(np.exp(rng.normal(0, 0.1))) * (20.0 if spike_at is not None and s >= spike_at else 1.0)
+        recs.append(StepRecord(step=k + 1, samples=s, batch=batch, lr=1e-4, reward_mean=rng.binomial(batch, p) / batch,
+                               entropy=0.4, grad_norm=gn, kl=0.01))
+    return Run(recs, name=f"b{batch}-s{seed}")
+
+
+@pytest.mark.parametrize("crash_at", [1200, 2400])
+def test_a_reward_crash_on_a_sample_clock_reads_as_one(crash_at: int) -> None:
+    runs = [crash_run(b, crash_at, seed) for seed in range(3) for b in BATCHES]
+    clocks = [FailureClock().fit(r) for r in runs]
+    assert all(c.signal_ == "reward_crash" for c in clocks), [c.signal_ for c in clocks]
+    found = np.array([c.failure_samples_ for c in clocks], float)
+    # the smoothed reward crosses half its start ~200 rollouts into the fall, +- one update and the smoothing
+    assert np.all(found > crash_at) and np.all(found < crash_at + 650), found
+    fit = FailureScalingFit().fit(runs, list(found))
+    lo, hi = fit.alpha_interval_
+    assert abs(fit.alpha_) < 0.15 and lo < 0 < hi, (fit.alpha_, fit.alpha_interval_)
+
+
+def test_a_grad_norm_spike_at_a_rollout_count_is_found_at_every_batch() -> None:
+    for b in BATCHES:
+        run = crash_run(b, 10**9, 0, spike_at=1500)
+        c = FailureClock().fit(run)
+        assert c.signal_ == "grad_norm_spike" and 1500 <= c.failure_samples_ < 1500 + b, (b, c.failure_samples_)
+
+
+def test_no_alarm_without_a_failure_at_any_batch() -> None:
+    for seed in range(3):
+        for b in BATCHES:
+            assert FailureClock().fit(crash_run(b, 10**9, seed)).failure_samples_ is None
+
+
+@settings(max_examples=25, deadline=None)
+@given(batch=st.sampled_from(BATCHES), warmup_samples=st.integers(0, 3000))
+def test_reward_crash_warm_up_is_counted_in_rollouts(batch: int, warmup_samples: int) -> None:
+    det = RewardCrash(warmup_samples=warmup_samples)
+    armed_at = None
+    for k in range(4000 // batch):
+        det.update(StepRecord(step=k + 1, samples=(k + 1) * batch, batch=batch, lr=1.0, reward_mean=0.3))
+        if armed_at is None and math.isfinite(det.best):
+            armed_at = (k + 1) * batch
+    want = max(warmup_samples, det.warmup * batch)
+    want = -(-want // batch) * batch  # the first update at or past it
+    assert armed_at == (want if want <= 4000 // batch * batch else None)
