@@ -201,33 +201,74 @@ def epoch_fit(
 
 
 # --- learning rate ------------------------------------------------------------------------------
-def scale_base_lr(optimizer: Any, lr_scheduler: Any, lr: float) -> list[float]:
-    """Make ``lr`` the base LR of a torch optimizer + ``lr_scheduler`` pair, effective next step.
+def _unwrap(obj: Any, attr: str, marker: str) -> Any:
+    """Follow ``obj.<attr>`` (accelerate's AcceleratedOptimizer / AcceleratedScheduler, DeepSpeed's
+    ZeRO optimizer) while the inner object has ``marker`` (``param_groups`` / ``step``); a few
+    levels at most."""
+    for _ in range(4):
+        inner = getattr(obj, attr, None)
+        if inner is None or inner is obj or not hasattr(inner, marker):
+            break
+        obj = inner
+    return obj
 
-    Setting only the optimizer's ``param_groups`` is undone at the next ``lr_scheduler.step()``,
-    and setting only ``base_lrs`` waits a step and leaves the logged last LR stale, so all three
-    change together: ``base_lrs`` (first group set to ``lr``, others keep their ratio to it), each
-    group's current ``lr`` (keeping the scheduler's present warm-up/decay multiplier) and the
-    scheduler's last-LR values. Returns the new per-group LRs. Wrappers exposing ``.scheduler`` /
-    ``.optimizer`` (accelerate) are unwrapped.
+
+def scale_base_lr(optimizer: Any, lr_scheduler: Any, lr: float) -> list[float]:
+    """Make ``lr`` the peak (base) LR of a torch optimizer + LR-scheduler pair, effective next step.
+
+    Multiplicative schedulers (torch ``LambdaLR`` as built by TRL/transformers, verl's FSDP engine
+    and OpenRLHF) compute each group's LR as ``base_lrs[i] x lambda(step)``: writing only the
+    optimizer's ``param_groups`` is undone at the next ``scheduler.step()``, and writing only
+    ``base_lrs`` waits a step and leaves the logged last LR stale. So everything changes together:
+    ``base_lrs`` (group 0 set to ``lr``, the other groups keep their ratio to it), each group's
+    ``lr`` (keeping the scheduler's present warm-up/decay multiplier), ``initial_lr`` (what a
+    resumed scheduler starts from) and the scheduler's last-LR value (what the frameworks log).
+
+    ``lr_scheduler`` may be None (then the groups' ``initial_lr``, else their ``lr``, are the peak
+    LRs). Wrappers exposing ``.optimizer`` / ``.scheduler`` (accelerate, DeepSpeed) are unwrapped.
+    Duck-typed: torch is not imported. Nothing is changed when it raises:
+
+    - ValueError: ``lr`` is not a finite non-negative number, or the scheduler has a different
+      number of base LRs than the optimizer has param groups;
+    - TypeError: the scheduler has no ``base_lrs`` (only torch LR schedulers are supported, not
+      e.g. Megatron's OptimizerParamScheduler, which must be driven through its own max_lr).
+
+    Returns the LR of each param group now in effect (``lr`` x ratio x the scheduler's factor).
     """
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr >= 0):
+    try:
+        value = float(lr)
+    except (TypeError, ValueError):
+        value = math.nan
+    if isinstance(lr, bool) or not (math.isfinite(value) and value >= 0.0):
         raise ValueError(f"learning rate must be a finite non-negative number, got {lr!r}")
-    sched = getattr(lr_scheduler, "scheduler", lr_scheduler)
-    opt = getattr(optimizer, "optimizer", optimizer)
+    sched = None if lr_scheduler is None else _unwrap(lr_scheduler, "scheduler", "step")
+    opt = _unwrap(optimizer, "optimizer", "param_groups")
     groups = opt.param_groups
-    old = list(getattr(sched, "base_lrs", None) or [g.get("initial_lr", g["lr"]) for g in groups])
-    ratio = lr / old[0] if old[0] else None
-    new_base = [lr if ratio is None else b * ratio for b in old]
-    for g, b_old, b_new in zip(groups, old, new_base):
-        mult = g["lr"] / b_old if b_old else 1.0
-        g["lr"] = b_new * mult
-        if "initial_lr" in g:
-            g["initial_lr"] = b_new
-    if sched is not None and hasattr(sched, "base_lrs"):
-        sched.base_lrs = new_base
-        sched._last_lr = [g["lr"] for g in groups]
-    return [g["lr"] for g in groups]
+    if sched is not None:
+        bases = getattr(sched, "base_lrs", None)
+        if bases is None:
+            raise TypeError(
+                f"{type(sched).__name__} has no base_lrs: only torch LR schedulers (LambdaLR and the "
+                "like) are supported, not e.g. Megatron's OptimizerParamScheduler"
+            )
+    else:  # no scheduler: the peak LRs are what a scheduler would start from, else the group LRs
+        bases = [g.get("initial_lr", g["lr"]) for g in groups]
+    bases = [float(b) for b in bases]
+    if len(bases) != len(groups):
+        raise ValueError(f"the scheduler has {len(bases)} base LRs for {len(groups)} param groups")
+    ref = bases[0]
+    new_bases = [value * b / ref if ref > 0 else value for b in bases]
+    applied: list[float] = []
+    for g, old_base, new_base in zip(groups, bases, new_bases):
+        factor = float(g["lr"]) / old_base if old_base > 0 else 1.0
+        g["lr"] = new_base * factor
+        if sched is not None or "initial_lr" in g:
+            g["initial_lr"] = new_base
+        applied.append(g["lr"])
+    if sched is not None:
+        sched.base_lrs = list(new_bases)
+        sched._last_lr = list(applied)
+    return applied
 
 
 # --- checkpoints -----------------------------------------------------------------------------

@@ -12,7 +12,9 @@ or from Python: ``launch(build_config(overrides, "schedule.yaml"))``. Public nam
   ``ScheduleActorRolloutRefWorker`` / ``LRControlMixin`` (worker method ``rlvr_set_lr``): verl classes.
 - ``ScheduleController``, ``ScheduleMetricsBackend``, ``attach_backend``: metrics -> schedule -> stage.
 - ``apply_rollout_batch``, ``pin_gen_batch_size``, ``check_setup``, ``VerlSetupWarning``: the config side.
-- ``rescale_lr``; ``save_state`` / ``load_state`` / ``STATE_FILE``; ``build_config`` / ``launch`` / ``main``.
+- ``rescale_lr`` (an alias of :func:`rlvr_schedule_adapters._common.scale_base_lr`, the LR change
+  shared by all adapters); ``save_state`` / ``load_state`` / ``STATE_FILE``; ``build_config`` /
+  ``launch`` / ``main``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover  (the names resolve lazily through __getat
     )
     from rlvr_schedule_adapters.verl.controller import ScheduleController
     from rlvr_schedule_adapters.verl.launch import build_config, launch
-    from rlvr_schedule_adapters.verl.lr import rescale_lr
+    from rlvr_schedule_adapters._common import scale_base_lr as rescale_lr
     from rlvr_schedule_adapters.verl.state import STATE_FILE, load_state, save_state
     from rlvr_schedule_adapters.verl.tracking import ScheduleMetricsBackend, attach_backend
     from rlvr_schedule_adapters.verl.trainer import (
@@ -106,7 +108,7 @@ _LAZY = {
     "check_setup": "batch",
     "read_layout": "batch",
     "VerlSetupWarning": "batch",
-    "rescale_lr": "lr",
+    "rescale_lr": "rlvr_schedule_adapters._common:scale_base_lr",
     "save_state": "state",
     "load_state": "state",
     "STATE_FILE": "state",
@@ -119,6 +121,9 @@ def __getattr__(name: str) -> Any:
     mod = _LAZY.get(name)
     if mod is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if ":" in mod:  # a name kept under another module (``module:attribute``)
+        mod, attr = mod.split(":")
+        return getattr(importlib.import_module(mod), attr)
     return getattr(importlib.import_module(f"rlvr_schedule_adapters.verl.{mod}"), name)
 
 

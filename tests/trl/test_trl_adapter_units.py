@@ -72,6 +72,30 @@ def test_scale_base_lr_survives_the_next_scheduler_step(kind):
         scale_base_lr(opt, sched, float("nan"))
 
 
+def test_scale_base_lr_unwraps_wrappers_and_refuses_without_changing_anything():
+    from types import SimpleNamespace
+
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([{"params": [p], "lr": 1e-2}], lr=1e-2)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5)
+    # accelerate's AcceleratedOptimizer / AcceleratedScheduler keep the torch objects here
+    wrapped_opt, wrapped_sched = SimpleNamespace(optimizer=opt), SimpleNamespace(scheduler=sched)
+    assert scale_base_lr(wrapped_opt, wrapped_sched, 4e-2) == pytest.approx([2e-2])
+    assert sched.base_lrs == pytest.approx([4e-2]) and sched.get_last_lr() == pytest.approx([2e-2])
+    assert opt.param_groups[0]["initial_lr"] == pytest.approx(4e-2)
+    before = (list(sched.base_lrs), opt.param_groups[0]["lr"])
+    for bad in (-1.0, float("inf"), "x", True):
+        with pytest.raises(ValueError, match="finite non-negative"):
+            scale_base_lr(opt, sched, bad)
+    with pytest.raises(TypeError, match="no base_lrs"):  # e.g. Megatron's OptimizerParamScheduler
+        scale_base_lr(opt, SimpleNamespace(step=lambda: None, optimizer=opt), 1e-3)
+    sched.base_lrs = [4e-2, 4e-2]
+    with pytest.raises(ValueError, match="2 base LRs for 1 param groups"):
+        scale_base_lr(opt, sched, 1e-3)
+    sched.base_lrs = before[0]
+    assert (list(sched.base_lrs), opt.param_groups[0]["lr"]) == before
+
+
 def test_schedule_spec_round_trips(tmp_path):
     spec = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 32}, {"batch": 16, "lr": 5e-4}]}
     path = tmp_path / "s.json"

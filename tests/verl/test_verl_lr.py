@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from rlvr_schedule_adapters.verl.lr import rescale_lr
+from rlvr_schedule_adapters._common import scale_base_lr
 
 
 def make_engine(config, *, scheduler: str = "cosine", warmup: int = 2, total: int = 20, lr: float = 1e-2,
@@ -59,7 +59,7 @@ def test_rescale_takes_effect_on_the_next_update_and_keeps_the_schedule(verl_con
     for _ in range(5):
         train_step(eng)
         train_step(ref)
-    applied = rescale_lr(eng.optimizer, eng.lr_scheduler, 3e-2)
+    applied = scale_base_lr(eng.optimizer, eng.lr_scheduler, 3e-2)
     assert applied[0] == pytest.approx(ref.optimizer.param_groups[0]["lr"])
     assert eng.lr_scheduler.get_last_lr()[0] == pytest.approx(applied[0])  # what verl logs as actor/lr
     for _ in range(6):  # the measured updates now follow the new peak x the cosine factor
@@ -70,7 +70,7 @@ def test_rescale_during_warmup(verl_config):
     eng = make_engine(verl_config, scheduler="constant", warmup=4, lr=1e-2)
     ref = make_engine(verl_config, scheduler="constant", warmup=4, lr=5e-3)
     train_step(eng), train_step(ref)
-    rescale_lr(eng.optimizer, eng.lr_scheduler, 5e-3)
+    scale_base_lr(eng.optimizer, eng.lr_scheduler, 5e-3)
     got = [train_step(eng)[0] for _ in range(5)]
     want = [train_step(ref)[0] for _ in range(5)]
     assert got == pytest.approx(want, rel=1e-5)
@@ -79,7 +79,7 @@ def test_rescale_during_warmup(verl_config):
 
 def test_groups_keep_their_ratio(verl_config):
     eng = make_engine(verl_config, scheduler="constant", warmup=0, lr=1e-2, groups=2)
-    rescale_lr(eng.optimizer, eng.lr_scheduler, 4e-2)
+    scale_base_lr(eng.optimizer, eng.lr_scheduler, 4e-2)
     a, b = train_step(eng)
     assert a == pytest.approx(4e-2, rel=1e-5) and b == pytest.approx(2e-2, rel=1e-5)
 
@@ -95,7 +95,7 @@ def test_param_groups_alone_would_be_undone(verl_config):
 def test_resume_restores_the_new_lr(verl_config):
     eng = make_engine(verl_config, lr=1e-2)
     train_step(eng)
-    rescale_lr(eng.optimizer, eng.lr_scheduler, 2e-2)
+    scale_base_lr(eng.optimizer, eng.lr_scheduler, 2e-2)
     opt_state, sched_state = eng.optimizer.state_dict(), eng.lr_scheduler.state_dict()
     new = make_engine(verl_config, lr=1e-2)  # relaunched with the old LR in the config
     new.optimizer.load_state_dict(opt_state)
@@ -107,11 +107,18 @@ def test_resume_restores_the_new_lr(verl_config):
 def test_without_scheduler_and_bad_input():
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([p], lr=0.1)
-    assert rescale_lr(opt, None, 0.3) == pytest.approx([0.3])
+    assert scale_base_lr(opt, None, 0.3) == pytest.approx([0.3])
     with pytest.raises(ValueError, match="non-negative"):
-        rescale_lr(opt, None, float("nan"))
+        scale_base_lr(opt, None, float("nan"))
     with pytest.raises(TypeError, match="no base_lrs"):
-        rescale_lr(opt, SimpleNamespace(), 0.1)  # e.g. Megatron's OptimizerParamScheduler
+        scale_base_lr(opt, SimpleNamespace(), 0.1)  # e.g. Megatron's OptimizerParamScheduler
+    assert opt.param_groups[0]["lr"] == pytest.approx(0.3)  # a refused call changes nothing
+
+
+def test_the_public_verl_name_is_the_shared_helper():
+    import rlvr_schedule_adapters.verl_plugin as vp
+
+    assert vp.rescale_lr is scale_base_lr
 
 
 def test_mixin_method_on_a_worker_like_object(verl_config):

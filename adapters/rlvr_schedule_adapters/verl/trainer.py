@@ -35,6 +35,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.engine_workers import ActorRolloutRefWorker
 
+from rlvr_schedule_adapters._common import scale_base_lr
 from rlvr_schedule_adapters.verl.batch import (
     MINI_BATCH_MODES,
     VerlSetupWarning,
@@ -44,7 +45,6 @@ from rlvr_schedule_adapters.verl.batch import (
     read_layout,
 )
 from rlvr_schedule_adapters.verl.controller import ScheduleController
-from rlvr_schedule_adapters.verl.lr import rescale_lr
 from rlvr_schedule_adapters.verl.state import STATE_FILE, checkpoint_folder, load_state, save_state
 from rlvr_schedule_adapters.verl.tracking import ScheduleMetricsBackend, attach_backend
 
@@ -81,7 +81,7 @@ class LRControlMixin:
         optimizer = getattr(engine, "optimizer", None)
         if optimizer is None:
             return None
-        return rescale_lr(optimizer, getattr(engine, "lr_scheduler", None), lr)
+        return scale_base_lr(optimizer, getattr(engine, "lr_scheduler", None), lr)
 
 
 class ScheduleActorRolloutRefWorker(LRControlMixin, ActorRolloutRefWorker):
