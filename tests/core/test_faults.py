@@ -32,8 +32,7 @@ from rlvr_schedule.policy import (
     load_schedule,
 )
 from rlvr_schedule.policy.baselines import NoiseScaleAdaptiveSchedule
-from rlvr_schedule.synthetic import SyntheticEnvironment, make_sweep
-from rlvr_schedule.synthetic.generator import write_jsonl
+from rlvr_schedule.synthetic import SyntheticEnvironment, make_sweep, write_run_log
 
 
 @dataclass
@@ -137,7 +136,7 @@ def _sweep_case(name: str, corrupt: Callable[[str], str], expect: str, needle: s
 
     def run(tmp: Path) -> Outcome:
         runs = make_sweep([64, 128, 256], critical_batch=256, failure_samples=20_000, seed=3)
-        paths = [Path(write_jsonl(tmp / f"{name}_b{r.batch}.jsonl", r, names)) for r in runs]
+        paths = [Path(write_run_log(tmp / f"{name}_b{r.batch}.jsonl", r, names)) for r in runs]
         paths[0].write_text(corrupt(paths[0].read_text()))
         rc, out, err = _cli(["plan", *map(str, paths), "--json"])
         assert "Traceback" not in err

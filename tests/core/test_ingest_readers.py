@@ -276,12 +276,11 @@ def test_writer_leaves_out_nonfinite_values(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("names", ["canonical", "trl", "verl"])
 def test_synthetic_framework_logs_read_back(tmp_path: Path, names: str) -> None:
-    from rlvr_schedule.synthetic import make_sweep
-    from rlvr_schedule.synthetic.generator import write_jsonl as write_framework_jsonl
+    from rlvr_schedule.synthetic import make_sweep, write_run_log
 
     runs = make_sweep([16, 64], critical_batch=128, failure_samples=5000, seed=1, steps=20, names=names)
     for run in runs:
-        write_framework_jsonl(tmp_path / f"{run.name}.jsonl", run, names)
+        write_run_log(tmp_path / f"{run.name}.jsonl", run, names)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # framework names are all known
         loaded = load_runs(tmp_path)

@@ -17,7 +17,7 @@ from rlvr_schedule.synthetic import (
     make_run,
     make_sweep,
     to_framework_dict,
-    write_jsonl,
+    write_run_log,
 )
 from rlvr_schedule.theory import gradient_noise_from_two_batches, lr_for_batch
 
@@ -115,14 +115,14 @@ def test_framework_styles_keep_what_the_framework_logs(tmp_path):
     trl = make_run(64, steps=10, names="trl")
     assert not math.isnan(trl.records[0].frac_zero_std) and trl.records[0].micro_batch is None
 
-    path = write_jsonl(tmp_path / "verl.jsonl", verl, "verl")
+    path = write_run_log(tmp_path / "verl.jsonl", verl, "verl")
     rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
     assert len(rows) == 10
     assert set(rows[0]) == set(FRAMEWORK_KEYS["verl"].values()) | {"samples", "batch"}
     assert rows[3]["training/global_step"] == 4 and rows[3]["samples"] == 256
     assert rows[3]["critic/score/mean"] == verl.records[3].reward_mean
 
-    path = write_jsonl(tmp_path / "trl.jsonl", trl, "trl", with_samples=False)
+    path = write_run_log(tmp_path / "trl.jsonl", trl, "trl", with_samples=False)
     rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
     assert {"reward", "entropy", "learning_rate", "grad_norm", "kl", "frac_reward_zero_std",
             "num_tokens"} <= set(rows[0])
@@ -131,7 +131,7 @@ def test_framework_styles_keep_what_the_framework_logs(tmp_path):
 
 def test_canonical_jsonl_round_trips(tmp_path):
     run = make_run(32, steps=8)
-    path = write_jsonl(tmp_path / "c.jsonl", run)
+    path = write_run_log(tmp_path / "c.jsonl", run)
     back = [StepRecord.from_dict(json.loads(line)) for line in Path(path).read_text().splitlines()]
     assert [r.to_dict() for r in back] == [r.to_dict() for r in run]
     assert to_framework_dict(run.records[0]) == run.records[0].to_dict()

@@ -10,7 +10,7 @@ from rlvr_schedule.synthetic.generator import (
     make_run,
     make_sweep,
     to_framework_dict,
-    write_jsonl,
+    write_run_log,
 )
 from rlvr_schedule.synthetic.model import ClockModel
 from rlvr_schedule.synthetic.testing import (
@@ -34,5 +34,5 @@ __all__ = [
     "make_sweep",
     "samples_to_target",
     "to_framework_dict",
-    "write_jsonl",
+    "write_run_log",
 ]

@@ -5,7 +5,8 @@ should recover ``critical_batch`` (per-sample progress ``p(B) = p0 (1 - B / (2 B
 ``failure_samples`` (collapse after the same rollouts at any batch when ``failure_exponent`` is 0).
 ``names`` says whose vocabulary the runs mimic: ``"verl"`` and ``"trl"`` runs keep only the metrics
 those frameworks log (no micro-batch gradient norm; verl has no zero-std fraction), and
-:func:`write_jsonl` writes them under the framework's own keys so ingestion can be tested end to end.
+:func:`write_run_log` writes them as that framework's metrics log, under its own keys, so ingestion
+can be tested end to end.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from rlvr_schedule.records import METRIC_FIELDS, Run, StepRecord
 from rlvr_schedule.synthetic.environment import SyntheticEnvironment
 
-__all__ = ["FRAMEWORK_KEYS", "NAME_STYLES", "make_run", "make_sweep", "to_framework_dict", "write_jsonl"]
+__all__ = ["FRAMEWORK_KEYS", "NAME_STYLES", "make_run", "make_sweep", "to_framework_dict", "write_run_log"]
 
 NAME_STYLES = ("canonical", "verl", "trl")
 
@@ -152,9 +153,13 @@ def to_framework_dict(record: StepRecord, names: str = "canonical", *, with_samp
     return out
 
 
-def write_jsonl(path: str | os.PathLike, run: Run | Sequence[StepRecord], names: str = "canonical", *,
-                with_samples: bool = True) -> str:
-    """Write a run as JSONL, one metrics dict per line in ``names``' vocabulary; returns the path."""
+def write_run_log(path: str | os.PathLike, run: Run | Sequence[StepRecord], names: str = "canonical", *,
+                  with_samples: bool = True) -> str:
+    """Write a run as the JSONL metrics log a framework would leave: one metrics dict per line in
+    ``names``' vocabulary (TRL also gets its cumulative ``num_tokens``); returns the path.
+
+    Not to be confused with :func:`rlvr_schedule.ingest.write_jsonl` (canonical records, append-safe).
+    """
     _check_names(names)
     records = run.records if isinstance(run, Run) else list(run)
     tokens = 0.0
