@@ -65,6 +65,15 @@ def make_tiny_model(path: Path) -> Any:
     return ptok
 
 
+def prompt_dataset(n: int) -> Any:
+    """``n`` three-word prompts over the first 20 words (the reward asks for the first one back)."""
+    from datasets import Dataset
+
+    return Dataset.from_dict(
+        {"prompt": [f"{WORDS[i % 20]} {WORDS[(i * 7) % 20]} {WORDS[(i * 3) % 20]}" for i in range(n)]}
+    )
+
+
 def repeat_first_word(prompts: list[str], completions: list[str], **kwargs: Any) -> list[float]:
     """Verifiable reward: the share of completion words equal to the prompt's first word."""
     out = []
@@ -77,7 +86,6 @@ def repeat_first_word(prompts: list[str], completions: list[str], **kwargs: Any)
 def build_trainer(
     out: Path, *, schedule: Any, steps: int, prompts: int, save_steps: int, resume: bool = False
 ) -> tuple[Any, Any]:
-    from datasets import Dataset
     from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
     from transformers import PreTrainedTokenizerFast
     from trl import GRPOConfig, GRPOTrainer
@@ -91,9 +99,7 @@ def build_trainer(
         if (model_dir / "config.json").exists()
         else make_tiny_model(model_dir)
     )
-    data = Dataset.from_dict(
-        {"prompt": [f"{WORDS[i % 20]} {WORDS[(i * 7) % 20]} {WORDS[(i * 3) % 20]}" for i in range(prompts)]}
-    )
+    data = prompt_dataset(prompts)
     host = PluginHost()
     host.register(JsonlSink(out / "schedule.jsonl"))
     callback = RlvrScheduleCallback(schedule, plugins=host)

@@ -161,6 +161,21 @@ def test_bad_names_and_steps():
         SyntheticEnvironment().step(0, 1e-6)
 
 
+def test_run_and_sweep_take_the_task_and_its_defaults_from_the_environment():
+    run = make_run(64, steps=5, seed=3, critical_batch=128)
+    same = SyntheticEnvironment(critical_batch=128, seed=3).run_constant(64, steps=5)
+    assert [r.to_dict() for r in run] == [r.to_dict() for r in same]
+    sweep = make_sweep([16, 64], steps=3, seed=2, critical_batch=128, drift=1.0)
+    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(2).spawn(2)]
+    for got, b, seed in zip(sweep, [16, 64], seeds, strict=True):
+        want = make_run(b, steps=3, seed=seed, critical_batch=128, drift=1.0)
+        assert got.name == f"B{b}" and [r.to_dict() for r in got] == [r.to_dict() for r in want]
+    with pytest.raises(TypeError, match="per run"):
+        make_sweep([16, 64], lr=1e-3)
+    with pytest.raises(TypeError, match="critical_bach"):
+        make_run(64, critical_bach=128)
+
+
 class Doubler:
     """Doubles the batch every ``every`` rollouts (sqrt-rule LR)."""
 

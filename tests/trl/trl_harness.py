@@ -1,7 +1,8 @@
 """A tiny local GRPO harness for the TRL adapter tests: no downloads, CPU, a few seconds a run.
 
-``make_tiny_model`` saves a 1-layer Qwen2 (hidden 64) and a word-level tokenizer. ``run_grpo`` trains a
-real ``GRPOTrainer`` and MEASURES, per optimizer step, the completions that reached the reward function
+``make_tiny_model`` (from ``examples/trl_grpo_cpu.py``) saves a 1-layer Qwen2 (hidden 64) and a
+word-level tokenizer; ``prompts`` is the example's prompt dataset. ``run_grpo`` trains a real
+``GRPOTrainer`` and MEASURES, per optimizer step, the completions that reached the reward function
 and the LR in the optimizer's param groups when ``step()`` ran (a torch step pre-hook), independently
 of anything the callback or the logs report.
 """
@@ -9,6 +10,7 @@ of anything the callback or the logs report.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,45 +22,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch
 from transformers import TrainerCallback
 
+# the tiny model and the prompts are the TRL example's own (examples/ is not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+from trl_grpo_cpu import make_tiny_model  # noqa: F401 (the fixtures and killable_grpo take it from here)
+from trl_grpo_cpu import prompt_dataset as prompts
+
 PER_DEVICE = 4  # completions per micro-step
 GROUP = 4  # num_generations
 S = 2  # steps_per_generation, fixed while the batch changes
-
-
-def make_tiny_model(path: Path) -> Any:
-    """Save a tiny Qwen2 + word-level tokenizer under ``path``; return the tokenizer."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
-
-    vocab = ["<pad>", "<eos>", "<unk>"] + [f"w{i}" for i in range(29)]
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    ptok = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>"
-    )
-    cfg = Qwen2Config(
-        vocab_size=len(vocab),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        tie_word_embeddings=False,
-        pad_token_id=0,
-        eos_token_id=1,
-        bos_token_id=None,
-    )
-    torch.manual_seed(0)
-    Qwen2ForCausalLM(cfg).save_pretrained(path)
-    ptok.save_pretrained(path)
-    return ptok
-
-
-def prompts(n: int) -> Any:
-    from datasets import Dataset
-
-    return Dataset.from_dict({"prompt": [f"w{i % 20} w{(i * 7) % 20} w{(i * 3) % 20}" for i in range(n)]})
 
 
 @dataclass

@@ -38,13 +38,13 @@ class SyntheticEnvironment:
 
     def __init__(
         self,
-        critical_batch: float = 256.0,
-        failure_samples: float = 50_000.0,
-        lr0: float = 1e-6,
-        base_batch: int = 64,
+        critical_batch: float = ClockModel.critical_batch,
+        failure_samples: float = ClockModel.failure_samples,
+        lr0: float = ClockModel.lr0,
+        base_batch: int = ClockModel.base_batch,
         noise: float = 1.0,
         seed: int | None = 0,
-        drift: float = 0.0,
+        drift: float = ClockModel.drift,
         **model_kwargs: Any,
     ) -> None:
         if not (math.isfinite(noise) and noise >= 0):

@@ -75,29 +75,25 @@ def make_run(
     batch: int,
     *,
     lr: float | None = None,
-    critical_batch: float = 256.0,
-    failure_samples: float = 50_000.0,
-    lr0: float = 1e-6,
-    base_batch: int = 64,
-    noise: float = 1.0,
-    seed: int | None = 0,
     steps: int | None = None,
     max_samples: float | None = None,
     names: str = "canonical",
     name: str | None = None,
-    **model_kwargs: Any,
+    **task: Any,
 ) -> Run:
     """One constant-batch run of a synthetic task (LR: ``lr`` or the sqrt rule from ``(base_batch, lr0)``).
 
     Runs ``steps`` updates, or to ``max_samples`` rollouts, or by default to 1.3 x the failure point.
-    Extra keyword arguments go to :class:`~rlvr_schedule.synthetic.model.ClockModel`
-    (``failure_exponent``, ``drift``, ``rate_at_zero``, ``reward_ceiling``, ``b_simple``, ...).
+    The task's keyword arguments go to
+    :class:`~rlvr_schedule.synthetic.environment.SyntheticEnvironment`, which holds their defaults:
+    ``critical_batch``, ``failure_samples``, ``lr0``, ``base_batch``, ``noise``, ``seed``, ``drift``
+    and the other :class:`~rlvr_schedule.synthetic.model.ClockModel` fields (``failure_exponent``,
+    ``rate_at_zero``, ``reward_ceiling``, ``b_simple``, ...).
     """
     _check_names(names)
     if steps is not None and (int(steps) != steps or steps < 1):
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    env = SyntheticEnvironment(critical_batch, failure_samples, lr0, base_batch, noise=noise, seed=seed,
-                               **model_kwargs)
+    env = SyntheticEnvironment(**task)
     run = env.run_constant(batch, max_samples, lr=lr, steps=steps, name=name)
     return _restrict(run, names)
 
@@ -105,29 +101,29 @@ def make_run(
 def make_sweep(
     batches: Iterable[int],
     *,
-    critical_batch: float = 256.0,
-    failure_samples: float = 50_000.0,
-    lr0: float = 1e-6,
-    base_batch: int = 64,
-    noise: float = 1.0,
     seed: int | None = 0,
     steps: int | None = None,
     max_samples: float | None = None,
     names: str = "canonical",
-    **model_kwargs: Any,
+    **task: Any,
 ) -> list[Run]:
-    """A constant-batch sweep of one synthetic task: one run per batch, each with its own noise stream.
+    """A constant-batch sweep of one synthetic task: one run per batch, each with its own noise stream
+    (spawned from ``seed``).
 
-    Every run uses the sqrt-rule LR for its batch; run names are ``B<batch>``.
+    Every run uses the sqrt-rule LR for its batch; run names are ``B<batch>``. The task's keyword
+    arguments are those of :func:`make_run` (``critical_batch``, ``failure_samples``, ``lr0``,
+    ``base_batch``, ``noise``, the ClockModel fields).
     """
+    for own in ("lr", "name"):
+        if own in task:
+            raise TypeError(f"make_sweep() sets {own!r} per run; got {own}={task[own]!r}")
     batches = [int(b) for b in batches]
     if not batches:
         raise ValueError("batches must not be empty")
     seeds = np.random.SeedSequence(seed).spawn(len(batches))
     return [
-        make_run(b, critical_batch=critical_batch, failure_samples=failure_samples, lr0=lr0,
-                 base_batch=base_batch, noise=noise, seed=int(s.generate_state(1)[0]), steps=steps,
-                 max_samples=max_samples, names=names, **model_kwargs)
+        make_run(b, seed=int(s.generate_state(1)[0]), steps=steps, max_samples=max_samples, names=names,
+                 **task)
         for b, s in zip(batches, seeds)
     ]
 
