@@ -28,6 +28,7 @@ __all__ = [
     "largest_reachable_batch",
     "last_complete_checkpoint",
     "planned_batches",
+    "reachable_batches",
     "scale_base_lr",
     "schedule_spec",
 ]
@@ -93,26 +94,91 @@ def planned_batches(stages: Sequence[Stage], steps: int, *, samples: int = 0, st
     return out
 
 
-def largest_reachable_batch(schedule: Any) -> int | None:
-    """The largest batch an online schedule can still switch to, or None when it cannot grow.
+_V2_FIELDS = ("growth", "max_stages", "constraints", "min_stage_steps", "hysteresis", "min_samples_between",
+              "failure_exponent", "track_critical_batch", "track_step", "auto_records")
 
-    For a two-clock policy (``config.growth``, ``config.max_stages``, ``config.constraints``): the
-    current batch grown once per remaining stage, snapped up to a runnable batch, capped at the
-    constraints' maximum. Other schedules (a static one's plan is known): None.
+
+def reachable_batches(
+    schedule: Any, steps: int, *, samples: int | None = None, noise_estimate: bool = True
+) -> list[float] | None:
+    """The largest rollout batch each of the next ``steps`` updates can run at, for a two-clock
+    policy (v2, :class:`~rlvr_schedule.policy.TwoClockScheduler`) switching as early and as far as
+    its rules allow; ``math.inf`` where nothing bounds it. None for other schedules (a static
+    schedule's plan is known: :func:`planned_batches`).
+
+    The rules, read from the policy's config and ``state_dict()`` (one record per update assumed,
+    the most a host can feed): a switch decided on an update's record applies from the next update;
+    at most ``max_stages`` stages; between switches ``min_stage_steps`` records, a ``hysteresis``
+    streak and ``min_samples_between`` rollouts (``samples``: rollouts consumed so far; None: taken
+    as met). Where a switch may go:
+
+    - failure trigger: ``growth`` x the batch (snapped up), only with ``failure_exponent`` > 0;
+    - B* tracking (``track_critical_batch``): to the fraction x the B* estimate, which nothing
+      bounds but ``constraints.max_batch``, once that is ``track_step`` x the batch;
+    - the one-off ``initial_batch: auto`` switch: any batch, at the first estimated record.
+
+    Tracking and ``auto`` need the gradient-noise estimate: ``auto_records`` records carrying
+    ``grad_norm_micro`` and ``micro_batch``; ``noise_estimate=False`` says the host's records never
+    carry them (so only the failure trigger can grow the batch).
     """
     cfg = getattr(schedule, "config", None)
-    growth, max_stages = getattr(cfg, "growth", None), getattr(cfg, "max_stages", None)
-    cons = getattr(cfg, "constraints", None)
-    if not growth or not max_stages or cons is None:
+    if cfg is None or any(not hasattr(cfg, f) for f in _V2_FIELDS) or not callable(
+        getattr(schedule, "state_dict", None)
+    ):
         return None
-    batch = top = int(schedule.current.batch)
-    highest = getattr(cons, "highest", None)
-    for _ in range(max(int(max_stages) - len(schedule.stages), 0)):
-        nxt = int(cons.snap(batch * growth, "up"))
-        if nxt <= batch or (highest is not None and nxt > highest):
-            break
-        batch = top = nxt
-    return top if top > int(schedule.current.batch) else None
+    state = schedule.state_dict()
+    cons = cfg.constraints
+    hi = float(cons.highest) if cons.highest is not None else math.inf
+    records0 = int(state.get("records", 0))
+    last = int(state.get("last_switch_step", 0))
+    streak = int(state.get("streak", 0))
+    auto = bool(state.get("auto_pending", False))
+    noise0 = int((state.get("noise") or {}).get("n_updates", 0))
+    since = math.inf if samples is None else float(samples) - float(state.get("last_switch", 0))
+    left = int(cfg.max_stages) - len(schedule.stages)
+    cur = float(schedule.current.batch)
+    out: list[float] = []
+    for i in range(max(int(steps), 0)):
+        out.append(cur)  # update i runs at the batch in effect; its record may switch the next one
+        k = records0 + i + 1
+        since += cur
+        streak += 1
+        if left <= 0:
+            continue
+        estimated = noise_estimate and noise0 + (k - records0) >= cfg.auto_records
+        target = cur
+        if auto and estimated:  # the auto switch skips hysteresis and the stage minimums
+            auto, target = False, hi
+        elif min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis,
+                 since - cfg.min_samples_between) >= 0:
+            if cfg.failure_exponent > 0 and math.isfinite(cur):
+                target = max(target, float(cons.snap(cur * cfg.growth, "up")))
+            if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
+                target = max(target, hi)
+        if target > cur:
+            cur, last, streak, since, left, auto = target, k, 0, 0.0, left - 1, False
+    return out
+
+
+def largest_reachable_batch(
+    schedule: Any, steps: int | None = None, *, samples: int | None = None, noise_estimate: bool = True
+) -> float | None:
+    """The largest batch a two-clock policy (v2) can switch to within ``steps`` more updates (None:
+    any number), ``math.inf`` when only an unset ``constraints.max_batch`` would bound it, or None
+    when it cannot grow (or the schedule is not a two-clock policy). See :func:`reachable_batches`.
+    """
+    cfg = getattr(schedule, "config", None)
+    if steps is None:
+        if cfg is None or any(not hasattr(cfg, f) for f in _V2_FIELDS):
+            return None
+        # every remaining stage, each switch as late as the rules make it at most
+        per_switch = max(int(cfg.min_stage_steps), int(cfg.hysteresis), 1) + int(cfg.min_samples_between)
+        steps = int(cfg.auto_records) + (int(cfg.max_stages) + 1) * per_switch + 1
+    plan = reachable_batches(schedule, steps, samples=samples, noise_estimate=noise_estimate)
+    if not plan:
+        return None
+    top = max(plan)
+    return (top if math.isinf(top) else int(top)) if top > plan[0] else None
 
 
 # --- batch arithmetic --------------------------------------------------------------------------

@@ -24,6 +24,7 @@ This module imports neither transformers nor TRL: the entry-point plugin loader 
 from __future__ import annotations
 
 import logging
+import math
 import time
 import warnings
 import weakref
@@ -36,9 +37,9 @@ from rlvr_schedule_adapters._common import (
     BatchUnit,
     build_schedule,
     epoch_fit,
-    largest_reachable_batch,
     last_complete_checkpoint,
     planned_batches,
+    reachable_batches,
     scale_base_lr,
     schedule_spec,
 )
@@ -394,24 +395,45 @@ class _ScheduleCallbackCore:
                 ScheduleSetupWarning,
                 stacklevel=3,
             )
-        top = largest_reachable_batch(self.schedule)
-        if fit.updates >= fit.planned and top is not None and top % self._unit.multiple == 0:
-            worst = epoch_fit(
-                [self._unit.accumulation(top)] * remaining,
-                micro_per_epoch=micro_per_epoch,
-                initial_accumulation=ga0,
-                epochs=epochs,
+        # the worst case of an online schedule: it grows as early and as far as its rules allow. TRL
+        # logs no micro-batch gradient norm, so B* tracking can move the batch only when the logs carry
+        # one (the schedule's noise estimate has seen some): otherwise only the failure trigger can
+        worst = reachable_batches(
+            self.schedule,
+            remaining,
+            samples=self.samples,
+            noise_estimate=getattr(getattr(self.schedule, "noise", None), "n_updates", 0) > 0,
+        )
+        if fit.updates < fit.planned or worst is None or max(worst) <= max(plan):
+            return
+        top = max(worst)
+        if math.isinf(top):
+            warnings.warn(
+                "the run may end early: the schedule can grow its batch without bound (B* tracking; "
+                "no constraints.max_batch) and the data plan is fixed from "
+                f"gradient_accumulation_steps={ga0}; cap constraints.max_batch",
+                ScheduleSetupWarning,
+                stacklevel=3,
             )
-            if worst.updates < remaining:
-                warnings.warn(
-                    f"the run may end early: if the schedule grows to its largest batch ({top} rollouts) "
-                    f"the data holds only {worst.updates} of {remaining} remaining updates "
-                    f"({micro_per_epoch} micro-steps per epoch x {epochs} epochs, planned from "
-                    f"gradient_accumulation_steps={ga0}); to be safe give one epoch "
-                    f"{worst.micro_needed * self._unit.per_step} completions or cap constraints.max_batch",
-                    ScheduleSetupWarning,
-                    stacklevel=3,
-                )
+            return
+        if any(int(b) % self._unit.multiple for b in worst):
+            return  # a batch this trainer cannot run is refused when proposed (the stage holds)
+        grown = epoch_fit(
+            [self._unit.accumulation(int(b)) for b in worst],
+            micro_per_epoch=micro_per_epoch,
+            initial_accumulation=ga0,
+            epochs=epochs,
+        )
+        if grown.updates < remaining:
+            warnings.warn(
+                f"the run may end early: if the schedule grows as early as its rules allow, to "
+                f"{int(top)} rollouts, the data holds only {grown.updates} of {remaining} remaining updates "
+                f"({micro_per_epoch} micro-steps per epoch x {epochs} epochs, planned from "
+                f"gradient_accumulation_steps={ga0}); to be safe give one epoch "
+                f"{grown.micro_needed * self._unit.per_step} completions or cap constraints.max_batch",
+                ScheduleSetupWarning,
+                stacklevel=3,
+            )
 
     def _resume_position(self, args: Any, state: Any, micro_per_epoch: int | None, ga0: int) -> int:
         """Micro-steps of the current epoch behind the resumed run (saved), or the Trainer's guess.

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
+import warnings
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -15,12 +18,14 @@ from rlvr_schedule_adapters._common import (
     largest_reachable_batch,
     last_complete_checkpoint,
     planned_batches,
+    reachable_batches,
     scale_base_lr,
     schedule_spec,
 )
 
+from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.policy import StaticSchedule, schedule_from_dict
-from rlvr_schedule.records import Stage
+from rlvr_schedule.records import Stage, StepRecord
 
 
 def test_planned_batches_follow_until_samples():
@@ -73,8 +78,6 @@ def test_scale_base_lr_survives_the_next_scheduler_step(kind):
 
 
 def test_scale_base_lr_unwraps_wrappers_and_refuses_without_changing_anything():
-    from types import SimpleNamespace
-
     p = torch.nn.Parameter(torch.zeros(1))
     opt = torch.optim.SGD([{"params": [p], "lr": 1e-2}], lr=1e-2)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.5)
@@ -141,8 +144,6 @@ def test_state_is_json_and_rebuilds_a_new_instance():
 
 
 def _falling_entropy(cb, steps):
-    from rlvr_schedule.records import StepRecord
-
     out = []
     for i in range(1, steps + 1):
         out.append(
@@ -200,16 +201,101 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
     assert cb.host.faults and "multiple of 8" in str(cb.host.faults[0][2])
 
 
-def test_largest_reachable_batch_of_the_two_clock_policy():
-    def two(**kw):
-        return schedule_from_dict({"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, **kw})
+def _two(**kw):
+    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "constraints": {"group_size": 4}}
+    return schedule_from_dict({**spec, **kw})
 
-    assert largest_reachable_batch(two(max_stages=4)) == 64  # 8 -> 16 -> 32 -> 64
-    assert (
-        largest_reachable_batch(two(max_stages=4, constraints={"max_batch": 40})) == 40
-    )  # snapped to the cap
-    assert largest_reachable_batch(two(max_stages=1)) is None
+
+def test_largest_reachable_batch_of_the_two_clock_policy():
+    # v2 grows by `growth` only on a failure trigger with failure_exponent > 0 ...
+    grow = {"max_stages": 4, "failure_exponent": 0.5}
+    assert largest_reachable_batch(_two(**grow), noise_estimate=False) == 64  # 8 -> 16 -> 32 -> 64
+    assert largest_reachable_batch(_two(max_stages=4), noise_estimate=False) is None  # a sample clock holds
+    # ... and B* tracking moves to wherever the estimate goes: only max_batch bounds it
+    assert largest_reachable_batch(_two(max_stages=4)) == math.inf
+    assert largest_reachable_batch(_two(max_stages=4, constraints={"group_size": 4, "max_batch": 40})) == 40
+    # each switch waits min_stage_steps (10) records: 12 updates reach 16 at most, 10 reach nothing
+    assert largest_reachable_batch(_two(**grow), 12, noise_estimate=False) == 16
+    assert largest_reachable_batch(_two(**grow), 10, noise_estimate=False) is None
+    assert largest_reachable_batch(_two(max_stages=1, failure_exponent=0.5)) is None
     assert largest_reachable_batch(StaticSchedule([Stage(8, 1e-3)])) is None
+    assert reachable_batches(StaticSchedule([Stage(8, 1e-3)]), 5) is None
+
+
+class _AlwaysAlarm:
+    """A plugin failure detector alarming on every record: the policy switches as early as it may."""
+
+    name = "always"
+
+    def update(self, record):
+        return SimpleNamespace(name=self.name, message="test")
+
+
+class _AlarmPlugin:
+    @hookimpl
+    def rlvr_schedule_failure_detectors(self):
+        return [_AlwaysAlarm()]
+
+
+@pytest.mark.parametrize("extra", [{}, {"min_samples_between": 200, "hysteresis": 12, "min_stage_steps": 4}])
+def test_reachable_batches_are_what_the_policy_does_when_every_record_triggers(extra):
+    host = PluginHost()
+    host.register(_AlarmPlugin())
+    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "max_stages": 4,
+            "failure_exponent": 0.5, "constraints": {"group_size": 4}, **extra}
+    sched = schedule_from_dict(spec, plugins=host)
+    ran, samples, bound = [], 0, None
+    for i in range(1, 61):
+        if i == 15:  # from mid-run state too (the counters come from state_dict)
+            bound = reachable_batches(sched, 46, samples=samples, noise_estimate=False)
+        ran.append(sched.current.batch)
+        samples += ran[-1]
+        sched.step(StepRecord(step=i, samples=samples, batch=ran[-1], lr=1e-3, entropy=1.0, reward_mean=0.1))
+    assert len(set(ran)) == 4  # it did grow three times
+    assert reachable_batches(_two(**{k: v for k, v in spec.items() if k != "type"}), 60, samples=0,
+                             noise_estimate=False) == ran
+    assert bound == ran[14:]
+
+
+def _check(spec, *, remaining, micro_per_epoch, noise_updates=0):
+    """The callback's set-up check alone (what on_train_begin runs), on 4 rollouts per micro-step and
+    steps_per_generation 2 (GA 2 for 8 rollouts); the 'may end early' warnings it gave."""
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSetupWarning
+
+    cb = RlvrScheduleCallback(spec)
+    cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)
+    cb.schedule.noise.n_updates = noise_updates  # > 0: the logs carry micro-batch gradient norms
+    state = SimpleNamespace(max_steps=remaining, global_step=0, num_train_epochs=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cb._check_plan(state, micro_per_epoch, 2)
+    got = [str(w.message) for w in caught if issubclass(w.category, ScheduleSetupWarning)]
+    assert not [m for m in got if "may end early" not in m], got
+    return got
+
+
+def test_may_end_early_warning_fires_exactly_when_the_data_cannot_hold_the_reachable_plan():
+    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "max_stages": 4,
+            "failure_exponent": 0.5, "constraints": {"group_size": 4, "divisor": 8}}
+    # 25 updates: at most 10 x 8, 10 x 16, 5 x 32 rollouts = 10 x 2 + 10 x 4 + 5 x 8 = 100 micro-steps
+    assert _check(spec, remaining=25, micro_per_epoch=100) == []
+    assert _check(spec, remaining=25, micro_per_epoch=93) == []  # the 25th update starts (cut short)
+    (msg,) = _check(spec, remaining=25, micro_per_epoch=92)
+    assert "to 32 rollouts" in msg and "only 24 of 25" in msg and "400 completions" in msg
+    # 10 updates cannot reach a switch (min_stage_steps 10): the plan at 8 is all there is, so no
+    # warning however little room the data leaves (the old x growth^stages bound warned here)
+    assert _check(spec, remaining=10, micro_per_epoch=20) == []
+    # a sample clock (failure_exponent 0) never grows without a B* estimate, which TRL cannot feed
+    assert _check({**spec, "failure_exponent": 0.0}, remaining=25, micro_per_epoch=50) == []
+    # ... unless the logs carry one: then tracking may go anywhere below max_batch
+    (msg,) = _check({**spec, "failure_exponent": 0.0}, remaining=25, micro_per_epoch=50, noise_updates=95)
+    assert "without bound" in msg
+    capped = {**spec, "failure_exponent": 0.0,
+              "constraints": {"group_size": 4, "divisor": 8, "max_batch": 64}}
+    # estimate ready at record 5 (95 + 5 = auto_records 100), tracking from record 10: 10 x 8 + 15 x 64
+    assert _check(capped, remaining=25, micro_per_epoch=20 + 15 * 16, noise_updates=95) == []
+    (msg,) = _check(capped, remaining=25, micro_per_epoch=20 + 14 * 16, noise_updates=95)
+    assert "to 64 rollouts" in msg
 
 
 def test_last_complete_checkpoint_skips_ones_cut_by_a_kill(tmp_path):
