@@ -121,6 +121,28 @@ def ar1_inflation(resid: np.ndarray) -> float:
     return math.sqrt((1 + rho) / (1 - rho))
 
 
+def smooth_in_samples(x: np.ndarray, y: np.ndarray, weight: np.ndarray, width: float
+                      ) -> tuple[np.ndarray, float]:
+    """Centered moving average over a window of ``width`` *rollouts* (records within width/2 of
+    each point), each record weighted by ``weight`` (its batch). For runs whose batch changes, a
+    window of N records would span 16x more rollouts at a 16x larger batch. Returns the smoothed
+    curve and the median number of records per window."""
+    x, y, wt = (np.asarray(a, float) for a in (x, y, weight))
+    ok = np.isfinite(y)
+    wv = np.where(ok, wt, 0.0)
+    cs = np.concatenate(([0.0], np.cumsum(np.where(ok, y, 0.0) * wv)))
+    cw = np.concatenate(([0.0], np.cumsum(wv)))
+    cn = np.concatenate(([0], np.cumsum(ok)))
+    lo = np.searchsorted(x, x - width / 2, side="left")
+    hi = np.searchsorted(x, x + width / 2, side="right")
+    tot = cw[hi] - cw[lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (cs[hi] - cs[lo]) / tot
+    out[tot == 0] = np.nan
+    cnt = cn[hi] - cn[lo]
+    return out, float(np.median(cnt)) if cnt.size else 1.0
+
+
 def smooth(y: np.ndarray, window: int) -> np.ndarray:
     """Centered moving average ignoring NaN (partial windows at the ends): no lag, so a
     crossing of the smoothed curve is not delayed."""

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rlvr_schedule.clocks._stats import ar1_inflation, finite, first_crossing, ols, smooth
+from rlvr_schedule.clocks._stats import ar1_inflation, finite, first_crossing, ols, smooth, smooth_in_samples
 from rlvr_schedule.clocks.failure import Detector, FailureClock
 from rlvr_schedule.records import Run
 
@@ -40,20 +40,27 @@ def reward_curve(run: Run, failure_samples: float | None = None, smooth_: int | 
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(samples trained on, raw reward, smoothed reward, window) of the pre-failure part of a run.
 
-    ``smooth_="auto"`` averages ~2% of the pre-failure records (a centered window, so crossings
-    are not delayed): the same share of rollouts whatever the batch.
+    ``smooth_="auto"`` averages ~2% of the pre-failure rollouts (a centered window, so crossings
+    are not delayed): ~2% of the records at a constant batch; where the batch changes, the window
+    is counted in rollouts (each record weighted by its batch), so a few lucky small-batch
+    updates at the start of a ramp are not read as progress. The returned window is then the
+    median number of records per window.
     """
-    x = run.array("samples") - run.array("batch")
+    batch = run.array("batch")
+    x = run.array("samples") - batch
     y = run.array("reward_mean")
     keep = np.isfinite(y)
     if failure_samples is not None:
         keep &= run.array("samples") <= failure_samples
-    x, y = x[keep], y[keep]
+    x, y, batch = x[keep], y[keep], batch[keep]
     if x.size < 3:
         src = f" ({run.source})" if run.source else ""
         raise ValueError(f"run {run.name!r}{src}: fewer than 3 records with field 'reward_mean' "
                          f"before the failure point")
     w = _window(x.size, smooth_)
+    if smooth_ == "auto" and np.unique(batch).size > 1:
+        ys, wm = smooth_in_samples(x, y, batch, (x[-1] + batch[-1] - x[0]) / 50)
+        return x, y, ys, max(1, int(round(wm)))
     return x, y, smooth(y, w), w
 
 
