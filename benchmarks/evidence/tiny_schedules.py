@@ -362,13 +362,22 @@ def cmd_report(args: argparse.Namespace) -> None:
     print("\n".join(report(out2, len(seeds))[2:]))
     _measured_ratios(res2, len(seeds))
     print(f"\n# report wall time {time.perf_counter() - t_start:.1f} s")
-    if args.json:
-        args.json.write_text(json.dumps({"settings": {"base_lr": BASE_LR, "base_batch": BASE_BATCH, "micro_batch": MICRO,
+    if args.json:  # strict JSON: NaN and inf become null
+        args.json.write_text(json.dumps(_strict({"settings": {"base_lr": BASE_LR, "base_batch": BASE_BATCH, "micro_batch": MICRO,
                                                       "t0": args.t0, "t1": args.t1, "seeds": seeds},
                                          "fit": fit, "target": target, "crash_level": crash_level, "runs": res,
-                                         "window": {"rollouts": w, "target": t2, "runs": res2}},
-                                        indent=1, default=lambda x: None if isinstance(x, float) and math.isnan(x)
-                                        else str(x)))
+                                         "window": {"rollouts": w, "target": t2, "runs": res2}}),
+                                        indent=1, allow_nan=False, default=str))
+
+
+def _strict(v: Any) -> Any:
+    if isinstance(v, float) or isinstance(v, np.floating):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _strict(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_strict(x) for x in v]
+    return v
 
 
 def main() -> None:
