@@ -64,14 +64,20 @@ def test_no_alarm_without_a_failure_at_any_batch() -> None:
 
 
 @settings(max_examples=25, deadline=None)
-@given(batch=st.sampled_from(BATCHES), warmup_samples=st.integers(0, 3000))
-def test_reward_crash_warm_up_is_counted_in_rollouts(batch: int, warmup_samples: int) -> None:
-    det = RewardCrash(warmup_samples=warmup_samples)
-    armed_at = None
+@given(batch=st.sampled_from(BATCHES), start_span=st.integers(1, 3000))
+def test_reward_crash_start_level_is_counted_in_rollouts(batch: int, start_span: int) -> None:
+    """The starting level is the mean over the first ``floor_span_samples`` rollouts (at least
+    ``warmup`` records): later rewards do not move it."""
+    det = RewardCrash(floor_span_samples=start_span)
+    fixed_at, seen = None, []
     for k in range(4000 // batch):
-        det.update(StepRecord(step=k + 1, samples=(k + 1) * batch, batch=batch, lr=1.0, reward_mean=0.3))
-        if armed_at is None and math.isfinite(det.best):
-            armed_at = (k + 1) * batch
-    want = max(warmup_samples, det.warmup * batch)
-    want = -(-want // batch) * batch  # the first update at or past it
-    assert armed_at == (want if want <= 4000 // batch * batch else None)
+        r = 0.2 + 0.1 * (k % 3)
+        seen.append(r)
+        det.update(StepRecord(step=k + 1, samples=(k + 1) * batch, batch=batch, lr=1.0, reward_mean=r))
+        if fixed_at is None and det._floor_armed:
+            fixed_at = k + 1
+    n = max(-(-start_span // batch), det.warmup)  # records until the first update at or past start_span
+    if n <= 4000 // batch:
+        assert fixed_at == n and det.start == pytest.approx(np.mean(seen[:n]))
+    else:
+        assert fixed_at is None

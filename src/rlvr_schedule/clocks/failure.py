@@ -204,52 +204,62 @@ class EntropyCollapse(Detector):
 class RewardCrash(Detector):
     """The reward crashed: from its best, or below a fraction of where it started.
 
-    The reward is smoothed by an EMA over ~``span_samples`` rollouts (at least ``span`` records),
-    so a small-batch run, whose per-record reward is noisy, is smoothed over as many rollouts as a
-    large-batch one. The initial level is the mean reward over the first ``warmup_samples``
-    rollouts (default ``span_samples``; at least ``warmup`` records). Two conditions alarm, each
-    only by more than ``noise_z`` standard deviations of the EMA (per-record noise is tracked from
-    first differences, so a noisy small-batch run does not alarm on its own wiggles):
+    Two smoothed rewards (EMAs whose span is counted in rollouts, at least ``span`` records, so a
+    small-batch run, whose per-record reward is noisy, is smoothed over as many rollouts as a
+    large-batch one), two conditions, each only by more than ``noise_z`` standard deviations of
+    its EMA (per-record noise is tracked from first differences, so a noisy run does not alarm on
+    its own wiggles):
 
-    * a fall from the running best by more than ``drop`` x (best - initial) and at least
-      ``min_drop``; armed once the best rose ``min_drop`` above the initial level (a run that
-      never progressed has no progress to lose);
-    * a fall below ``floor_fraction`` x the initial level (None: off), progress or not: a policy
-      that breaks before it learns anything has crashed too.
+    * **fall from the best**: the slow EMA (~``span_samples`` rollouts; its initial level is
+      where it settled) fell from its running best by more than ``drop`` x (best - initial) and
+      at least ``min_drop``; armed once the best rose ``min_drop`` above the initial level (a
+      run that never progressed has no progress to lose). The long span keeps slow reward
+      fluctuations of a healthy run from reading as a crash.
+    * **fall below the start**: the fast EMA (~``floor_span_samples`` rollouts) fell below
+      ``floor_fraction`` x the mean reward of the first ``floor_span_samples`` rollouts (None:
+      off), progress or not: a policy that breaks before it learns anything has crashed too,
+      and the short span dates the crash within a few hundred rollouts at any batch.
     """
 
     name = "reward_crash"
 
     def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 3, warmup: int = 3,
-                 patience: int = 5, noise_z: float = 6.0, span_samples: float = 512.0,
-                 warmup_samples: float | None = None, floor_fraction: float | None = 0.5) -> None:
+                 patience: int = 5, noise_z: float = 6.0, span_samples: float = 4000.0,
+                 floor_fraction: float | None = 0.5, floor_span_samples: float = 512.0) -> None:
         super().__init__(patience)
         if not 0 < drop <= 1:
             raise ValueError(f"drop must be in (0, 1], got {drop}")
         if floor_fraction is not None and not 0 < floor_fraction < 1:
             raise ValueError(f"floor_fraction must be in (0, 1), got {floor_fraction}")
+        if not floor_span_samples > 0:
+            raise ValueError(f"floor_span_samples must be > 0, got {floor_span_samples}")
         self.drop, self.min_drop, self.span, self.warmup = drop, min_drop, max(1, int(span)), max(1, int(warmup))
         self.noise_z, self.span_samples = float(noise_z), float(span_samples)
-        self.warmup_samples = float(span_samples if warmup_samples is None else warmup_samples)
-        self.floor_fraction = floor_fraction
+        self.floor_fraction, self.floor_span_samples = floor_fraction, float(floor_span_samples)
         self._alpha = 2.0 / (self.span + 1)
-        self.ema = math.nan
-        self.initial = math.nan
+        self._alpha_fast = self._alpha
+        self.ema = math.nan  # slow
+        self.ema_fast = math.nan
+        self.initial = math.nan  # slow EMA where it settled
+        self.start = math.nan  # mean reward over the first floor_span_samples rollouts
         self.best = -math.inf
         self._last = math.nan
         self._absdiff = math.nan  # slow EMA of |r_t - r_{t-1}|
         self._n = 0
-        self._sum = 0.0  # rollout-weighted reward sum over the warm-up
+        self._sum = 0.0  # rollout-weighted reward sum over the start window
         self._w = 0.0
-        self._armed = False  # warm-up over, initial level fixed
+        self._floor_armed = False
 
-    @property
-    def ema_sd(self) -> float:
-        """Standard deviation of the EMA from reward noise alone."""
+    def _sd(self, alpha: float) -> float:
         if not finite(self._absdiff):
             return 0.0
         sd = self._absdiff * math.sqrt(math.pi) / 2  # E|diff| = 2 sd / sqrt(pi) for Gaussian noise
-        return sd * math.sqrt(self._alpha / (2 - self._alpha))
+        return sd * math.sqrt(alpha / (2 - alpha))
+
+    @property
+    def ema_sd(self) -> float:
+        """Standard deviation of the slow EMA from reward noise alone."""
+        return self._sd(self._alpha)
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         r = record.reward_mean
@@ -258,43 +268,49 @@ class RewardCrash(Detector):
         r = float(r)
         self._n += 1
         batch = max(int(record.batch), 1)
-        span = max(self.span, self.span_samples / batch)
-        self._alpha = 2.0 / (span + 1)
+        self._alpha = 2.0 / (max(self.span, self.span_samples / batch) + 1)
+        self._alpha_fast = 2.0 / (max(self.span, self.floor_span_samples / batch) + 1)
         if finite(self._last):  # running mean of |diff| for the first 100 records, then an EMA
             d = abs(r - self._last)
             a = max(0.01, 1.0 / (self._n - 1))
             self._absdiff = d if not finite(self._absdiff) else self._absdiff + a * (d - self._absdiff)
         self._last = r
         self.ema = r if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
-        if not self._armed:  # the initial level: mean reward over the warm-up's rollouts
-            self._sum += r * batch
-            self._w += batch
-            self.initial = self._sum / self._w
-            if self._n >= self.warmup and record.samples >= self.warmup_samples:
-                self._armed = True
-                self.best = self.initial
+        self.ema_fast = r if not finite(self.ema_fast) else self.ema_fast + self._alpha_fast * (r - self.ema_fast)
+
+        floor_hit = False
+        if self.floor_fraction is not None:
+            if not self._floor_armed:
+                self._sum += r * batch
+                self._w += batch
+                self.start = self._sum / self._w
+                self._floor_armed = self._n >= self.warmup and record.samples >= self.floor_span_samples
+            elif self.start > 0 and self.ema_fast < self.floor_fraction * self.start:
+                floor_hit = self.start - self.ema_fast > max(self.min_drop, self.noise_z * self._sd(self._alpha_fast))
+        if floor_hit:
+            return True, self.ema_fast
+
+        if self._n <= max(self.warmup, 2.0 / self._alpha):  # let the slow EMA settle first
+            self.initial = self.ema
             return False, self.ema
         self.best = max(self.best, self.ema)
-        noise = self.noise_z * self.ema_sd
-        if self.floor_fraction is not None and self.initial > 0:
-            fall = self.initial - self.ema
-            if self.ema < self.floor_fraction * self.initial and fall > max(self.min_drop, noise):
-                return True, self.ema
         if self.best - self.initial < self.min_drop:
             return False, self.ema
-        margin = max(self.min_drop, self.drop * (self.best - self.initial), noise)
+        margin = max(self.min_drop, self.drop * (self.best - self.initial), self.noise_z * self.ema_sd)
         return self.ema < self.best - margin, self.ema
 
     def _describe(self, value: float) -> str:
-        if self.floor_fraction is not None and value < self.floor_fraction * self.initial:
-            return f"smoothed reward {value:.4g} fell below {self.floor_fraction:g} x its initial {self.initial:.4g}"
+        if self.floor_fraction is not None and finite(self.start) and value < self.floor_fraction * self.start:
+            return (f"smoothed reward {value:.4g} fell below {self.floor_fraction:g} x its initial "
+                    f"{self.start:.4g}")
         return f"smoothed reward {value:.4g} fell from best {self.best:.4g}"
 
     def _extra_state(self) -> dict[str, Any]:
         f = lambda x: x if finite(x) else None  # noqa: E731
-        return {"ema": f(self.ema), "initial": f(self.initial), "best": f(self.best),
-                "last": f(self._last), "absdiff": f(self._absdiff), "n": self._n, "alpha": self._alpha,
-                "sum": self._sum, "w": self._w, "armed": self._armed}
+        return {"ema": f(self.ema), "ema_fast": f(self.ema_fast), "initial": f(self.initial),
+                "start": f(self.start), "best": f(self.best), "last": f(self._last),
+                "absdiff": f(self._absdiff), "n": self._n, "alpha": self._alpha, "alpha_fast": self._alpha_fast,
+                "sum": self._sum, "w": self._w, "floor_armed": self._floor_armed}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         g = lambda x: math.nan if x is None else float(x)  # noqa: E731
@@ -302,9 +318,11 @@ class RewardCrash(Detector):
         self.best = -math.inf if state["best"] is None else float(state["best"])
         self._last, self._absdiff = g(state["last"]), g(state["absdiff"])
         self._n, self._alpha = int(state["n"]), float(state["alpha"])
-        # states saved before the warm-up was counted in rollouts have no sum/w/armed: warm-up over
+        # states saved before the fall-below-the-start condition existed have no fast EMA: it starts now
+        self.ema_fast, self.start = g(state.get("ema_fast")), g(state.get("start"))
+        self._alpha_fast = float(state.get("alpha_fast", self._alpha))
         self._sum, self._w = float(state.get("sum", 0.0)), float(state.get("w", 0.0))
-        self._armed = bool(state.get("armed", finite(self.initial)))
+        self._floor_armed = bool(state.get("floor_armed", False))
 
 
 class _RobustSpike(Detector):
@@ -431,8 +449,9 @@ def default_detectors() -> list[Detector]:
     """Entropy collapse, reward crash, grad-norm spike and KL blow-up with conservative defaults
     (zero-variance groups is opt-in: easy problems legitimately saturate). Every warm-up is
     counted in rollouts, so all batches of a sweep are judged over the same stretch of training:
-    the spike detectors score from 1024 rollouts (at least 8 values), the reward's initial level
-    and the entropy's early level are taken over the first 512."""
+    the spike detectors score from 1024 rollouts (at least 8 values), the entropy's early level
+    and the reward's starting level are taken over the first 512, and the reward is smoothed over
+    512 rollouts (fall below half the start) and 4000 (fall from the best)."""
     return [EntropyCollapse(), RewardCrash(), GradNormSpike(), KLBlowup()]
 
 
