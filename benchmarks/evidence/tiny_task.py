@@ -11,7 +11,14 @@ repeated samples, the same decisions, the same rewards.
 
 ``sweep``: the part-1 measurement (a 16x batch range at three base LRs, several seeds) - long on
 a shared 2-core machine; printed as the command to run, or run with ``--run``; ``--summarize``
-fits each LR's sweep (seeds pooled) and prints the tables of ``results/tiny_p1_*.md``.
+fits each LR's sweep (seeds pooled) and prints the tables of ``results/tiny_p1_*.md``, then B* x lr
+across the LRs and the rollouts to target per batch. ``--lrs`` picks the base LRs (with
+``--summarize``: only those directories), ``--lr-batches LR=B,B,..`` / ``--lr-samples LR=N`` give
+one LR its own batch range / budget. ``results/tiny_p1_lr.md``:
+
+    python tiny_task.py sweep --run --lrs 2.5e-5 5e-5 1e-4 --batches 16 32 64 128 256 \
+        --max-samples 16384 --seeds 0 1 2 --out runs/p1
+    python tiny_task.py sweep --summarize --out runs/p1
 
 Needs a venv with the trainer installed (``nox -s trainer`` or ``pip install -r requirements/trainer.txt``):
 
@@ -254,18 +261,48 @@ def cmd_trl(args: argparse.Namespace) -> None:
 LRS = [1e-4, 2e-4, 4e-4, 1.6e-3]  # the highest is past where the trainer notes saw reward fall
 
 
+def _per_lr(items: list[str], cast, what: str) -> dict[float, object]:
+    """``LR=VALUE`` options (``--lr-batches 5e-5=16,32,64``) as {lr: cast(VALUE)}."""
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"{what} expects LR=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        out[float(k)] = cast(v)
+    return out
+
+
+def _sweep_plan(args: argparse.Namespace) -> list[tuple[float, list[int], int]]:
+    """(base LR, batches, rollouts per run) per LR: ``--batches``/``--max-samples`` unless
+    ``--lr-batches``/``--lr-samples`` name that LR."""
+    lb = _per_lr(args.lr_batches, lambda v: [int(b) for b in v.split(",")], "--lr-batches")
+    ls = _per_lr(args.lr_samples, int, "--lr-samples")
+    return [(lr, lb.get(lr, args.batches), ls.get(lr, args.max_samples)) for lr in args.lrs]
+
+
 def cmd_sweep(args: argparse.Namespace) -> None:
-    seeds = " ".join(map(str, args.seeds))
-    cmd = (f"rlvr-trainer sweep --batches {' '.join(map(str, args.batches))} --seeds {seeds} "
-           f"--base-lr {{LR}} --max-samples {args.max_samples} --no-progress --out {args.out}/lr{{LR}}")
+    def cmd(lr: float, batches: list[int], n: int, seeds: str) -> str:
+        return (f"rlvr-trainer sweep --batches {' '.join(map(str, batches))} --seeds {seeds} --base-lr {lr} "
+                f"--max-samples {n} --no-progress --out {args.out}/lr{lr}")
+
+    plan = _sweep_plan(args)
     if args.run:
-        for lr in LRS:
-            subprocess.run(cmd.replace("{LR}", str(lr)).split(), check=True, env={**os.environ, **ENV})
+        walls = []
+        for seed in args.seeds:  # seed-major: a partial run still covers every LR
+            for lr, batches, n in plan:
+                t = time.perf_counter()
+                subprocess.run(cmd(lr, batches, n, str(seed)).split(), check=True, env={**os.environ, **ENV})
+                walls.append(f"lr {lr:g} seed {seed}: {time.perf_counter() - t:.0f} s")
+                print(f"# {time.strftime('%H:%M:%S', time.gmtime())} UTC: sweep {walls[-1]}", flush=True)
+        print("# wall time per sweep: " + "; ".join(walls), flush=True)
     elif not args.summarize:
-        print("# part 1: for LR in " + " ".join(map(str, LRS)) + f"; do {cmd.replace('{LR}', '$LR')}; done")
+        seeds = " ".join(map(str, args.seeds))
+        print("# part 1, one sweep per base LR:")
+        for lr, batches, n in plan:
+            print(cmd(lr, batches, n, seeds))
         print(f"# then: python {Path(__file__).name} sweep --summarize --out {args.out}")
         return
-    summarize(args.out)
+    summarize(args.out, lrs=args.lrs if args.lrs_given else None)
 
 
 def _tenth(x, last: bool) -> float:
@@ -292,8 +329,17 @@ def reward_crash_samples(run, level: float) -> float | None:
     return None
 
 
-def summarize(out: Path) -> None:
-    """Per base LR (seeds pooled): ``fit_sweep`` (what ``rlvr-schedule fit --json`` prints) + a per-run table."""
+def _lr_dirs(out: Path, lrs: list[float] | None) -> list[Path]:
+    dirs = sorted(out.glob("lr*"), key=lambda p: float(p.name[2:]))
+    if lrs is not None:
+        dirs = [d for d in dirs if any(math.isclose(float(d.name[2:]), lr, rel_tol=1e-9) for lr in lrs)]
+    return dirs
+
+
+def summarize(out: Path, lrs: list[float] | None = None) -> None:
+    """Per base LR (seeds pooled): ``fit_sweep`` (what ``rlvr-schedule fit --json`` prints) + a per-run
+    table; then across LRs: B* x LR (the prediction B* ~ 1/lr says constant) and rollouts to target
+    per batch. ``lrs``: only these LRs' directories (default: every ``lr*`` under ``out``)."""
     from rlvr_schedule.clocks import fit_sweep
     from rlvr_schedule.clocks.failure import FailureScalingFit
     from rlvr_schedule.ingest import load_runs
@@ -306,7 +352,7 @@ def summarize(out: Path) -> None:
 
     print(f"# part 1 on the tiny task: sweeps per base LR; {machine()}\n")
     summary = []
-    for d in sorted(out.glob("lr*"), key=lambda p: float(p.name[2:])):
+    for d in _lr_dirs(out, lrs):
         logs = sorted((d / "sweep").glob("b*-s*/metrics.jsonl"),
                       key=lambda p: tuple(int(x) for x in p.parent.name[1:].split("-s")))
         if not logs:
@@ -315,8 +361,11 @@ def summarize(out: Path) -> None:
         runs = load_runs([str(p) for p in logs])
         fit = fit_sweep(runs)
         (out / f"fit-{d.name}.json").write_text(json.dumps(fit.to_dict(), default=str, indent=1))
-        seeds = sorted({p.parent.name.split("-s")[-1] for p in logs})
-        print(f"## base LR {base_lr:g} at batch 32 (seeds {', '.join(seeds)}; {len(runs)} runs)\n")
+        seeds = sorted({p.parent.name.split("-s")[-1] for p in logs}, key=int)
+        budget = sorted({int(r.samples[-1]) for r in runs})
+        print(f"## base LR {base_lr:g} at batch 32 (seeds {', '.join(seeds)}; {len(runs)} runs; batches "
+              f"{', '.join(str(b) for b in sorted({r.batch for r in runs}))}; rollouts per run "
+              f"{', '.join(map(str, budget))})\n")
         print(f"target reward {g(fit.target)} (initial {g(fit.initial_reward)}); B* {g(fit.critical_batch)} "
               f"{iv(fit.critical_batch_interval)}; failure samples {g(fit.failure_samples)} "
               f"{iv(fit.failure_samples_interval)}; failure exponent {g(fit.failure_exponent)} "
@@ -327,28 +376,105 @@ def summarize(out: Path) -> None:
         print(f"reward-crash clock ({CRASH_WINDOW}-rollout mean reward < {level:.3f} = half the initial): "
               f"{sum(c is not None for c in crash)}/{len(runs)} runs crashed; pooled {g(cfit.failure_samples_)} "
               f"{iv(cfit.failure_samples_interval_)} rollouts; exponent {g(cfit.alpha_)} {iv(cfit.alpha_interval_)}\n")
-        print("| run | lr | reward first 10% | last 10% | entropy first -> last 10% | rollouts to target | "
-              "rate (reward/rollout) | failure at (rollouts, signal) | reward crash at (rollouts) |")
-        print("|---|---:|---:|---:|---|---:|---:|---|---:|")
+        print("| run | lr | reward first 10% | last 10% | best (512-rollout mean) | "
+              "entropy first -> last 10% | rollouts to target | rate (reward/rollout) | "
+              "failure at (rollouts, signal) | reward crash at (rollouts) |")
+        print("|---|---:|---:|---:|---:|---|---:|---:|---|---:|")
         for r, rf, c in zip(runs, fit.runs, crash):
             rew, ent = r.array("reward_mean"), r.array("entropy")
             fail = "-" if rf.failure_samples is None or math.isnan(rf.failure_samples) else \
                 f"{rf.failure_samples:.0f} ({rf.failure_signal})"
             print(f"| {rf.name} | {r.lr:.3g} | {_tenth(rew, False):.3f} | {_tenth(rew, True):.3f} | "
-                  f"{_tenth(ent, False):.3f} -> {_tenth(ent, True):.3f} | {g(rf.samples_to_target, '{:.0f}')} | "
-                  f"{g(rf.rate)} | {fail} | {g(c, '{:.0f}')} |")
+                  f"{_best_window(r):.3f} | {_tenth(ent, False):.3f} -> {_tenth(ent, True):.3f} | "
+                  f"{g(rf.samples_to_target, '{:.0f}')} | {g(rf.rate)} | {fail} | {g(c, '{:.0f}')} |")
         print()
-        summary.append((base_lr, fit, cfit))
+        summary.append((base_lr, fit, cfit, runs))
     print("## summary\n")
     print("| base LR | B* [interval] | B* x base LR | failure samples [interval] | failure exponent [interval] | "
           "reward-crash samples [interval] | reward-crash exponent [interval] |")
     print("|---:|---|---:|---|---|---|---|")
-    for lr, f, cf in summary:
+    for lr, f, cf, _ in summary:
         prod = f.critical_batch * lr if f.critical_batch is not None else None
         print(f"| {lr:g} | {g(f.critical_batch)} {iv(f.critical_batch_interval)} | {g(prod)} | "
               f"{g(f.failure_samples)} {iv(f.failure_samples_interval)} | {g(f.failure_exponent)} "
               f"{iv(f.failure_exponent_interval)} | {g(cf.failure_samples_)} {iv(cf.failure_samples_interval_)} | "
               f"{g(cf.alpha_)} {iv(cf.alpha_interval_)} |")
+    _across_lrs(summary, g, iv)
+
+
+def _best_window(run) -> float:
+    """Best trailing ``CRASH_WINDOW``-rollout mean reward of a run (how high it got, noise-smoothed)."""
+    import numpy as np
+
+    rew, samples = run.array("reward_mean"), run.array("samples")
+    best = -math.inf
+    for i in range(len(rew)):
+        if samples[i] >= CRASH_WINDOW:
+            lo = np.searchsorted(samples, samples[i] - CRASH_WINDOW, side="right")
+            best = max(best, float(np.nanmean(rew[lo:i + 1])))
+    return best if math.isfinite(best) else float(np.nanmean(rew))
+
+
+def _across_lrs(summary, g, iv) -> None:
+    """B* x LR across base LRs (B* ~ 1/lr predicts one value) and rollouts to target per batch."""
+    fin = [(lr, f) for lr, f, _, _ in summary
+           if f.critical_batch is not None and math.isfinite(f.critical_batch)]
+    print("\n## B* across base LRs (prediction: B* ~ 1/lr, i.e. B* x lr constant)\n")
+    print("| base LR | B* [interval] | B* x base LR [interval] | B* / B*(lowest LR) | "
+          "1/lr prediction of that ratio |")
+    print("|---:|---|---|---:|---:|")
+    ref = fin[0] if fin else None
+    for lr, f, _, _ in summary:
+        b, (lo, hi) = f.critical_batch, f.critical_batch_interval
+        ok = b is not None and math.isfinite(b)
+        ratio = b / ref[1].critical_batch if ok and ref else None
+        pred = ref[0] / lr if ok and ref else None
+        print(f"| {lr:g} | {g(b)} {iv((lo, hi))} | {g(b * lr if ok else None)} "
+              f"{iv((lo * lr, hi * lr))} | {g(ratio)} | {g(pred)} |")
+    if len(fin) >= 2:
+        los = [f.critical_batch_interval[0] * lr for lr, f in fin]
+        his = [f.critical_batch_interval[1] * lr for lr, f in fin]
+        # an interval end that is nan (too few runs to bootstrap) constrains nothing
+        lo = max([v for v in los if not math.isnan(v)], default=0.0)
+        hi = min([v for v in his if not math.isnan(v)], default=math.inf)
+        x = [math.log(lr) for lr, _ in fin]
+        y = [math.log(f.critical_batch) for _, f in fin]
+        mx, my = sum(x) / len(x), sum(y) / len(y)
+        slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+        print(f"\nB* x lr constant within the intervals (one value inside every LR's interval): "
+              f"{'yes' if lo <= hi else 'no'} (intersection [{g(lo)}, {g(hi)}]); log-log slope of the "
+              f"point estimates, B* vs base LR: {slope:.2f} (1/lr predicts -1; over {len(fin)} LRs with a "
+              "finite B*)")
+    print("\n## rollouts to target per batch (each LR's own target; seeds in order, '-' = not reached)\n")
+    batches = sorted({r.batch for *_, runs in summary for r in runs})
+    print("| base LR | target | " + " | ".join(f"b{b}" for b in batches) + " |")
+    print("|---:|---:|" + "---|" * len(batches))
+    for lr, f, _, runs in summary:
+        cells = []
+        for b in batches:
+            v = [rf.samples_to_target for r, rf in zip(runs, f.runs) if r.batch == b]
+            cells.append(" / ".join(g(x, "{:.0f}") for x in v) if v else "")
+        print(f"| {lr:g} | {g(f.target)} | " + " | ".join(cells) + " |")
+    print("\n## mean reward per eighth of the run (seeds averaged; the same prompts per eighth at every "
+          "batch)\n")
+    print("| base LR | batch | seeds | " + " | ".join(f"{k}/8" for k in range(1, 9)) + " |")
+    print("|---:|---:|---:|" + "---:|" * 8)
+    for lr, _, _, runs in summary:
+        for b in sorted({r.batch for r in runs}):
+            rs = [r for r in runs if r.batch == b]
+            print(f"| {lr:g} | {b} | {len(rs)} | " + " | ".join(f"{v:.3f}" for v in _eighths(rs)) + " |")
+
+
+def _eighths(runs) -> list[float]:
+    """Mean reward in each eighth of the rollout budget, averaged over ``runs``."""
+    import numpy as np
+
+    out = np.zeros(8)
+    for r in runs:
+        rew, samples = r.array("reward_mean"), r.array("samples")
+        edges = np.linspace(0, samples[-1], 9)
+        out += [np.nanmean(rew[(samples > a) & (samples <= b)]) for a, b in zip(edges[:-1], edges[1:])]
+    return list(out / len(runs))
 
 
 def main() -> None:
@@ -367,7 +493,16 @@ def main() -> None:
     ap.add_argument("--run", action="store_true")
     ap.add_argument("--summarize", action="store_true", help="sweep: fit and tabulate the runs under --out")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="sweep seeds")
+    ap.add_argument("--lrs", type=float, nargs="+", default=None,
+                    help=f"sweep base LRs (default {' '.join(map(str, LRS))}); with --summarize only these")
+    ap.add_argument("--lr-batches", nargs="+", default=[], metavar="LR=B,B,...",
+                    help="sweep: this LR's batches instead of --batches (e.g. 2.5e-05=32,64,128,256,512)")
+    ap.add_argument("--lr-samples", nargs="+", default=[], metavar="LR=N",
+                    help="sweep: this LR's rollouts per run instead of --max-samples")
     args = ap.parse_args()
+    args.lrs_given = args.lrs is not None
+    if args.lrs is None:
+        args.lrs = LRS
     sweep = args.command == "sweep"
     if args.max_samples is None:
         args.max_samples = 4096 if sweep else 384
