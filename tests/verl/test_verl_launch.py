@@ -87,7 +87,7 @@ def test_entry_point_module_imports_without_verl_or_torch():
         for name in ("verl", "torch", "ray", "omegaconf", "hydra"):
             sys.modules[name] = None  # any import of them raises ImportError
         import rlvr_schedule_adapters.verl_plugin as vp
-        from rlvr_schedule_adapters.verl import batch, controller, lr, state, tracking
+        from rlvr_schedule_adapters.verl import batch, controller, state, tracking
         print(sorted(vp.rlvr_schedule_metric_aliases().items())[0])
         try:
             vp.RlvrSchedulePPOTrainer
