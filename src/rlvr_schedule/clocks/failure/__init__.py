@@ -29,9 +29,13 @@ from rlvr_schedule.clocks.failure.base import (
 )
 from rlvr_schedule.clocks.failure.clock import FailureClock
 from rlvr_schedule.clocks.failure.detectors import (
+    ClipRatioRise,
     EntropyCollapse,
+    EntropySurge,
     GradNormSpike,
     KLBlowup,
+    LogProbMismatch,
+    ResponseLengthSurge,
     RewardCrash,
     ZeroVarianceGroups,
     _RobustSpike,  # noqa: F401  (kept importable from here)
@@ -48,6 +52,10 @@ __all__ = [
     "GradNormSpike",
     "KLBlowup",
     "ZeroVarianceGroups",
+    "EntropySurge",
+    "ResponseLengthSurge",
+    "ClipRatioRise",
+    "LogProbMismatch",
     "default_detectors",
     "expected_group_variance",
     "expected_zero_std_fraction",

@@ -1,5 +1,15 @@
-"""Failure detectors, one per way GRPO-style training fails: entropy collapse, reward crash,
-grad-norm spike, KL blow-up, zero-variance groups.
+"""Detectors, one per signal practitioners watch in GRPO/PPO training.
+
+Failure (onset of collapse; the failure clock reads these): entropy exhausted
+(:class:`EntropyCollapse`), reward falling from its best and staying down (:class:`RewardCrash`),
+a *sustained* blow-up of the gradient norm or the KL (:class:`GradNormSpike`, :class:`KLBlowup`).
+Warnings (reported with their lead, never the failure clock): transient spikes of those two, KL
+rising from ~0 as learning starts, a recovered reward dip, entropy surging
+(:class:`EntropySurge`), responses surging or pinned at the length cap
+(:class:`ResponseLengthSurge`), the PPO clip ratio rising (:class:`ClipRatioRise`), train/rollout
+log-prob mismatch (:class:`LogProbMismatch`), zero-variance groups (:class:`ZeroVarianceGroups`).
+A reward that falls from the start of a run that never progressed is a *divergence*
+(:class:`RewardCrash`), reported apart from both.
 
 Warm-ups and smoothing spans are counted in rollouts (``warmup_samples``, ``span_samples``), with
 a small floor in records: a warm-up of N records would cover 16x more training at a 16x larger
@@ -10,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -19,18 +29,21 @@ from rlvr_schedule.clocks.failure.base import Detector, expected_zero_std_fracti
 from rlvr_schedule.records import StepRecord
 
 __all__ = ["EntropyCollapse", "RewardCrash", "GradNormSpike", "KLBlowup", "ZeroVarianceGroups",
-           "default_detectors"]
+           "EntropySurge", "ResponseLengthSurge", "ClipRatioRise", "LogProbMismatch", "default_detectors"]
+
 
 class EntropyCollapse(Detector):
     """Entropy below ``fraction`` of its early level or below the absolute ``floor``, whichever is
     higher. The early level is the median over the first ``warmup_samples`` rollouts (and at least
-    ``warmup`` records): the same stretch of training at every batch."""
+    ``warmup`` records): the same stretch of training at every batch. A failure: with no entropy
+    left the policy stops exploring (Cui et al. 2025)."""
 
     name = "entropy_collapse"
+    signal = "entropy"
 
     def __init__(self, fraction: float | None = 0.1, floor: float | None = None, warmup: int = 3,
-                 patience: int = 3, warmup_samples: float = 512) -> None:
-        super().__init__(patience)
+                 patience: int = 3, warmup_samples: float = 512, patience_samples: float = 0.0) -> None:
+        super().__init__(patience, patience_samples)
         if fraction is None and floor is None:
             raise ValueError("EntropyCollapse needs a fraction or a floor")
         if fraction is not None and not 0 < fraction < 1:
@@ -61,8 +74,11 @@ class EntropyCollapse(Detector):
                 self.reference = float(np.median(self._early))
         return h < self.threshold, float(h)
 
+    def _why(self) -> tuple[float, float]:
+        return self.reference, self.threshold
+
     def _describe(self, value: float) -> str:
-        return f"entropy {value:.4g} below {self.threshold:.4g}"
+        return f"entropy {value:.4g} below {self.threshold:.4g} (early level {self.reference:.4g})"
 
     def _extra_state(self) -> dict[str, Any]:
         return {"early": list(self._early), "reference": self.reference if finite(self.reference) else None}
@@ -74,38 +90,50 @@ class EntropyCollapse(Detector):
 
 
 class RewardCrash(Detector):
-    """The reward crashed: from its best, or below a fraction of where it started.
+    """The reward fell from its best and stayed down (a failure), or fell from the start of a run
+    that never progressed (a divergence).
 
-    Two smoothed rewards (EMAs whose span is counted in rollouts, at least ``span`` records, so a
+    Two smoothed rewards, EMAs whose span is counted in rollouts (at least ``span`` records, so a
     small-batch run, whose per-record reward is noisy, is smoothed over as many rollouts as a
-    large-batch one), two conditions, each only by more than ``noise_z`` standard deviations of
-    its EMA (per-record noise is tracked from first differences, so a noisy run does not alarm on
-    its own wiggles):
+    large-batch one); every condition must exceed ``noise_z`` standard deviations of its EMA
+    (per-record noise is tracked from first differences, so a noisy run does not alarm on its own
+    wiggles):
 
-    * **fall from the best**: the slow EMA (~``span_samples`` rollouts; its initial level is
-      where it settled) fell from its running best by more than ``drop`` x (best - initial) and
-      at least ``min_drop``; armed once the best rose ``min_drop`` above the initial level (a
-      run that never progressed has no progress to lose). The long span keeps slow reward
-      fluctuations of a healthy run from reading as a crash.
-    * **fall below the start**: the fast EMA (~``floor_span_samples`` rollouts) fell below
-      ``floor_fraction`` x the mean reward of the first ``floor_span_samples`` rollouts (None:
-      off), progress or not: a policy that breaks before it learns anything has crashed too,
-      and the short span dates the crash within a few hundred rollouts at any batch.
+    * **fall from the best** (slow EMA, ~``span_samples`` rollouts): below its running best by
+      more than ``drop`` x (best - initial) and at least ``min_drop``; armed once the best rose
+      ``min_drop`` above the initial level. The long span keeps slow fluctuations of a healthy
+      run from reading as a crash.
+    * **deep fall** (fast EMA, ~``floor_span_samples`` rollouts): below the slow best by more
+      than ``deep_drop`` x (best - initial): dates a sharp collapse within a few hundred rollouts
+      where the slow EMA would lag.
+    * **fall below the start** (fast EMA): below ``floor_fraction`` x the mean reward of the first
+      ``floor_span_samples`` rollouts (None: off).
+
+    A condition counts once it held ``patience`` records over ``patience_samples`` rollouts: the
+    reward *stays* down; a dip the run recovers from leaves a warning only. The alarm is a
+    ``"divergence"`` instead of a failure when the run never progressed (best never ``min_drop``
+    above the start) and never held its start level for as long as it then took to fall: the
+    reward fell from the start, as at a batch above 2B*, which is no failure-clock reading.
     """
 
     name = "reward_crash"
+    signal = "reward_mean"
 
     def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 3, warmup: int = 3,
                  patience: int = 5, noise_z: float = 6.0, span_samples: float = 4000.0,
-                 floor_fraction: float | None = 0.5, floor_span_samples: float = 512.0) -> None:
-        super().__init__(patience)
+                 floor_fraction: float | None = 0.5, floor_span_samples: float = 512.0,
+                 deep_drop: float | None = 0.5, patience_samples: float = 1024.0) -> None:
+        super().__init__(patience, patience_samples)
         if not 0 < drop <= 1:
             raise ValueError(f"drop must be in (0, 1], got {drop}")
+        if deep_drop is not None and not 0 < deep_drop <= 1:
+            raise ValueError(f"deep_drop must be in (0, 1], got {deep_drop}")
         if floor_fraction is not None and not 0 < floor_fraction < 1:
             raise ValueError(f"floor_fraction must be in (0, 1), got {floor_fraction}")
         if not floor_span_samples > 0:
             raise ValueError(f"floor_span_samples must be > 0, got {floor_span_samples}")
         self.drop, self.min_drop, self.span, self.warmup = drop, min_drop, max(1, int(span)), max(1, int(warmup))
+        self.deep_drop = deep_drop
         self.noise_z, self.span_samples = float(noise_z), float(span_samples)
         self.floor_fraction, self.floor_span_samples = floor_fraction, float(floor_span_samples)
         self._alpha = 2.0 / (self.span + 1)
@@ -115,12 +143,16 @@ class RewardCrash(Detector):
         self.initial = math.nan  # slow EMA where it settled
         self.start = math.nan  # mean reward over the first floor_span_samples rollouts
         self.best = -math.inf
+        self.peak = -math.inf  # best fast EMA since the start level was fixed
         self._last = math.nan
         self._absdiff = math.nan  # slow EMA of |r_t - r_{t-1}|
         self._n = 0
         self._sum = 0.0  # rollout-weighted reward sum over the start window
         self._w = 0.0
         self._floor_armed = False
+        self._armed_at = math.nan  # rollouts when the start level was fixed
+        self._level_until = math.nan  # last rollouts with the fast EMA still at the start level
+        self._why_now: tuple[float, float, str] = (math.nan, math.nan, "")
 
     def _sd(self, alpha: float) -> float:
         if not finite(self._absdiff):
@@ -132,6 +164,14 @@ class RewardCrash(Detector):
     def ema_sd(self) -> float:
         """Standard deviation of the slow EMA from reward noise alone."""
         return self._sd(self._alpha)
+
+    @property
+    def progressed(self) -> bool:
+        """Whether the reward ever rose clearly above where it started."""
+        if self.best - self.initial >= self.min_drop:
+            return True
+        return self._floor_armed and self.peak - self.start >= max(self.min_drop,
+                                                                    self.noise_z * self._sd(self._alpha_fast))
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         r = record.reward_mean
@@ -149,45 +189,78 @@ class RewardCrash(Detector):
         self._last = r
         self.ema = r if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
         self.ema_fast = r if not finite(self.ema_fast) else self.ema_fast + self._alpha_fast * (r - self.ema_fast)
+        sd_fast = self._sd(self._alpha_fast)
 
-        floor_hit = False
-        if self.floor_fraction is not None:
-            if not self._floor_armed:
-                self._sum += r * batch
-                self._w += batch
-                self.start = self._sum / self._w
-                self._floor_armed = self._n >= self.warmup and record.samples >= self.floor_span_samples
-            elif self.start > 0 and self.ema_fast < self.floor_fraction * self.start:
-                floor_hit = self.start - self.ema_fast > max(self.min_drop, self.noise_z * self._sd(self._alpha_fast))
-        if floor_hit:
-            return True, self.ema_fast
+        if not self._floor_armed:
+            self._sum += r * batch
+            self._w += batch
+            self.start = self._sum / self._w
+            self._floor_armed = self._n >= self.warmup and record.samples >= self.floor_span_samples
+            if self._floor_armed:
+                self._armed_at = self._level_until = float(record.samples)
+        else:
+            self.peak = max(self.peak, self.ema_fast)
+            if self.ema_fast >= self.start - max(self.min_drop / 2, 2 * sd_fast):
+                self._level_until = float(record.samples)
 
-        if self._n <= max(self.warmup, 2.0 / self._alpha):  # let the slow EMA settle first
+        settled = self._n > max(self.warmup, 2.0 / self._alpha)
+        if not settled:  # let the slow EMA settle first
             self.initial = self.ema
-            return False, self.ema
-        self.best = max(self.best, self.ema)
-        if self.best - self.initial < self.min_drop:
-            return False, self.ema
-        margin = max(self.min_drop, self.drop * (self.best - self.initial), self.noise_z * self.ema_sd)
-        return self.ema < self.best - margin, self.ema
+        else:
+            self.best = max(self.best, self.ema)
+        gain = self.best - self.initial
+        if settled and gain >= self.min_drop:
+            margin = max(self.min_drop, self.drop * gain, self.noise_z * self.ema_sd)
+            if self.ema < self.best - margin:
+                self._why_now = (self.best, self.best - margin, "slow")
+                return True, self.ema
+            if self.deep_drop is not None:
+                deep = max(self.min_drop, self.deep_drop * gain, self.noise_z * sd_fast)
+                if self.ema_fast < self.best - deep:
+                    self._why_now = (self.best, self.best - deep, "deep")
+                    return True, self.ema_fast
+        if (self.floor_fraction is not None and self._floor_armed and self.start > 0
+                and self.ema_fast < self.floor_fraction * self.start
+                and self.start - self.ema_fast > max(self.min_drop, self.noise_z * sd_fast)):
+            self._why_now = (self.start, self.floor_fraction * self.start, "floor")
+            return True, self.ema_fast
+        self._why_now = (self.best if gain >= self.min_drop else self.start, math.nan, "")
+        return False, self.ema
+
+    def _why(self) -> tuple[float, float]:
+        return self._why_now[0], self._why_now[1]
+
+    def _alarm_kind(self) -> str:
+        if self._why_now[2] != "floor" or self.progressed:
+            return "failure"
+        onset = self._onset[1] if self._onset is not None else math.nan
+        held = self._level_until - self._armed_at
+        fell = onset - self._level_until
+        return "divergence" if held < fell else "failure"
 
     def _describe(self, value: float) -> str:
-        if self.floor_fraction is not None and finite(self.start) and value < self.floor_fraction * self.start:
+        base, thr, how = self._why_now
+        if how == "floor":
             return (f"smoothed reward {value:.4g} fell below {self.floor_fraction:g} x its initial "
-                    f"{self.start:.4g}")
-        return f"smoothed reward {value:.4g} fell from best {self.best:.4g}"
+                    f"{self.start:.4g}" + ("" if self.progressed else " (no progress before)"))
+        if how == "deep":
+            return f"smoothed reward {value:.4g} collapsed from best {base:.4g} below {thr:.4g}"
+        return f"smoothed reward {value:.4g} fell from best {base:.4g} below {thr:.4g}"
 
     def _extra_state(self) -> dict[str, Any]:
         f = lambda x: x if finite(x) else None  # noqa: E731
         return {"ema": f(self.ema), "ema_fast": f(self.ema_fast), "initial": f(self.initial),
-                "start": f(self.start), "best": f(self.best), "last": f(self._last),
+                "start": f(self.start), "best": f(self.best), "peak": f(self.peak), "last": f(self._last),
                 "absdiff": f(self._absdiff), "n": self._n, "alpha": self._alpha, "alpha_fast": self._alpha_fast,
-                "sum": self._sum, "w": self._w, "floor_armed": self._floor_armed}
+                "sum": self._sum, "w": self._w, "floor_armed": self._floor_armed,
+                "armed_at": f(self._armed_at), "level_until": f(self._level_until),
+                "why": [f(self._why_now[0]), f(self._why_now[1]), self._why_now[2]]}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         g = lambda x: math.nan if x is None else float(x)  # noqa: E731
         self.ema, self.initial = g(state["ema"]), g(state["initial"])
         self.best = -math.inf if state["best"] is None else float(state["best"])
+        self.peak = -math.inf if state.get("peak") is None else float(state["peak"])
         self._last, self._absdiff = g(state["last"]), g(state["absdiff"])
         self._n, self._alpha = int(state["n"]), float(state["alpha"])
         # states saved before the fall-below-the-start condition existed have no fast EMA: it starts now
@@ -195,25 +268,58 @@ class RewardCrash(Detector):
         self._alpha_fast = float(state.get("alpha_fast", self._alpha))
         self._sum, self._w = float(state.get("sum", 0.0)), float(state.get("w", 0.0))
         self._floor_armed = bool(state.get("floor_armed", False))
+        self._armed_at, self._level_until = g(state.get("armed_at")), g(state.get("level_until"))
+        why = state.get("why") or [None, None, ""]
+        self._why_now = (g(why[0]), g(why[1]), str(why[2]))
+
+
+_EXTRA_CAP = ("response_length_cap", "max_response_length", "max_completion_length")
+_EXTRA_CLIPPED = ("response_clip_ratio", "response_length/clip_ratio", "completions/clipped_ratio")
+
+
+def _field(record: StepRecord, names: Sequence[str]) -> float:
+    """The first finite value among record fields / ``extra`` keys ``names`` (NaN if none)."""
+    for n in names:
+        v = getattr(record, n, None) if not n.count("/") and n != "extra" else None
+        if v is None:
+            v = record.extra.get(n)
+        if v is not None and finite(v):
+            return float(v)
+    return math.nan
 
 
 class _RobustSpike(Detector):
-    """Robust z-score of log(value) against the median/MAD of the last ``window`` non-alarming
-    values; spikes are kept out of the window so a sustained blow-up keeps alarming. The median
-    and MAD are refreshed every ``refresh`` values (a slow baseline; keeps a record O(1)).
-    Scoring starts after ``warmup_samples`` rollouts and at least ``warmup`` values (early training
-    moves KL and gradient norm fast without anything failing). A spike must also be ``min_ratio``
-    times the baseline median: a smooth series (tiny MAD) with a steady trend is not a blow-up."""
+    """A signal far above its recent level: robust z-score of log(value) against the median/MAD of
+    the last ``window`` values (refreshed every ``refresh`` values: a slow baseline, O(1) a record).
+
+    Scoring starts after ``warmup_samples`` rollouts and ``warmup`` values (early training moves KL
+    and gradient norm fast without anything failing). Values at or below 0 are skipped (consoles
+    round small values to 0, and some steps log no gradient); values below ``floor`` count as
+    ``floor`` (a KL of 0.001 rising from 0.000 is learning starting, not a 10x blow-up).
+
+    * a **spike** (robust z > ``z`` and ``min_ratio`` x the baseline median) is a warning;
+    * a **blow-up** (``blowup_ratio`` x the baseline and at least ``min_value``, or above
+      ``max_value``) held ``patience`` records over ``patience_samples`` rollouts is a failure.
+      Blow-up values are kept out of the baseline so a sustained blow-up keeps counting; spikes
+      enter it, so a signal that drifts up slowly (KL growing as the policy moves) is absorbed.
+
+    Warning-kind subclasses count a streak of spikes instead (no blow-up level).
+    """
 
     field = "grad_norm"
+    fields: tuple[str, ...] = ()
+    warn_on_streak = False  # spikes warn by themselves
 
-    def __init__(self, z: float = 6.0, window: int = 100, warmup: int = 8, patience: int = 2,
+    def __init__(self, z: float = 6.0, window: int = 200, warmup: int = 8, patience: int = 5,
                  max_value: float | None = None, refresh: int = 10, warmup_samples: float = 1024,
-                 min_ratio: float = 2.0) -> None:
-        super().__init__(patience)
+                 min_ratio: float = 2.0, blowup_ratio: float = 10.0, min_value: float | None = None,
+                 floor: float = 0.0, patience_samples: float = 2048.0) -> None:
+        super().__init__(patience, patience_samples)
         if not min_ratio >= 1:
             raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
-        self.min_ratio = float(min_ratio)
+        if not blowup_ratio >= min_ratio:
+            raise ValueError(f"blowup_ratio must be >= min_ratio, got {blowup_ratio}")
+        self.min_ratio, self.blowup_ratio = float(min_ratio), float(blowup_ratio)
         if not warmup_samples >= 0:
             raise ValueError(f"warmup_samples must be >= 0, got {warmup_samples}")
         self.warmup_samples = float(warmup_samples)
@@ -222,12 +328,21 @@ class _RobustSpike(Detector):
         if refresh < 1:
             raise ValueError(f"refresh must be >= 1, got {refresh}")
         self.z, self.window, self.warmup, self.max_value = float(z), int(window), int(warmup), max_value
+        self.min_value, self.floor = min_value, float(floor)
         self.refresh = int(refresh)
         self._hist: deque[float] = deque(maxlen=self.window)
         self._stale = 0
         self._med = math.nan
         self._mad = math.nan
         self.last_z = math.nan
+        self._spiking = False
+
+    @property
+    def signal(self) -> str:  # type: ignore[override]
+        return self.field
+
+    def _value(self, record: StepRecord) -> float:
+        return _field(record, self.fields or (self.field,))
 
     def _baseline(self) -> tuple[float, float]:
         if self._stale > 0 or not finite(self._med):
@@ -239,89 +354,288 @@ class _RobustSpike(Detector):
                 self._stale = 0
         return self._med, self._mad
 
+    def _why(self) -> tuple[float, float]:
+        if not finite(self._med):
+            return math.nan, math.nan
+        base = math.exp(self._med)
+        if self.kind == "warning":
+            return base, max(self.min_ratio * base, math.exp(self._med + self.z * self._mad))
+        thr = self.blowup_ratio * base
+        if self.min_value is not None:
+            thr = max(thr, self.min_value)
+        return base, thr
+
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
-        v = getattr(record, self.field)
-        if not finite(v):
+        v = self._value(record)
+        if not finite(v) or v <= 0:
             return None, math.nan
-        v = float(v)
         if self.max_value is not None and v > self.max_value:
             self.last_z = math.inf
             return True, v
-        lv = math.log(max(v, 1e-12))
-        hit = False
+        lv = math.log(max(v, self.floor, 1e-12))
+        spike = blowup = False
         if len(self._hist) >= self.warmup and record.samples >= self.warmup_samples:
             med, mad = self._baseline()
             self.last_z = (lv - med) / mad
-            hit = self.last_z > self.z and lv - med > math.log(self.min_ratio)
-        if not hit:
+            spike = self.last_z > self.z and lv - med > math.log(self.min_ratio)
+            blowup = (lv - med > math.log(self.blowup_ratio)
+                      and (self.min_value is None or v >= self.min_value))
+        if self.kind == "warning":
             self._hist.append(lv)
             self._stale += 1
-        return hit, v
+            return spike, v
+        if spike and not self._spiking:
+            base = math.exp(self._med)
+            self._warn(record, v, f"{self.field} {v:.4g} spiked to {math.exp(lv - self._med):.3g} x its "
+                       f"baseline {base:.4g} (robust z {self.last_z:.3g} > {self.z:g})", base,
+                       max(self.min_ratio * base, math.exp(self._med + self.z * self._mad)))
+        self._spiking = spike
+        if not blowup:
+            self._hist.append(lv)
+            self._stale += 1
+        return blowup, v
 
     def _describe(self, value: float) -> str:
-        return f"{self.field} {value:.4g} spiked (robust z {self.last_z:.3g} > {self.z:g})"
+        base, thr = self._why()
+        if self.max_value is not None and value > self.max_value:
+            return f"{self.field} {value:.4g} above max_value {self.max_value:g}"
+        what = "spiked" if self.kind == "warning" else "blew up"
+        return f"{self.field} {value:.4g} {what} (baseline {base:.4g}, threshold {thr:.4g})"
 
     def _extra_state(self) -> dict[str, Any]:
         f = lambda x: x if finite(x) else None  # noqa: E731
         return {"hist": list(self._hist), "last_z": f(self.last_z), "stale": self._stale,
-                "med": f(self._med), "mad": f(self._mad)}
+                "med": f(self._med), "mad": f(self._mad), "spiking": self._spiking}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         g = lambda x: math.nan if x is None else float(x)  # noqa: E731
         self._hist = deque((float(x) for x in state["hist"]), maxlen=self.window)
         self.last_z, self._med, self._mad = g(state["last_z"]), g(state["med"]), g(state["mad"])
         self._stale = int(state["stale"])
+        self._spiking = bool(state.get("spiking", False))
 
 
 class GradNormSpike(_RobustSpike):
-    """Gradient norm far above its recent level (robust z-score of log grad_norm)."""
+    """Gradient norm far above its recent level. A spike is a warning; a failure only when it
+    stays ``blowup_ratio`` x the baseline for ``patience`` records and ``patience_samples``
+    rollouts (exact zeros, logged when a step was skipped or rounded, are ignored)."""
 
     name = "grad_norm_spike"
     field = "grad_norm"
 
 
 class KLBlowup(_RobustSpike):
-    """KL to the reference (or PPO KL) far above its recent level, or above ``max_value``."""
+    """KL to the reference (or PPO KL) far above its recent level. A spike, or KL rising from ~0
+    as learning starts (values below ``floor`` = 0.001 count as 0.001), is a warning; a failure
+    is a sustained blow-up: ``blowup_ratio`` x the baseline and at least ``min_value`` (1.0 nat:
+    healthy runs in verl/TRL logs stay well below), or above ``max_value``."""
 
     name = "kl_blowup"
     field = "kl"
+
+    def __init__(self, z: float = 6.0, window: int = 200, warmup: int = 8, patience: int = 5,
+                 max_value: float | None = None, refresh: int = 10, warmup_samples: float = 1024,
+                 min_ratio: float = 2.0, blowup_ratio: float = 10.0, min_value: float | None = 1.0,
+                 floor: float = 1e-3, patience_samples: float = 2048.0) -> None:
+        super().__init__(z, window, warmup, patience, max_value, refresh, warmup_samples, min_ratio,
+                         blowup_ratio, min_value, floor, patience_samples)
+
+
+class ClipRatioRise(_RobustSpike):
+    """Warning: the PPO clip fraction rose far above its recent level (updates pushing against
+    the trust region; precedes many collapses)."""
+
+    name = "clip_ratio_rise"
+    field = "clip_frac"
+    kind = "warning"
+
+    def __init__(self, z: float = 6.0, window: int = 200, warmup: int = 8, patience: int = 3,
+                 refresh: int = 10, warmup_samples: float = 1024, min_ratio: float = 3.0,
+                 floor: float = 1e-3, patience_samples: float = 0.0) -> None:
+        super().__init__(z, window, warmup, patience, None, refresh, warmup_samples, min_ratio,
+                         min_ratio, None, floor, patience_samples)
+
+
+class LogProbMismatch(_RobustSpike):
+    """Warning: the gap between the trainer's and the rollout engine's log-probs of the same tokens
+    rose far above its recent level (verl ``training/rollout_probs_diff_mean``, a ``mismatch_kl``
+    or ``rollout_corr/log_ppl_abs_diff``, whichever the log has): off-policy drift that breaks
+    the importance ratio."""
+
+    name = "logprob_mismatch"
+    field = "logprob_mismatch"
+    fields = ("logprob_mismatch", "training/rollout_probs_diff_mean", "rollout_probs_diff_mean",
+              "mismatch_kl", "mismatch_kl/mean", "rollout_corr/log_ppl_abs_diff")
+    kind = "warning"
+
+    def __init__(self, z: float = 6.0, window: int = 200, warmup: int = 8, patience: int = 3,
+                 refresh: int = 10, warmup_samples: float = 1024, min_ratio: float = 3.0,
+                 floor: float = 1e-6, patience_samples: float = 0.0) -> None:
+        super().__init__(z, window, warmup, patience, None, refresh, warmup_samples, min_ratio,
+                         min_ratio, None, floor, patience_samples)
+
+
+class EntropySurge(Detector):
+    """Warning: entropy ``ratio`` x above its early level (median of the first ``warmup_samples``
+    rollouts) for ``patience`` records: the policy is coming apart (collapsing runs often
+    show entropy blowing up while responses run to the length cap)."""
+
+    name = "entropy_surge"
+    signal = "entropy"
+    kind = "warning"
+
+    def __init__(self, ratio: float = 2.0, warmup: int = 3, patience: int = 3, warmup_samples: float = 512) -> None:
+        super().__init__(patience)
+        if not ratio > 1:
+            raise ValueError(f"ratio must be > 1, got {ratio}")
+        self.ratio, self.warmup, self.warmup_samples = float(ratio), max(1, int(warmup)), float(warmup_samples)
+        self._early: list[float] = []
+        self.reference = math.nan
+
+    def _check(self, record: StepRecord) -> tuple[bool | None, float]:
+        h = record.entropy
+        if not finite(h):
+            return None, math.nan
+        if not finite(self.reference):
+            self._early.append(float(h))
+            if len(self._early) >= self.warmup and record.samples >= self.warmup_samples:
+                self.reference = float(np.median(self._early))
+            return False, float(h)
+        return h > self.ratio * self.reference, float(h)
+
+    def _why(self) -> tuple[float, float]:
+        return self.reference, self.ratio * self.reference
+
+    def _describe(self, value: float) -> str:
+        return f"entropy {value:.4g} above {self.ratio:g} x its early level {self.reference:.4g}"
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"early": list(self._early), "reference": self.reference if finite(self.reference) else None}
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        self._early = [float(x) for x in state["early"]]
+        self.reference = math.nan if state["reference"] is None else float(state["reference"])
+
+
+class ResponseLengthSurge(Detector):
+    """Warning: responses surging (mean length ``surge_ratio`` x its early level) or pinned at the
+    length cap (mean length at ``pin_fraction`` of ``cap``, or a clipped/truncated fraction of
+    ``clipped`` or more). ``cap`` defaults to the record's ``extra['response_length_cap']`` (or
+    ``max_completion_length``); the clipped fraction is read from verl's
+    ``response_length/clip_ratio`` or TRL's ``completions/clipped_ratio`` where logged."""
+
+    name = "response_length"
+    signal = "response_length"
+    kind = "warning"
+
+    def __init__(self, surge_ratio: float = 1.5, pin_fraction: float = 0.9, clipped: float = 0.5,
+                 cap: float | None = None, warmup: int = 3, patience: int = 3,
+                 warmup_samples: float = 512) -> None:
+        super().__init__(patience)
+        if not surge_ratio > 1:
+            raise ValueError(f"surge_ratio must be > 1, got {surge_ratio}")
+        if not 0 < pin_fraction <= 1 or not 0 < clipped <= 1:
+            raise ValueError("pin_fraction and clipped must be in (0, 1]")
+        self.surge_ratio, self.pin_fraction, self.clipped, self.cap = surge_ratio, pin_fraction, clipped, cap
+        self.warmup, self.warmup_samples = max(1, int(warmup)), float(warmup_samples)
+        self._early: list[float] = []
+        self.reference = math.nan
+        self._what = ""
+        self._thr = math.nan
+
+    def _check(self, record: StepRecord) -> tuple[bool | None, float]:
+        n = record.response_length
+        clip = _field(record, _EXTRA_CLIPPED)
+        if not finite(n) and not finite(clip):
+            return None, math.nan
+        cap = self.cap if self.cap is not None else _field(record, _EXTRA_CAP)
+        if finite(clip) and clip >= self.clipped:
+            self._what, self._thr = f"{clip:.3g} of responses clipped at the length cap", self.clipped
+            return True, float(n) if finite(n) else clip
+        if finite(n) and finite(cap) and cap > 0 and n >= self.pin_fraction * cap:
+            self._what, self._thr = f"mean response length at {n / cap:.3g} of the cap {cap:g}", self.pin_fraction * cap
+            return True, float(n)
+        if not finite(n):
+            return False, clip
+        if not finite(self.reference):
+            self._early.append(float(n))
+            if len(self._early) >= self.warmup and record.samples >= self.warmup_samples:
+                self.reference = float(np.median(self._early))
+            return False, float(n)
+        if n > self.surge_ratio * self.reference:
+            self._what, self._thr = f"surged above {self.surge_ratio:g} x its early level", self.surge_ratio * self.reference
+            return True, float(n)
+        return False, float(n)
+
+    def _why(self) -> tuple[float, float]:
+        return self.reference, self._thr
+
+    def _describe(self, value: float) -> str:
+        return f"response length {value:.4g}: {self._what}"
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"early": list(self._early), "reference": self.reference if finite(self.reference) else None,
+                "what": self._what, "thr": self._thr if finite(self._thr) else None}
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        self._early = [float(x) for x in state["early"]]
+        self.reference = math.nan if state["reference"] is None else float(state["reference"])
+        self._what = str(state.get("what", ""))
+        self._thr = math.nan if state.get("thr") is None else float(state["thr"])
 
 
 class ZeroVarianceGroups(Detector):
     """Fraction of groups whose rewards are all equal above ``threshold``: those groups give GRPO
     no advantage signal. With ``group_size`` and ``excess`` it also alarms when the fraction
-    exceeds the binomial expectation p^g + (1-p)^g at the current reward by ``excess``."""
+    exceeds the binomial expectation p^g + (1-p)^g at the current reward by ``excess``.
+    ``warning_only`` (as in :func:`default_detectors`): a warning, not a failure (easy problems
+    legitimately saturate)."""
 
     name = "zero_variance_groups"
+    signal = "frac_zero_std"
 
     def __init__(self, threshold: float = 0.8, patience: int = 3, group_size: int | None = None,
-                 excess: float | None = None) -> None:
+                 excess: float | None = None, warning_only: bool = False) -> None:
         super().__init__(patience)
         if not 0 < threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         if excess is not None and not group_size:
             raise ValueError("excess needs group_size")
         self.threshold, self.group_size, self.excess = threshold, group_size, excess
+        self.warning_only = bool(warning_only)
+        if self.warning_only:
+            self.kind = "warning"
+        self._expected = math.nan
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         f = record.frac_zero_std
         if not finite(f):
             return None, math.nan
         hit = f > self.threshold
+        self._expected = math.nan
         if self.excess is not None and finite(record.reward_mean):
             p = min(max(record.reward_mean, 0.0), 1.0)
-            hit = hit or f - expected_zero_std_fraction(p, int(self.group_size)) > self.excess
+            self._expected = expected_zero_std_fraction(p, int(self.group_size))
+            hit = hit or f - self._expected > self.excess
         return hit, float(f)
+
+    def _why(self) -> tuple[float, float]:
+        thr = self.threshold
+        if finite(self._expected):
+            thr = min(thr, self._expected + float(self.excess))
+        return self._expected, thr
 
     def _describe(self, value: float) -> str:
         return f"fraction of zero-std groups {value:.3g}"
 
 
 def default_detectors() -> list[Detector]:
-    """Entropy collapse, reward crash, grad-norm spike and KL blow-up with conservative defaults
-    (zero-variance groups is opt-in: easy problems legitimately saturate). Every warm-up is
-    counted in rollouts, so all batches of a sweep are judged over the same stretch of training:
-    the spike detectors score from 1024 rollouts (at least 8 values), the entropy's early level
-    and the reward's starting level are taken over the first 512, and the reward is smoothed over
-    512 rollouts (fall below half the start) and 4000 (fall from the best)."""
-    return [EntropyCollapse(), RewardCrash(), GradNormSpike(), KLBlowup()]
+    """Failure detectors (entropy collapse, reward crash, sustained grad-norm and KL blow-ups) and
+    warning detectors (entropy surge, response length, clip ratio, log-prob mismatch, zero-variance
+    groups). Every warm-up is counted in rollouts, so all batches of a sweep are judged over the
+    same stretch of training: the spike detectors score from 1024 rollouts (at least 8 values),
+    the entropy's early level and the reward's starting level are taken over the first 512, and
+    the reward is smoothed over 512 rollouts (deep fall, fall below half the start) and 4000 (fall
+    from the best), staying down for 1024 rollouts to count."""
+    return [EntropyCollapse(), RewardCrash(), GradNormSpike(), KLBlowup(), EntropySurge(),
+            ResponseLengthSurge(), ClipRatioRise(), LogProbMismatch(), ZeroVarianceGroups(warning_only=True)]

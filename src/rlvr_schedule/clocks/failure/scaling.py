@@ -20,24 +20,35 @@ class FailureScalingFit:
     ``alpha_`` (log-log regression slope) with a ``level`` t-interval ``alpha_interval_``:
     alpha = 0 is a sample clock (the run fails after the same rollouts at any batch), alpha = 1
     a step clock. ``failure_samples_`` pools the runs that failed (geometric mean, with a
-    t-interval in log space); runs that never failed are listed in ``censored_``.
+    t-interval in log space); runs that never failed are listed in ``censored_``, runs that
+    diverged (reward falling from the start: no failure-clock reading, see
+    :class:`FailureClock`) in ``diverging_``; neither enters the pooled value or the exponent.
     """
 
     def __init__(self, detectors: Sequence[Detector] | None = None, level: float = 0.95) -> None:
         self.detectors = detectors
         self.level = level
 
-    def fit(self, runs: Sequence[Run], failure_samples: Sequence[float | None] | None = None
-            ) -> "FailureScalingFit":
-        """``failure_samples`` (one per run, None = no failure) skips re-running the detectors."""
+    def fit(self, runs: Sequence[Run], failure_samples: Sequence[float | None] | None = None,
+            diverging: Sequence[bool] | None = None) -> "FailureScalingFit":
+        """``failure_samples`` (one per run, None = no failure) skips re-running the detectors;
+        ``diverging`` (one flag per run) goes with it (default: none diverged)."""
         if failure_samples is None:
-            failure_samples = [FailureClock(self.detectors).fit(r).failure_samples_ for r in runs]
+            clocks = [FailureClock(self.detectors).fit(r) for r in runs]
+            failure_samples = [c.failure_samples_ for c in clocks]
+            if diverging is None:
+                diverging = [c.diverging_ for c in clocks]
         if len(failure_samples) != len(runs):
             raise ValueError("failure_samples must have one entry per run")
+        div = [False] * len(runs) if diverging is None else [bool(x) for x in diverging]
+        if len(div) != len(runs):
+            raise ValueError("diverging must have one entry per run")
+        failure_samples = [None if d else f for f, d in zip(failure_samples, div)]
         self.table_ = [{"name": r.name, "batch": r.batch, "failure_samples": f,
-                        "failure_steps": None if f is None else f / r.batch}
-                       for r, f in zip(runs, failure_samples)]
-        self.censored_ = [r.name for r, f in zip(runs, failure_samples) if f is None]
+                        "failure_steps": None if f is None else f / r.batch, "diverging": d}
+                       for r, f, d in zip(runs, failure_samples, div)]
+        self.diverging_ = [r.name for r, d in zip(runs, div) if d]
+        self.censored_ = [r.name for r, f, d in zip(runs, failure_samples, div) if f is None and not d]
         pts = [(r.batch, float(f)) for r, f in zip(runs, failure_samples) if f is not None and f > 0]
         nan = math.nan
         self.alpha_, self.alpha_interval_ = nan, (nan, nan)
