@@ -108,6 +108,11 @@ class Detector:
     def _alarm_kind(self) -> str:
         return self.kind
 
+    def _backdate(self, record: StepRecord) -> tuple[int, int, float] | None:
+        """An earlier onset (step, samples, value) for a streak starting at ``record``, from records
+        already seen (a smoothed signal crosses after the raw one did); None: ``record`` itself."""
+        return None
+
     def _describe(self, value: float) -> str:
         return f"{self.name}: value {value:.4g}"
 
@@ -138,6 +143,9 @@ class Detector:
         if self._streak == 1:
             base, thr = self._why()
             self._onset = (int(record.step), int(record.samples), float(value), float(base), float(thr))
+            back = self._backdate(record)
+            if back is not None:
+                self._onset = (back[0], back[1], back[2], float(base), float(thr))
             if (self.kind != "warning" and self.warn_on_streak
                     and not (self.patience == 1 and self.patience_samples <= record.batch)):
                 self._warn(record, value, f"{self._describe(value)} (not yet sustained)", base, thr)

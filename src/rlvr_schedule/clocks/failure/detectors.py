@@ -101,8 +101,9 @@ class RewardCrash(Detector):
 
     * **fall from the best** (slow EMA, ~``span_samples`` rollouts): below its running best by
       more than ``drop`` x (best - initial) and at least ``min_drop``; armed once the best rose
-      ``min_drop`` above the initial level. The long span keeps slow fluctuations of a healthy
-      run from reading as a crash.
+      ``min_drop`` above the initial level, and only while the fast EMA is that low too (the slow
+      one lags a dip the run already recovered from). The long span keeps slow fluctuations of a
+      healthy run from reading as a crash.
     * **deep fall** (fast EMA, ~``floor_span_samples`` rollouts): below the slow best by more
       than ``deep_drop`` x (best - initial): dates a sharp collapse within a few hundred rollouts
       where the slow EMA would lag.
@@ -122,7 +123,7 @@ class RewardCrash(Detector):
     def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 3, warmup: int = 3,
                  patience: int = 5, noise_z: float = 6.0, span_samples: float = 4000.0,
                  floor_fraction: float | None = 0.5, floor_span_samples: float = 512.0,
-                 deep_drop: float | None = 0.5, patience_samples: float = 1024.0) -> None:
+                 deep_drop: float | None = 0.4, patience_samples: float = 1024.0) -> None:
         super().__init__(patience, patience_samples)
         if not 0 < drop <= 1:
             raise ValueError(f"drop must be in (0, 1], got {drop}")
@@ -153,6 +154,7 @@ class RewardCrash(Detector):
         self._armed_at = math.nan  # rollouts when the start level was fixed
         self._level_until = math.nan  # last rollouts with the fast EMA still at the start level
         self._why_now: tuple[float, float, str] = (math.nan, math.nan, "")
+        self._recent: deque[tuple[int, int, float]] = deque(maxlen=64)  # (step, samples, raw reward)
 
     def _sd(self, alpha: float) -> float:
         if not finite(self._absdiff):
@@ -187,6 +189,7 @@ class RewardCrash(Detector):
             a = max(0.01, 1.0 / (self._n - 1))
             self._absdiff = d if not finite(self._absdiff) else self._absdiff + a * (d - self._absdiff)
         self._last = r
+        self._recent.append((int(record.step), int(record.samples), r))
         self.ema = r if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
         self.ema_fast = r if not finite(self.ema_fast) else self.ema_fast + self._alpha_fast * (r - self.ema_fast)
         sd_fast = self._sd(self._alpha_fast)
@@ -211,7 +214,8 @@ class RewardCrash(Detector):
         gain = self.best - self.initial
         if settled and gain >= self.min_drop:
             margin = max(self.min_drop, self.drop * gain, self.noise_z * self.ema_sd)
-            if self.ema < self.best - margin:
+            # the slow EMA lags a recovered dip by many records: the reward must be down *now* too
+            if self.ema < self.best - margin and self.ema_fast < self.best - margin:
                 self._why_now = (self.best, self.best - margin, "slow")
                 return True, self.ema
             if self.deep_drop is not None:
@@ -229,6 +233,21 @@ class RewardCrash(Detector):
 
     def _why(self) -> tuple[float, float]:
         return self._why_now[0], self._why_now[1]
+
+    def _backdate(self, record: StepRecord) -> tuple[int, int, float] | None:
+        """The EMA crosses the threshold a few records after the raw reward did: the onset is the
+        first of the consecutive raw rewards below the threshold that end at this record (within
+        the fast EMA's span)."""
+        thr = self._why_now[1]
+        if not finite(thr):
+            return None
+        span = max(self.span, self.floor_span_samples / max(int(record.batch), 1))
+        onset = None
+        for step, samples, r in reversed(self._recent):
+            if r >= thr or record.samples - samples >= span * max(int(record.batch), 1):
+                break
+            onset = (step, samples, r)
+        return onset
 
     def _alarm_kind(self) -> str:
         if self._why_now[2] != "floor" or self.progressed:
@@ -254,7 +273,8 @@ class RewardCrash(Detector):
                 "absdiff": f(self._absdiff), "n": self._n, "alpha": self._alpha, "alpha_fast": self._alpha_fast,
                 "sum": self._sum, "w": self._w, "floor_armed": self._floor_armed,
                 "armed_at": f(self._armed_at), "level_until": f(self._level_until),
-                "why": [f(self._why_now[0]), f(self._why_now[1]), self._why_now[2]]}
+                "why": [f(self._why_now[0]), f(self._why_now[1]), self._why_now[2]],
+                "recent": [list(x) for x in self._recent]}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         g = lambda x: math.nan if x is None else float(x)  # noqa: E731
@@ -271,6 +291,7 @@ class RewardCrash(Detector):
         self._armed_at, self._level_until = g(state.get("armed_at")), g(state.get("level_until"))
         why = state.get("why") or [None, None, ""]
         self._why_now = (g(why[0]), g(why[1]), str(why[2]))
+        self._recent = deque(((int(a), int(b), float(c)) for a, b, c in state.get("recent", [])), maxlen=64)
 
 
 _EXTRA_CAP = ("response_length_cap", "max_response_length", "max_completion_length")
