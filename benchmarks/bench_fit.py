@@ -119,9 +119,11 @@ def bench_accuracy() -> None:
     # the start; that run is reported as diverging and must not drag the pooled failure samples
     print("\n| true B* | true F | batches | seed | diverging runs | F fit | err |")
     print("|---|---|---|---|---|---|---|")
-    for bstar, fail, batches in [(160, 40_000, [16, 32, 64, 128, 512]), (100, 30_000, [16, 32, 64, 128, 512])]:
+    for bstar, fail in [(160, 40_000), (100, 30_000)]:
+        batches = [16, 32, 64, 128, 512]
         for seed in range(4):
-            fit = fit_sweep(simulate_sweep(SimTask(critical_batch=bstar, failure_samples=fail), batches, seed=seed))
+            task = SimTask(critical_batch=bstar, failure_samples=fail)
+            fit = fit_sweep(simulate_sweep(task, batches, seed=seed))
             div = [r.batch for r in fit.runs if r.diverging]
             print(f"| {bstar} | {fail} | {batches} | {seed} | {div} | {fit.failure_samples:.0f} "
                   f"| {fit.failure_samples / fail - 1:+.1%} |")
@@ -157,7 +159,8 @@ def bench_real() -> None:
     for part in ("calibration", "test"):
         for name in split[part]:
             lab = split["labels"][name]
-            recs = [StepRecord.from_dict(json.loads(x)) for x in (root / f"{name}.jsonl").read_text().splitlines()]
+            lines = (root / f"{name}.jsonl").read_text().splitlines()
+            recs = [StepRecord.from_dict(json.loads(x)) for x in lines]
             run = Run(recs, name=name)
             fc = FailureClock(stop_at_failure=False).fit(run)
             lead = (_forecast_lead(run, fc.failure_samples_) if fc.failure_samples_ is not None else math.nan)
@@ -191,8 +194,9 @@ def bench_sim_leads() -> None:
     lf = np.array(leads, float)
     print(f"\nsimulator: {len(errs)} collapsing runs; failure point error median {np.median(errs):+.1%} "
           f"(range {min(errs):+.1%} .. {max(errs):+.1%}); forecast within 10% of the failure point from "
-          f"a median {np.nanmedian(lf):.0%} of F before it (settled in {np.isfinite(lf).sum()}/{lf.size} runs); "
-          f"first warning a median {np.median(wleads):.1%} of F before it ({len(wleads)} runs with a warning)")
+          f"a median {np.nanmedian(lf):.0%} of F before it (settled in {np.isfinite(lf).sum()}/{lf.size} "
+          f"runs); first warning a median {np.median(wleads):.1%} of F before it ({len(wleads)} runs "
+          "with a warning)")
 
 
 def main() -> None:

@@ -269,7 +269,8 @@ def _coming_apart(n: int = 120) -> list[StepRecord]:
         bad = i >= 60
         j = float(np.exp(rng.normal(0, 0.05)))
         out.append(StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6, reward_mean=0.5,
-                              entropy=(1.5 if bad else 0.5) * j, response_length=(505.0 if bad else 200.0) * j,
+                              entropy=(1.5 if bad else 0.5) * j,
+                              response_length=(505.0 if bad else 200.0) * j,
                               clip_frac=(0.2 if bad else 0.02) * j,
                               extra={"response_length_cap": 512.0,
                                      "training/rollout_probs_diff_mean": (0.2 if bad else 0.01) * j}))

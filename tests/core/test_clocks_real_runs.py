@@ -56,7 +56,8 @@ def test_committed_jsonl_is_the_converter_output_and_the_label_follows_the_rule(
     with gzip.open(ROOT / "raw" / f"{name}.log.gz", "rt", encoding="utf-8") as f:
         recs = conv.parse_verl(f.read().splitlines(), batch, cap)
     committed = [json.loads(x) for x in (ROOT / f"{name}.jsonl").read_text().splitlines()]
-    assert [{k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v))} for r in recs] == committed
+    clean = [{k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v))} for r in recs]
+    assert clean == committed
     lab = conv.label(recs)
     want = SPLIT["labels"][name]
     assert want["collapse_step"] == lab["collapse_step"]

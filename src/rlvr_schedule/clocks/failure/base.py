@@ -179,7 +179,8 @@ class Detector:
 
     def state_dict(self) -> dict[str, Any]:
         f = lambda x: x if math.isfinite(x) else None  # noqa: E731
-        onset = None if self._onset is None else [self._onset[0], self._onset[1]] + [f(x) for x in self._onset[2:]]
+        onset = (None if self._onset is None
+                 else [self._onset[0], self._onset[1]] + [f(x) for x in self._onset[2:]])
         return {
             "name": self.name, "patience": self.patience, "patience_samples": self.patience_samples,
             "streak": self._streak, "fired": self._fired, "onset": onset,

@@ -58,7 +58,8 @@ class FailureClock:
         # alarm is kept, which is what decides here (a run that fell from the start first diverged)
         self.divergence_: Alarm | None = divergences[0] if divergences else None
         first = failures[0] if failures else None
-        self.diverging_ = self.divergence_ is not None and (first is None or self.divergence_.samples <= first.samples)
+        self.diverging_ = self.divergence_ is not None and (first is None
+                                                            or self.divergence_.samples <= first.samples)
         self.alarms_ = failures
         self.warnings_ = sorted((w for d in dets for w in d.warnings), key=lambda a: (a.samples, a.step))
         if self.diverging_:

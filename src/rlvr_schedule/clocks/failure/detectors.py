@@ -505,11 +505,13 @@ class EntropySurge(Detector):
     signal = "entropy"
     kind = "warning"
 
-    def __init__(self, ratio: float = 2.0, warmup: int = 3, patience: int = 3, warmup_samples: float = 512) -> None:
+    def __init__(self, ratio: float = 2.0, warmup: int = 3, patience: int = 3,
+                 warmup_samples: float = 512) -> None:
         super().__init__(patience)
         if not ratio > 1:
             raise ValueError(f"ratio must be > 1, got {ratio}")
-        self.ratio, self.warmup, self.warmup_samples = float(ratio), max(1, int(warmup)), float(warmup_samples)
+        self.ratio, self.warmup = float(ratio), max(1, int(warmup))
+        self.warmup_samples = float(warmup_samples)
         self._early: list[float] = []
         self.reference = math.nan
 
@@ -574,7 +576,8 @@ class ResponseLengthSurge(Detector):
             self._what, self._thr = f"{clip:.3g} of responses clipped at the length cap", self.clipped
             return True, float(n) if finite(n) else clip
         if finite(n) and finite(cap) and cap > 0 and n >= self.pin_fraction * cap:
-            self._what, self._thr = f"mean response length at {n / cap:.3g} of the cap {cap:g}", self.pin_fraction * cap
+            self._what = f"mean response length at {n / cap:.3g} of the cap {cap:g}"
+            self._thr = self.pin_fraction * cap
             return True, float(n)
         if not finite(n):
             return False, clip
@@ -584,7 +587,8 @@ class ResponseLengthSurge(Detector):
                 self.reference = float(np.median(self._early))
             return False, float(n)
         if n > self.surge_ratio * self.reference:
-            self._what, self._thr = f"surged above {self.surge_ratio:g} x its early level", self.surge_ratio * self.reference
+            self._what = f"surged above {self.surge_ratio:g} x its early level"
+            self._thr = self.surge_ratio * self.reference
             return True, float(n)
         return False, float(n)
 
