@@ -221,14 +221,29 @@ def test_reward_crash_needs_progress_or_a_fall_below_half_the_start() -> None:
         assert det.update(rec) is None
     det = RewardCrash()
     alarm = None
-    for i in range(3000):  # the same decline, steeper: below half the initial 0.5 from ~2000 records
+    for i in range(3000):  # the same decline, steeper: below 0.65 x its peak 0.5 from ~1300 records
+        rec = StepRecord(step=i + 1, samples=8 * (i + 1), batch=8, lr=1.0, reward_mean=0.5 - i * 0.125 / 1000)
+        alarm = alarm or det.update(rec)
+    assert alarm is not None and 1300 < alarm.step < 1500 and "no progress" in alarm.message
+    # it fell from the start without ever progressing: a divergence, not a failure
+    assert alarm.kind == "divergence" and alarm.baseline == pytest.approx(0.5, abs=0.01)
+    assert alarm.threshold == pytest.approx(0.65 * alarm.baseline)
+    det = RewardCrash(peak_fraction=None)  # without the peak condition: half the start, ~2000 records
+    alarm = None
+    for i in range(3000):
         rec = StepRecord(step=i + 1, samples=8 * (i + 1), batch=8, lr=1.0, reward_mean=0.5 - i * 0.125 / 1000)
         alarm = alarm or det.update(rec)
     assert alarm is not None and 2000 < alarm.step < 2100 and "initial" in alarm.message
-    # it fell from the start without ever progressing: a divergence, not a failure
-    assert alarm.kind == "divergence" and alarm.baseline == pytest.approx(0.5, abs=0.01)
-    assert alarm.threshold == pytest.approx(alarm.baseline / 2)
-    assert RewardCrash(floor_fraction=None).update(rec) is None
+    assert alarm.kind == "divergence" and alarm.threshold == pytest.approx(alarm.baseline / 2)
+    # a run that held its level and then fell off a cliff collapsed, progress or not
+    det = RewardCrash()
+    alarm = None
+    for i in range(600):
+        r = 0.5 if i < 400 else 0.05
+        rec = StepRecord(step=i + 1, samples=8 * (i + 1), batch=8, lr=1.0, reward_mean=r)
+        alarm = alarm or det.update(rec)
+    assert alarm is not None and alarm.kind == "failure" and alarm.step == 401
+    assert RewardCrash(floor_fraction=None, peak_fraction=None).update(rec) is None
     with pytest.raises(ValueError, match="floor_fraction"):
         RewardCrash(floor_fraction=1.5)
 

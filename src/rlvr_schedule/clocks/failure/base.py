@@ -108,6 +108,10 @@ class Detector:
     def _alarm_kind(self) -> str:
         return self.kind
 
+    def _confirmable(self) -> bool:
+        """Whether a streak that is long enough may count now (a subclass can ask for more)."""
+        return True
+
     def _backdate(self, record: StepRecord) -> tuple[int, int, float] | None:
         """An earlier onset (step, samples, value) for a streak starting at ``record``, from records
         already seen (a smoothed signal crosses after the raw one did); None: ``record`` itself."""
@@ -153,6 +157,8 @@ class Detector:
             return None
         step, samples, v0, base, thr = self._onset  # type: ignore[misc]
         if self._streak < self.patience or record.samples - samples + record.batch < self.patience_samples:
+            return None
+        if not self._confirmable():
             return None
         self._fired = True
         kind = self._alarm_kind()

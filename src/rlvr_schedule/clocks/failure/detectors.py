@@ -35,15 +35,38 @@ __all__ = ["EntropyCollapse", "RewardCrash", "GradNormSpike", "KLBlowup", "ZeroV
 class EntropyCollapse(Detector):
     """Entropy below ``fraction`` of its early level or below the absolute ``floor``, whichever is
     higher. The early level is the median over the first ``warmup_samples`` rollouts (and at least
-    ``warmup`` records): the same stretch of training at every batch. A failure: with no entropy
-    left the policy stops exploring (Cui et al. 2025)."""
+    ``warmup`` records): the same stretch of training at every batch. With no entropy left the
+    policy stops exploring (Cui et al. 2025), but real healthy runs also end near-deterministic
+    (an instruct model on GSM8K: entropy 0.11 -> 0.006 at reward 0.9). ``reward_gate`` (as in
+    :func:`default_detectors`): the low-entropy streak counts as a failure only once the reward
+    has turned down too (the median of the last ``gate_records`` rewards ``gate_drop`` below its
+    best, for ``gate_records`` records in a row, so a dip of a few records does not count) or the
+    entropy went below ``deep_fraction`` of its early level during the streak (exhausted, not just
+    low); the onset stays where the entropy crossed ``fraction``. Until then it is a warning.
+    ``warning_only``: never a failure."""
 
     name = "entropy_collapse"
     signal = "entropy"
 
     def __init__(self, fraction: float | None = 0.1, floor: float | None = None, warmup: int = 3,
-                 patience: int = 3, warmup_samples: float = 512, patience_samples: float = 0.0) -> None:
+                 patience: int = 3, warmup_samples: float = 512, patience_samples: float = 0.0,
+                 warning_only: bool = False, reward_gate: bool = False, gate_records: int = 5,
+                 gate_drop: float = 0.2, deep_fraction: float | None = None) -> None:
         super().__init__(patience, patience_samples)
+        self.warning_only = bool(warning_only)
+        if self.warning_only:
+            self.kind = "warning"
+        if not 0 < gate_drop < 1 or gate_records < 1:
+            raise ValueError(f"need 0 < gate_drop < 1 and gate_records >= 1, got {gate_drop}, {gate_records}")
+        self.reward_gate, self.gate_records = bool(reward_gate), int(gate_records)
+        self.gate_drop = float(gate_drop)
+        self._rw: deque[float] = deque(maxlen=self.gate_records)
+        self._med_peak = -math.inf
+        self._gate_run = 0
+        if deep_fraction is not None and not 0 < deep_fraction < 1:
+            raise ValueError(f"deep_fraction must be in (0, 1), got {deep_fraction}")
+        self.deep_fraction = deep_fraction
+        self._streak_min = math.inf  # lowest entropy of the current streak
         if fraction is None and floor is None:
             raise ValueError("EntropyCollapse needs a fraction or a floor")
         if fraction is not None and not 0 < fraction < 1:
@@ -64,7 +87,27 @@ class EntropyCollapse(Detector):
             t = max(t, self.fraction * self.reference)
         return t
 
+    def _gate(self, record: StepRecord) -> None:
+        r = record.reward_mean
+        if not self.reward_gate or not finite(r):
+            return
+        self._rw.append(float(r))
+        if len(self._rw) < self.gate_records:
+            return
+        med = float(np.median(self._rw))
+        self._med_peak = max(self._med_peak, med)
+        down = self._med_peak > 0 and med < (1 - self.gate_drop) * self._med_peak
+        self._gate_run = self._gate_run + 1 if down else 0
+
+    def _confirmable(self) -> bool:
+        if not self.reward_gate:
+            return True
+        deep = (self.deep_fraction is not None and finite(self.reference)
+                and self._streak_min < self.deep_fraction * self.reference)
+        return deep or self._gate_run >= self.gate_records
+
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
+        self._gate(record)
         h = record.entropy
         if not finite(h):
             return None, math.nan
@@ -72,7 +115,9 @@ class EntropyCollapse(Detector):
             self._early.append(float(h))
             if len(self._early) >= self.warmup and record.samples >= self.warmup_samples:
                 self.reference = float(np.median(self._early))
-        return h < self.threshold, float(h)
+        hit = h < self.threshold
+        self._streak_min = min(self._streak_min, float(h)) if hit else math.inf
+        return hit, float(h)
 
     def _why(self) -> tuple[float, float]:
         return self.reference, self.threshold
@@ -81,40 +126,53 @@ class EntropyCollapse(Detector):
         return f"entropy {value:.4g} below {self.threshold:.4g} (early level {self.reference:.4g})"
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"early": list(self._early), "reference": self.reference if finite(self.reference) else None}
+        return {"early": list(self._early), "reference": self.reference if finite(self.reference) else None,
+                "rw": list(self._rw), "med_peak": self._med_peak if finite(self._med_peak) else None,
+                "gate_run": self._gate_run,
+                "streak_min": self._streak_min if finite(self._streak_min) else None}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self._early = [float(x) for x in state["early"]]
         ref = state["reference"]
         self.reference = math.nan if ref is None else float(ref)
+        self._rw = deque((float(x) for x in state.get("rw", [])), maxlen=self.gate_records)
+        mp = state.get("med_peak")
+        self._med_peak = -math.inf if mp is None else float(mp)
+        self._gate_run = int(state.get("gate_run", 0))
+        sm = state.get("streak_min")
+        self._streak_min = math.inf if sm is None else float(sm)
 
 
 class RewardCrash(Detector):
     """The reward fell from its best and stayed down (a failure), or fell from the start of a run
     that never progressed (a divergence).
 
-    Two smoothed rewards, EMAs whose span is counted in rollouts (at least ``span`` records, so a
+    Smoothed rewards are EMAs whose span is counted in rollouts (at least ``span`` records, so a
     small-batch run, whose per-record reward is noisy, is smoothed over as many rollouts as a
-    large-batch one); every condition must exceed ``noise_z`` standard deviations of its EMA
-    (per-record noise is tracked from first differences, so a noisy run does not alarm on its own
-    wiggles):
+    large-batch one); every condition must clear ``noise_z`` standard deviations of its EMA
+    (noise from first differences of the reward, so a noisy run does not alarm on its wiggles):
 
-    * **fall from the best** (slow EMA, ~``span_samples`` rollouts): below its running best by
-      more than ``drop`` x (best - initial) and at least ``min_drop``; armed once the best rose
-      ``min_drop`` above the initial level, and only while the fast EMA is that low too (the slow
-      one lags a dip the run already recovered from). The long span keeps slow fluctuations of a
-      healthy run from reading as a crash.
-    * **deep fall** (fast EMA, ~``floor_span_samples`` rollouts): below the slow best by more
-      than ``deep_drop`` x (best - initial): dates a sharp collapse within a few hundred rollouts
-      where the slow EMA would lag.
-    * **fall below the start** (fast EMA): below ``floor_fraction`` x the mean reward of the first
-      ``floor_span_samples`` rollouts (None: off).
+    * **fall from the best** (slow EMA, ~``span_samples`` rollouts): below its running best by more
+      than ``drop`` x (best - initial) and at least ``min_drop``, while the fast EMA is that low too
+      (the slow one lags a dip already recovered from); armed once the best rose ``min_drop``
+      above the initial level (the slow EMA where it settled, within ``settle_samples``).
+    * **deep fall** (fast EMA, ~``floor_span_samples`` rollouts): below the slow best by more than
+      ``deep_drop`` x (best - initial).
+    * **fall from the peak**: a fast EMA that starts as a running mean falls below
+      ``peak_fraction`` x its peak (the peak less two of the EMA's own standard deviations, so an
+      early mean of a few records is not taken for a level), from the ``warmup``-th record on,
+      progress or not: a pretrained policy that starts high and collapses (reward 0.9 -> 0) never
+      "progressed", and is caught within a record or two.
+    * **fall below the start**: the fast EMA below ``floor_fraction`` x the mean reward of the
+      first ``floor_span_samples`` rollouts (None: off).
 
-    A condition counts once it held ``patience`` records over ``patience_samples`` rollouts: the
-    reward *stays* down; a dip the run recovers from leaves a warning only. The alarm is a
-    ``"divergence"`` instead of a failure when the run never progressed (best never ``min_drop``
-    above the start) and never held its start level for as long as it then took to fall: the
-    reward fell from the start, as at a batch above 2B*, which is no failure-clock reading.
+    A condition counts once it held ``patience`` records over ``patience_samples`` rollouts (the
+    reward *stays* down; a dip of a few records leaves a warning only); its onset is backdated to
+    the first of the raw rewards below the threshold that lead up to it. When the run never
+    progressed the alarm is a ``"divergence"`` if the run left its start level sooner than it
+    then took to fall (the reward declined from the start, as at a batch above 2B*) and a
+    ``"failure"`` if it held its level and then fell, or fell off a cliff (from its level to the
+    threshold within 2 records).
     """
 
     name = "reward_crash"
@@ -123,7 +181,8 @@ class RewardCrash(Detector):
     def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 3, warmup: int = 3,
                  patience: int = 5, noise_z: float = 6.0, span_samples: float = 4000.0,
                  floor_fraction: float | None = 0.5, floor_span_samples: float = 512.0,
-                 deep_drop: float | None = 0.4, patience_samples: float = 1024.0) -> None:
+                 deep_drop: float | None = 0.4, patience_samples: float = 256.0,
+                 settle_samples: float = 512.0, peak_fraction: float | None = 0.65) -> None:
         super().__init__(patience, patience_samples)
         if not 0 < drop <= 1:
             raise ValueError(f"drop must be in (0, 1], got {drop}")
@@ -135,6 +194,10 @@ class RewardCrash(Detector):
             raise ValueError(f"floor_span_samples must be > 0, got {floor_span_samples}")
         self.drop, self.min_drop, self.span, self.warmup = drop, min_drop, max(1, int(span)), max(1, int(warmup))
         self.deep_drop = deep_drop
+        self.settle_samples = float(settle_samples)
+        if peak_fraction is not None and not 0 < peak_fraction < 1:
+            raise ValueError(f"peak_fraction must be in (0, 1), got {peak_fraction}")
+        self.peak_fraction = peak_fraction
         self.noise_z, self.span_samples = float(noise_z), float(span_samples)
         self.floor_fraction, self.floor_span_samples = floor_fraction, float(floor_span_samples)
         self._alpha = 2.0 / (self.span + 1)
@@ -144,17 +207,24 @@ class RewardCrash(Detector):
         self.initial = math.nan  # slow EMA where it settled
         self.start = math.nan  # mean reward over the first floor_span_samples rollouts
         self.best = -math.inf
-        self.peak = -math.inf  # best fast EMA since the start level was fixed
+        self.peak = -math.inf  # best fast EMA from the warmup-th record on
+        self.level = math.nan  # mean reward of the first ``warmup`` records: where the run started
         self._last = math.nan
         self._absdiff = math.nan  # slow EMA of |r_t - r_{t-1}|
         self._n = 0
         self._sum = 0.0  # rollout-weighted reward sum over the start window
         self._w = 0.0
         self._floor_armed = False
-        self._armed_at = math.nan  # rollouts when the start level was fixed
-        self._level_until = math.nan  # last rollouts with the fast EMA still at the start level
+        self._armed_at = math.nan  # rollouts when ``level`` was fixed
+        self._level_until = math.nan  # last rollouts with the fast EMA still at ``level``
+        self._near_until = math.nan  # last rollouts with the reward still near its peak
+        self._lsum = 0.0
+        # n, sum x, sum y, sum xx, sum xy of (rollouts, reward) while the run held near its peak
+        self._reg = [0.0, 0.0, 0.0, 0.0, 0.0]
         self._why_now: tuple[float, float, str] = (math.nan, math.nan, "")
         self._recent: deque[tuple[int, int, float]] = deque(maxlen=64)  # (step, samples, raw reward)
+        self.ema_peak = math.nan  # fast EMA that starts as a running mean (no first-record weight)
+        self._diffs: deque[float] = deque(maxlen=64)  # |r_t - r_(t-1)|, for a robust noise level
 
     def _sd(self, alpha: float) -> float:
         if not finite(self._absdiff):
@@ -172,8 +242,8 @@ class RewardCrash(Detector):
         """Whether the reward ever rose clearly above where it started."""
         if self.best - self.initial >= self.min_drop:
             return True
-        return self._floor_armed and self.peak - self.start >= max(self.min_drop,
-                                                                    self.noise_z * self._sd(self._alpha_fast))
+        noise = self.noise_z * self._sd(self._alpha_fast)
+        return finite(self.level) and self.peak - self.level >= max(self.min_drop, noise)
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         r = record.reward_mean
@@ -186,6 +256,7 @@ class RewardCrash(Detector):
         self._alpha_fast = 2.0 / (max(self.span, self.floor_span_samples / batch) + 1)
         if finite(self._last):  # running mean of |diff| for the first 100 records, then an EMA
             d = abs(r - self._last)
+            self._diffs.append(d)
             a = max(0.01, 1.0 / (self._n - 1))
             self._absdiff = d if not finite(self._absdiff) else self._absdiff + a * (d - self._absdiff)
         self._last = r
@@ -193,20 +264,44 @@ class RewardCrash(Detector):
         self.ema = r if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
         self.ema_fast = r if not finite(self.ema_fast) else self.ema_fast + self._alpha_fast * (r - self.ema_fast)
         sd_fast = self._sd(self._alpha_fast)
+        a_peak = max(self._alpha_fast, 1.0 / self._n)
+        self.ema_peak = r if not finite(self.ema_peak) else self.ema_peak + a_peak * (r - self.ema_peak)
+        # noise of that EMA now, from the median |diff| (a collapse's one big jump does not inflate it)
+        sd_rec = float(np.median(self._diffs)) / 0.954 if self._diffs else 0.0
+        sd_peak = sd_rec * math.sqrt(a_peak / (2 - a_peak)) if a_peak < 1 else sd_rec
 
         if not self._floor_armed:
             self._sum += r * batch
             self._w += batch
             self.start = self._sum / self._w
             self._floor_armed = self._n >= self.warmup and record.samples >= self.floor_span_samples
-            if self._floor_armed:
-                self._armed_at = self._level_until = float(record.samples)
-        else:
-            self.peak = max(self.peak, self.ema_fast)
-            if self.ema_fast >= self.start - max(self.min_drop / 2, 2 * sd_fast):
+        if not finite(self.level):  # the start level: mean over the fast EMA's span (>= warmup records)
+            self._lsum += r
+            if self._n >= max(self.warmup, 1.0 / self._alpha_fast):
+                self.level = self._lsum / self._n
                 self._level_until = float(record.samples)
+        if self._n == self.warmup:
+            self._armed_at = self._near_until = float(record.samples)
+        if self._n >= self.warmup:
+            # peak of the EMA less 2 of its own standard deviations: an early mean of a few noisy
+            # records is not taken for a level the run held
+            self.peak = max(self.peak, self.ema_peak - 2 * sd_peak)
+            # holding its level: in the upper half of the way from the peak down to the threshold
+            band = 1 - (1 - (self.peak_fraction if self.peak_fraction is not None else 0.6)) / 2
+            if finite(self.level) and self.ema_fast >= self.level - max(self.min_drop / 2, 2 * sd_fast):
+                self._level_until = float(record.samples)
+            if self.ema_peak >= band * self.peak:
+                self._near_until = float(record.samples)
+                # the trend while it held (a fall that comes after is not in it)
+                x = float(record.samples)
+                reg = self._reg
+                reg[0] += 1
+                reg[1] += x
+                reg[2] += r
+                reg[3] += x * x
+                reg[4] += x * r
 
-        settled = self._n > max(self.warmup, 2.0 / self._alpha)
+        settled = self._n > max(self.warmup, min(2.0 / self._alpha, self.settle_samples / batch))
         if not settled:  # let the slow EMA settle first
             self.initial = self.ema
         else:
@@ -223,6 +318,11 @@ class RewardCrash(Detector):
                 if self.ema_fast < self.best - deep:
                     self._why_now = (self.best, self.best - deep, "deep")
                     return True, self.ema_fast
+        if (self.peak_fraction is not None and self.peak > 0
+                and self.ema_peak < self.peak_fraction * self.peak
+                and self.peak - self.ema_peak > max(self.min_drop, self.noise_z * sd_peak)):
+            self._why_now = (self.peak, self.peak_fraction * self.peak, "peak")
+            return True, self.ema_peak
         if (self.floor_fraction is not None and self._floor_armed and self.start > 0
                 and self.ema_fast < self.floor_fraction * self.start
                 and self.start - self.ema_fast > max(self.min_drop, self.noise_z * sd_fast)):
@@ -250,18 +350,30 @@ class RewardCrash(Detector):
         return onset
 
     def _alarm_kind(self) -> str:
-        if self._why_now[2] != "floor" or self.progressed:
+        if self._why_now[2] not in ("floor", "peak") or self.progressed:
             return "failure"
+        # never progressed. A cliff (from near its peak to the threshold within 2 records) is a
+        # collapse; otherwise a divergence when the run left its start level sooner than it then
+        # took to fall, or when the trend of the rewards while it still held near its peak, carried
+        # over the whole stretch, accounts for at least half of the fall (the reward was declining
+        # from the start); a collapse when it held flat and then fell
         onset = self._onset[1] if self._onset is not None else math.nan
-        held = self._level_until - self._armed_at
-        fell = onset - self._level_until
-        return "divergence" if held < fell else "failure"
+        batch = self._recent[-1][1] - self._recent[-2][1] if len(self._recent) > 1 else 1
+        # (before the start level is known, "near its peak" stands in for it)
+        if onset - (self._level_until if finite(self.level) else self._near_until) <= 2 * batch:
+            return "failure"
+        if self._level_until - self._armed_at < onset - self._level_until:
+            return "divergence"  # it left its start level sooner than it then took to fall
+        return "failure"
 
     def _describe(self, value: float) -> str:
         base, thr, how = self._why_now
         if how == "floor":
             return (f"smoothed reward {value:.4g} fell below {self.floor_fraction:g} x its initial "
                     f"{self.start:.4g}" + ("" if self.progressed else " (no progress before)"))
+        if how == "peak":
+            return (f"smoothed reward {value:.4g} fell below {self.peak_fraction:g} x its peak {base:.4g}"
+                    + ("" if self.progressed else " (no progress before)"))
         if how == "deep":
             return f"smoothed reward {value:.4g} collapsed from best {base:.4g} below {thr:.4g}"
         return f"smoothed reward {value:.4g} fell from best {base:.4g} below {thr:.4g}"
@@ -273,6 +385,9 @@ class RewardCrash(Detector):
                 "absdiff": f(self._absdiff), "n": self._n, "alpha": self._alpha, "alpha_fast": self._alpha_fast,
                 "sum": self._sum, "w": self._w, "floor_armed": self._floor_armed,
                 "armed_at": f(self._armed_at), "level_until": f(self._level_until),
+                "near_until": f(self._near_until),
+                "level": f(self.level), "lsum": self._lsum, "ema_peak": f(self.ema_peak),
+                "diffs": list(self._diffs), "reg": list(self._reg),
                 "why": [f(self._why_now[0]), f(self._why_now[1]), self._why_now[2]],
                 "recent": [list(x) for x in self._recent]}
 
@@ -289,6 +404,11 @@ class RewardCrash(Detector):
         self._sum, self._w = float(state.get("sum", 0.0)), float(state.get("w", 0.0))
         self._floor_armed = bool(state.get("floor_armed", False))
         self._armed_at, self._level_until = g(state.get("armed_at")), g(state.get("level_until"))
+        self._near_until = g(state.get("near_until"))
+        self.level, self._lsum = g(state.get("level")), float(state.get("lsum", 0.0))
+        self.ema_peak = g(state.get("ema_peak"))
+        self._diffs = deque((float(x) for x in state.get("diffs", [])), maxlen=64)
+        self._reg = [float(x) for x in state.get("reg", [0.0] * 5)]
         why = state.get("why") or [None, None, ""]
         self._why_now = (g(why[0]), g(why[1]), str(why[2]))
         self._recent = deque(((int(a), int(b), float(c)) for a, b, c in state.get("recent", [])), maxlen=64)
@@ -655,12 +775,14 @@ class ZeroVarianceGroups(Detector):
 
 
 def default_detectors() -> list[Detector]:
-    """Failure detectors (entropy collapse, reward crash, sustained grad-norm and KL blow-ups) and
-    warning detectors (entropy surge, response length, clip ratio, log-prob mismatch, zero-variance
-    groups). Every warm-up is counted in rollouts, so all batches of a sweep are judged over the
-    same stretch of training: the spike detectors score from 1024 rollouts (at least 8 values),
-    the entropy's early level and the reward's starting level are taken over the first 512, and
-    the reward is smoothed over 512 rollouts (deep fall, fall below half the start) and 4000 (fall
-    from the best), staying down for 1024 rollouts to count."""
-    return [EntropyCollapse(), RewardCrash(), GradNormSpike(), KLBlowup(), EntropySurge(),
-            ResponseLengthSurge(), ClipRatioRise(), LogProbMismatch(), ZeroVarianceGroups(warning_only=True)]
+    """Failure detectors (entropy exhausted once the reward turned down or the entropy fell below
+    4% of its early level, reward crash, sustained grad-norm and KL blow-ups) and warning detectors
+    (entropy surge, response length, clip ratio, log-prob mismatch, zero-variance groups). Warm-ups
+    are counted in rollouts where a sweep compares batches: the spike detectors score from 1024
+    rollouts (at least 8 values), the entropy's early level and the reward's start level are taken
+    over the first 512, and the reward is smoothed over 512 rollouts (deep fall, fall from the
+    peak, fall below half the start) and 4000 (fall from the best), staying down 5 records and 256
+    rollouts to count. Thresholds were set on the calibration half of tests/data/real/runs."""
+    return [EntropyCollapse(reward_gate=True, deep_fraction=0.04), RewardCrash(), GradNormSpike(), KLBlowup(),
+            EntropySurge(), ResponseLengthSurge(), ClipRatioRise(), LogProbMismatch(),
+            ZeroVarianceGroups(warning_only=True)]
