@@ -44,8 +44,9 @@ def test_split_is_disjoint_and_every_run_has_origin_raw_log_and_label() -> None:
     origin = (ROOT / "ORIGIN.md").read_text()
     conv = _converter()
     for name in cal | test:
-        family = "_".join(name.split("_")[:2]) + "_"  # source 2 is listed by file family
-        assert (name in origin or f"`{family}*`" in origin) and (ROOT / "raw" / f"{name}.log.gz").exists()
+        family = "_".join(name.split("_")[:2]) + "_"  # sources 2 and 3 are listed by file family
+        listed = name in origin or f"`{family}*`" in origin or "raw/grpotrait_lr1e4*" in origin
+        assert listed and (ROOT / "raw" / f"{name}.log.gz").exists()
         assert SPLIT["labels"][name]["label"] in ("healthy", "collapsed")
         assert name in conv.RUNS
 
@@ -55,7 +56,8 @@ def test_committed_jsonl_is_the_converter_output_and_the_label_follows_the_rule(
     conv = _converter()
     fmt, batch, cap = conv.RUNS[name]
     with gzip.open(ROOT / "raw" / f"{name}.log.gz", "rt", encoding="utf-8") as f:
-        recs = {"verl": conv.parse_verl, "trl": conv.parse_trl}[fmt](f.read().splitlines(), batch, cap)
+        parse = {"verl": conv.parse_verl, "trl": conv.parse_trl, "jsonl": conv.parse_jsonl}[fmt]
+        recs = parse(f.read().splitlines(), batch, cap)
     committed = [json.loads(x) for x in (ROOT / f"{name}.jsonl").read_text().splitlines()]
     clean = [{k: v for k, v in r.items() if not (isinstance(v, float) and math.isnan(v))} for r in recs]
     assert clean == committed

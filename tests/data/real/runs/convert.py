@@ -9,6 +9,9 @@ Formats:
 
 * ``verl``: verl's console logger, one line per step: ``step:N - key:value - key:value ...``.
   Lines without ``critic/score/mean`` (validation-only lines) are skipped.
+* ``jsonl``: one JSON object a line with ``step``, ``mean_reward``, ``kl``, ``degenerate_frac``
+  (the metrics file of source 3), ``degenerate_frac`` -> ``frac_zero_std``; lines starting with
+  ``#`` are the origin note.
 * ``trl``: the HF Trainer's console dicts of TRL's GRPOTrainer, one per logging interval:
   ``{'loss': ..., 'reward': ..., ...}`` (values may be strings rounded to 4 significant digits, as
   some patched loggers print them). ``step`` is the record's number (1, 2, ...: the logging
@@ -120,6 +123,11 @@ _SUN = [
 for _n in _SUN:
     _fam = _n.split("_")[1]
     RUNS[_n] = ("trl", _SUN_BATCH[_fam], _SUN_CAP[_fam])
+# elizabethsztan/grpo-trait-dynamics: 256 rollouts a step (rewards move in steps of 1/256 and the
+# fraction of all-equal groups in steps of 1/32: 32 groups of 8); lr 1e-4; no length cap logged.
+for _n in ("grpotrait_lr1e4", "grpotrait_lr1e4_s2", "grpotrait_lr1e4_s3", "grpotrait_lr1e4_alllayers",
+           "grpotrait_lr1e4_alllayers_s2", "grpotrait_lr1e4_alllayers_s3"):
+    RUNS[_n] = ("jsonl", 256, 0)
 
 _VERL_MAP = {
     "critic/score/mean": "reward_mean",
@@ -205,6 +213,22 @@ def parse_trl(lines: list[str], batch: int, cap: int) -> list[dict]:
     return out
 
 
+def parse_jsonl(lines: list[str], batch: int, cap: int) -> list[dict]:
+    out: list[dict] = []
+    for line in lines:
+        if not line.strip() or line.startswith("#"):
+            continue
+        d = json.loads(line)
+        rec = {"step": int(d["step"]), "batch": batch, "lr": 1e-4, "reward_mean": float(d["mean_reward"])}
+        if "kl" in d:
+            rec["kl"] = float(d["kl"])
+        if "degenerate_frac" in d:
+            rec["frac_zero_std"] = float(d["degenerate_frac"])
+        rec["samples"] = (len(out) + 1) * batch
+        out.append(rec)
+    return out
+
+
 #: a collapse must have lasted this many records when the log ends, else the label is inconclusive
 MIN_DOWN = 5
 
@@ -240,6 +264,8 @@ def main() -> int:
             recs = parse_verl(lines, batch, cap)
         elif fmt == "trl":
             recs = parse_trl(lines, batch, cap)
+        elif fmt == "jsonl":
+            recs = parse_jsonl(lines, batch, cap)
         else:
             raise SystemExit(f"{name}: unknown format {fmt!r}")
         with open(HERE / f"{name}.jsonl", "w", encoding="utf-8") as f:
