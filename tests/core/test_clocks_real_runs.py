@@ -104,14 +104,16 @@ def _splice(run: Run, dip_at: int, crash_at: int) -> tuple[Run, int]:
     return Run(out, name=run.name + "+collapse"), collapse
 
 
-SPLICE = [n for n in SPLIT["test"] if SPLIT["labels"][n]["label"] == "healthy" and _load(n).batch >= 32]
+# long enough for the spliced collapse (from 2/3 of the run, over 8 records) to stay down 5 records
+SPLICE = [n for n in SPLIT["test"] if SPLIT["labels"][n]["label"] == "healthy" and _load(n).batch >= 32
+          and len(_load(n)) >= 40]
 
 
 @pytest.mark.parametrize("name", SPLICE)
 def test_collapse_spliced_into_a_held_out_real_run_is_flagged_in_time_not_at_the_dip(name: str) -> None:
-    """Held-out healthy runs of at least 32 rollouts a record (at 8, the best of a record's mean
-    reward is mostly noise and half of it no meaningful line: those runs are left out here, see
-    docs/RESULTS.md). A run whose own reward already drifted down from its start may read as a
+    """Held-out healthy runs of 40 records or more and at least 32 rollouts a record (at 8, the
+    best of a record's mean reward is mostly noise and half of it no meaningful line: those runs
+    are left out here, see docs/RESULTS.md). A run whose own reward already drifted down from its start may read as a
     divergence; either alarm must come in time and not at the dip."""
     run = _load(name)
     n = len(run)
