@@ -113,8 +113,8 @@ SPLICE = [n for n in SPLIT["test"] if SPLIT["labels"][n]["label"] == "healthy" a
 def test_collapse_spliced_into_a_held_out_real_run_is_flagged_in_time_not_at_the_dip(name: str) -> None:
     """Held-out healthy runs of 40 records or more and at least 32 rollouts a record (at 8, the
     best of a record's mean reward is mostly noise and half of it no meaningful line: those runs
-    are left out here, see docs/RESULTS.md). A run whose own reward already drifted down from its start may read as a
-    divergence; either alarm must come in time and not at the dip."""
+    are left out here, see docs/RESULTS.md). A run whose own reward already drifted down from its
+    start may read as a divergence; either alarm must come in time and not at the dip."""
     run = _load(name)
     n = len(run)
     dip_at, crash_at = n // 3, (2 * n) // 3
