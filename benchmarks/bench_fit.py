@@ -144,6 +144,19 @@ def _forecast_lead(run, failure_samples: float, tol: float = 0.1) -> float:
     return failure_samples - since if math.isfinite(since) else math.nan
 
 
+def _reward_forecast_lead(run, failure_samples: float) -> float:
+    """Rollouts before ``failure_samples`` from which an online reward forecast (trend of the last
+    20 records towards half the early reward) keeps pointing at a failure (NaN if it does not)."""
+    ff = FailureForecast("reward_mean", fraction=0.5, window=20, min_points=5, warmup=3)
+    since = math.nan
+    for r in run:
+        if r.samples >= failure_samples:
+            break
+        stf = ff.update(r)
+        since = (since if math.isfinite(since) else r.samples) if math.isfinite(stf) else math.nan
+    return failure_samples - since if math.isfinite(since) else math.nan
+
+
 def bench_real() -> None:
     """The failure clock on the committed real runs (tests/data/real/runs, SPLIT.json)."""
     import json
@@ -154,20 +167,46 @@ def bench_real() -> None:
     root = Path(__file__).resolve().parents[1] / "tests" / "data" / "real" / "runs"
     split = json.loads((root / "SPLIT.json").read_text())
     print("\n| split | run | label | collapse step | failure step (signal) | diverging | warnings | "
-          "first warning step | forecast lead |")
+          "first warning: step (lead, rollouts) | reward-forecast lead (rollouts) |")
     print("|---|---|---|---|---|---|---|---|---|")
+    summary = {}
     for part in ("calibration", "test"):
+        healthy_ok = healthy = collapsed_ok = collapsed = 0
+        leads_w, leads_f = [], []
         for name in split[part]:
             lab = split["labels"][name]
             lines = (root / f"{name}.jsonl").read_text().splitlines()
             recs = [StepRecord.from_dict(json.loads(x)) for x in lines]
             run = Run(recs, name=name)
             fc = FailureClock(stop_at_failure=False).fit(run)
-            lead = (_forecast_lead(run, fc.failure_samples_) if fc.failure_samples_ is not None else math.nan)
-            first_w = fc.warnings_[0].step if fc.warnings_ else None
+            step_of = {r.step: r.samples for r in run}
+            if lab["label"] == "healthy":
+                healthy += 1
+                healthy_ok += fc.failure_samples_ is None and not fc.diverging_
+            else:
+                collapsed += 1
+                collapsed_ok += (fc.failure_samples_ is not None
+                                 and fc.failure_samples_ <= step_of[lab["collapse_step"]])
+            first_w, lf = "", math.nan
+            if fc.failure_samples_ is not None:
+                before = [w for w in fc.warnings_ if w.samples <= fc.failure_samples_]
+                if before:
+                    first_w = f"{before[0].step} ({fc.lead_(before[0]):.0f})"
+                    leads_w.append(fc.lead_(before[0]))
+                lf = _reward_forecast_lead(run, fc.failure_samples_)
+                if math.isfinite(lf):
+                    leads_f.append(lf)
             fail = "none" if fc.failure_step_ is None else f"{fc.failure_step_} ({fc.signal_})"
-            print(f"| {part} | {name} | {lab['label']} | {lab['collapse_step']} | {fail} | {fc.diverging_} "
-                  f"| {len(fc.warnings_)} | {first_w} | {lead:.0f} |")
+            if lab["label"] != "healthy" or fc.failure_step_ is not None or fc.diverging_:
+                print(f"| {part} | {name} | {lab['label']} | {lab['collapse_step']} | {fail} | {fc.diverging_} "
+                      f"| {len(fc.warnings_)} | {first_w} | {lf:.0f} |")
+        summary[part] = (healthy_ok, healthy, collapsed_ok, collapsed, leads_w, leads_f)
+    print("\n(healthy runs without a failure are not listed one by one)")
+    for part, (hok, h, cok, c, lw, lfc) in summary.items():
+        print(f"{part}: healthy without a false failure {hok}/{h}; collapsed flagged in time {cok}/{c}; "
+              f"median lead of the first warning {np.median(lw) if lw else math.nan:.0f} rollouts "
+              f"({len(lw)} runs with one), of the reward forecast "
+              f"{np.median(lfc) if lfc else math.nan:.0f} rollouts ({len(lfc)} runs)")
 
 
 def bench_sim_leads() -> None:

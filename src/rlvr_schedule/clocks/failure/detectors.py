@@ -225,6 +225,7 @@ class RewardCrash(Detector):
         self._recent: deque[tuple[int, int, float]] = deque(maxlen=64)  # (step, samples, raw reward)
         self.ema_peak = math.nan  # fast EMA that starts as a running mean (no first-record weight)
         self._diffs: deque[float] = deque(maxlen=64)  # |r_t - r_(t-1)|, for a robust noise level
+        self._sd_rec = 0.0
 
     def _sd(self, alpha: float) -> float:
         if not finite(self._absdiff):
@@ -267,7 +268,9 @@ class RewardCrash(Detector):
         a_peak = max(self._alpha_fast, 1.0 / self._n)
         self.ema_peak = r if not finite(self.ema_peak) else self.ema_peak + a_peak * (r - self.ema_peak)
         # noise of that EMA now, from the median |diff| (a collapse's one big jump does not inflate it)
-        sd_rec = float(np.median(self._diffs)) / 0.954 if self._diffs else 0.0
+        if self._diffs and (self._n % 8 == 0 or len(self._diffs) < 16):  # refreshed every 8 records
+            self._sd_rec = float(np.median(self._diffs)) / 0.954
+        sd_rec = self._sd_rec
         sd_peak = sd_rec * math.sqrt(a_peak / (2 - a_peak)) if a_peak < 1 else sd_rec
 
         if not self._floor_armed:
@@ -387,7 +390,7 @@ class RewardCrash(Detector):
                 "armed_at": f(self._armed_at), "level_until": f(self._level_until),
                 "near_until": f(self._near_until),
                 "level": f(self.level), "lsum": self._lsum, "ema_peak": f(self.ema_peak),
-                "diffs": list(self._diffs), "reg": list(self._reg),
+                "diffs": list(self._diffs), "reg": list(self._reg), "sd_rec": self._sd_rec,
                 "why": [f(self._why_now[0]), f(self._why_now[1]), self._why_now[2]],
                 "recent": [list(x) for x in self._recent]}
 
@@ -409,6 +412,7 @@ class RewardCrash(Detector):
         self.ema_peak = g(state.get("ema_peak"))
         self._diffs = deque((float(x) for x in state.get("diffs", [])), maxlen=64)
         self._reg = [float(x) for x in state.get("reg", [0.0] * 5)]
+        self._sd_rec = float(state.get("sd_rec", 0.0))
         why = state.get("why") or [None, None, ""]
         self._why_now = (g(why[0]), g(why[1]), str(why[2]))
         self._recent = deque(((int(a), int(b), float(c)) for a, b, c in state.get("recent", [])), maxlen=64)
