@@ -166,8 +166,9 @@ class RewardCrash(Detector):
     * **fall below the start**: the fast EMA below ``floor_fraction`` x the mean reward of the
       first ``floor_span_samples`` rollouts (None: off).
 
-    A condition counts once it held ``patience`` records over ``patience_samples`` rollouts (the
-    reward *stays* down; a dip of a few records leaves a warning only); its onset is backdated to
+    A condition counts once it held ``patience`` records over ``patience_samples`` rollouts, or
+    ``shallow_patience_samples`` when the reward fell by less than half (the reward *stays* down;
+    a dip of a few records leaves a warning only); its onset is backdated to
     the first of the raw rewards below the threshold that lead up to it. When the run never
     progressed the alarm is a ``"divergence"`` if the run left its start level sooner than it
     then took to fall (the reward declined from the start, as at a batch above 2B*) and a
@@ -182,7 +183,8 @@ class RewardCrash(Detector):
                  patience: int = 5, noise_z: float = 6.0, span_samples: float = 4000.0,
                  floor_fraction: float | None = 0.5, floor_span_samples: float = 512.0,
                  deep_drop: float | None = 0.4, patience_samples: float = 256.0,
-                 settle_samples: float = 512.0, peak_fraction: float | None = 0.65) -> None:
+                 settle_samples: float = 512.0, peak_fraction: float | None = 0.65,
+                 shallow_patience_samples: float = 512.0, peak_warmup_samples: float = 100.0) -> None:
         super().__init__(patience, patience_samples)
         if not 0 < drop <= 1:
             raise ValueError(f"drop must be in (0, 1], got {drop}")
@@ -195,6 +197,10 @@ class RewardCrash(Detector):
         self.drop, self.min_drop, self.span, self.warmup = drop, min_drop, max(1, int(span)), max(1, int(warmup))
         self.deep_drop = deep_drop
         self.settle_samples = float(settle_samples)
+        self.shallow_patience_samples = float(shallow_patience_samples)
+        self.peak_warmup_samples = float(peak_warmup_samples)
+        self._now = (0, 1)  # samples and batch of the last record with a reward
+        self._value = math.nan  # the smoothed reward the last condition judged
         if peak_fraction is not None and not 0 < peak_fraction < 1:
             raise ValueError(f"peak_fraction must be in (0, 1), got {peak_fraction}")
         self.peak_fraction = peak_fraction
@@ -253,6 +259,7 @@ class RewardCrash(Detector):
         r = float(r)
         self._n += 1
         batch = max(int(record.batch), 1)
+        self._now = (int(record.samples), batch)
         self._alpha = 2.0 / (max(self.span, self.span_samples / batch) + 1)
         self._alpha_fast = 2.0 / (max(self.span, self.floor_span_samples / batch) + 1)
         if finite(self._last):  # running mean of |diff| for the first 100 records, then an EMA
@@ -286,9 +293,10 @@ class RewardCrash(Detector):
         if self._n == self.warmup:
             self._armed_at = self._near_until = float(record.samples)
         if self._n >= self.warmup:
-            # peak of the EMA less 2 of its own standard deviations: an early mean of a few noisy
-            # records is not taken for a level the run held
-            self.peak = max(self.peak, self.ema_peak - 2 * sd_peak)
+            # peak of the EMA less 2 of its own standard deviations, once it averages at least
+            # peak_warmup_samples rollouts: an early mean of a few noisy records is no level
+            if record.samples >= self.peak_warmup_samples:
+                self.peak = max(self.peak, self.ema_peak - 2 * sd_peak)
             # holding its level: in the upper half of the way from the peak down to the threshold
             band = 1 - (1 - (self.peak_fraction if self.peak_fraction is not None else 0.6)) / 2
             if finite(self.level) and self.ema_fast >= self.level - max(self.min_drop / 2, 2 * sd_fast):
@@ -315,21 +323,25 @@ class RewardCrash(Detector):
             # the slow EMA lags a recovered dip by many records: the reward must be down *now* too
             if self.ema < self.best - margin and self.ema_fast < self.best - margin:
                 self._why_now = (self.best, self.best - margin, "slow")
+                self._value = self.ema_fast
                 return True, self.ema
             if self.deep_drop is not None:
                 deep = max(self.min_drop, self.deep_drop * gain, self.noise_z * sd_fast)
                 if self.ema_fast < self.best - deep:
                     self._why_now = (self.best, self.best - deep, "deep")
+                    self._value = self.ema_fast
                     return True, self.ema_fast
         if (self.peak_fraction is not None and self.peak > 0
                 and self.ema_peak < self.peak_fraction * self.peak
                 and self.peak - self.ema_peak > max(self.min_drop, self.noise_z * sd_peak)):
             self._why_now = (self.peak, self.peak_fraction * self.peak, "peak")
+            self._value = self.ema_peak
             return True, self.ema_peak
         if (self.floor_fraction is not None and self._floor_armed and self.start > 0
                 and self.ema_fast < self.floor_fraction * self.start
                 and self.start - self.ema_fast > max(self.min_drop, self.noise_z * sd_fast)):
             self._why_now = (self.start, self.floor_fraction * self.start, "floor")
+            self._value = self.ema_fast
             return True, self.ema_fast
         self._why_now = (self.best if gain >= self.min_drop else self.start, math.nan, "")
         return False, self.ema
@@ -337,10 +349,20 @@ class RewardCrash(Detector):
     def _why(self) -> tuple[float, float]:
         return self._why_now[0], self._why_now[1]
 
+    def _confirmable(self) -> bool:
+        """A fall to below half of what it fell from counts after ``patience_samples``; a shallower
+        one must stay down ``shallow_patience_samples`` (a small batch's progress wanders: the
+        reward can dip by 40% for a few hundred rollouts and come back)."""
+        if self._onset is None:
+            return True
+        span = self._now[0] - self._onset[1] + self._now[1]
+        deep = finite(self._value) and self._value < 0.5 * self._why_now[0]
+        return deep or span >= self.shallow_patience_samples
+
     def _backdate(self, record: StepRecord) -> tuple[int, int, float] | None:
         """The EMA crosses the threshold a few records after the raw reward did: the onset is the
-        first of the consecutive raw rewards below the threshold that end at this record (within
-        the fast EMA's span)."""
+        first of the consecutive raw rewards below the threshold that end at this record, within
+        the fast EMA's span."""
         thr = self._why_now[1]
         if not finite(thr):
             return None
@@ -391,6 +413,7 @@ class RewardCrash(Detector):
                 "near_until": f(self._near_until),
                 "level": f(self.level), "lsum": self._lsum, "ema_peak": f(self.ema_peak),
                 "diffs": list(self._diffs), "reg": list(self._reg), "sd_rec": self._sd_rec,
+                "now": list(self._now), "value": f(self._value),
                 "why": [f(self._why_now[0]), f(self._why_now[1]), self._why_now[2]],
                 "recent": [list(x) for x in self._recent]}
 
@@ -413,6 +436,8 @@ class RewardCrash(Detector):
         self._diffs = deque((float(x) for x in state.get("diffs", [])), maxlen=64)
         self._reg = [float(x) for x in state.get("reg", [0.0] * 5)]
         self._sd_rec = float(state.get("sd_rec", 0.0))
+        self._now = tuple(int(x) for x in state.get("now", (0, 1)))  # type: ignore[assignment]
+        self._value = g(state.get("value"))
         why = state.get("why") or [None, None, ""]
         self._why_now = (g(why[0]), g(why[1]), str(why[2]))
         self._recent = deque(((int(a), int(b), float(c)) for a, b, c in state.get("recent", [])), maxlen=64)
