@@ -198,8 +198,8 @@ def bench_real() -> None:
                     leads_f.append(lf)
             fail = "none" if fc.failure_step_ is None else f"{fc.failure_step_} ({fc.signal_})"
             if lab["label"] != "healthy" or fc.failure_step_ is not None or fc.diverging_:
-                print(f"| {part} | {name} | {lab['label']} | {lab['collapse_step']} | {fail} | {fc.diverging_} "
-                      f"| {len(fc.warnings_)} | {first_w} | {lf:.0f} |")
+                print(f"| {part} | {name} | {lab['label']} | {lab['collapse_step']} | {fail} "
+                      f"| {fc.diverging_} | {len(fc.warnings_)} | {first_w} | {lf:.0f} |")
         summary[part] = (healthy_ok, healthy, collapsed_ok, collapsed, leads_w, leads_f)
     print("\n(healthy runs without a failure are not listed one by one)")
     for part, (hok, h, cok, c, lw, lfc) in summary.items():
