@@ -191,8 +191,8 @@ def bench_real() -> None:
             if fc.failure_samples_ is not None:
                 before = [w for w in fc.warnings_ if w.samples <= fc.failure_samples_]
                 if before:
-                    first_w = f"{before[0].step} ({fc.lead_(before[0]):.0f})"
-                    leads_w.append(fc.lead_(before[0]))
+                    first_w = f"{before[0].step} ({fc.lead(before[0]):.0f})"
+                    leads_w.append(fc.lead(before[0]))
                 lf = _reward_forecast_lead(run, fc.failure_samples_)
                 if math.isfinite(lf):
                     leads_f.append(lf)
@@ -229,7 +229,7 @@ def bench_sim_leads() -> None:
                 errs.append(fc.failure_samples_ / fail - 1)
                 leads.append(_forecast_lead(run, fc.failure_samples_) / fail)
                 if fc.warnings_:
-                    wleads.append(fc.lead_(fc.warnings_[0]) / fail)
+                    wleads.append(fc.lead(fc.warnings_[0]) / fail)
     lf = np.array(leads, float)
     print(f"\nsimulator: {len(errs)} collapsing runs; failure point error median {np.median(errs):+.1%} "
           f"(range {min(errs):+.1%} .. {max(errs):+.1%}); forecast within 10% of the failure point from "

@@ -129,7 +129,7 @@ def test_collapse_spliced_into_a_held_out_real_run_is_flagged_in_time_not_at_the
     assert a.value < a.threshold < a.baseline
     # the response-length warning comes with the collapse, with its lead (>= 0: not after the failure)
     if fc.failure_samples_ is not None:
-        leads = [fc.lead_(w) for w in fc.warnings_ if w.name == "response_length"
+        leads = [fc.lead(w) for w in fc.warnings_ if w.name == "response_length"
                  and w.samples >= spliced.records[crash_at].samples]
         assert leads and all(x is not None for x in leads)
 

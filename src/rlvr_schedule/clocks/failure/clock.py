@@ -19,7 +19,7 @@ class FailureClock:
     a live forecast and a policy agree on where a run failed. Only failure-kind alarms (entropy
     exhausted, reward fallen from its best and staying down, a sustained blow-up) set the clock;
     warnings (spikes, KL rising from ~0, recovered dips, length/clip/mismatch signals) are reported
-    in ``warnings_`` with their ``lead_`` (rollouts before the failure point, when there is one).
+    in ``warnings_``; ``lead(alarm)`` gives rollouts from an alarm to the failure point.
 
     Fitted: ``failure_samples_`` (None if no failure, or if the run diverged), ``failure_step_``,
     ``signal_`` (name of the detector that fired first), ``failure_alarm_`` (its :class:`Alarm`,
@@ -70,7 +70,7 @@ class FailureClock:
         self.signal_ = None if first is None else first.name
         return self
 
-    def lead_(self, alarm: Alarm) -> float | None:
+    def lead(self, alarm: Alarm) -> float | None:
         """Rollouts from ``alarm``'s onset to the failure point (None without a failure)."""
         if self.failure_samples_ is None:
             return None
@@ -81,7 +81,7 @@ class FailureClock:
         its lead."""
         def row(a: Alarm) -> dict[str, Any]:
             d = a.to_dict()
-            d["lead"] = self.lead_(a)
+            d["lead"] = self.lead(a)
             return d
         return {"failure": None if self.failure_alarm_ is None else self.failure_alarm_.to_dict(),
                 "diverging": self.diverging_,
