@@ -1,11 +1,15 @@
 """The failure clock: detectors of collapse, the samples a run survives, and a forecast.
 
-GRPO-style training fails in a few recognisable ways: policy entropy collapses, the reward
-crashes from its best, the gradient norm or the KL to the reference spikes, or most groups stop
-carrying signal because every rollout of a prompt gets the same reward. Each detector watches one
-of these in a record stream (``update(record) -> Alarm | None``) and raises an alarm only once the
-condition held for ``patience`` consecutive records; the alarm carries the *onset* (first record
-of that streak) so the measured failure point is not delayed by the confirmation.
+The failure point is the onset of collapse: the reward fallen from its best and staying down,
+entropy exhausted, a sustained blow-up of the gradient norm or the KL. Spikes, KL rising from ~0,
+dips the run recovers from, and the length/clip/log-prob-mismatch/zero-variance signals are
+warnings, reported with their lead; a run that never progressed and whose reward declined from
+the start is diverging, which is no failure-clock reading. Each detector watches one signal in a
+record stream (``update(record) -> Alarm | None``, failures and divergences only; warnings in
+``detector.warnings``) and counts a condition once it held ``patience`` records and
+``patience_samples`` rollouts; the alarm carries the *onset* (first record of that streak) and
+says why (signal, value, baseline, threshold, step, rollouts). Thresholds were set on the
+calibration half of public real runs (tests/data/real/runs, docs/RESULTS.md section 5).
 
 Warm-ups and smoothing spans are counted in rollouts (``warmup_samples``, ``span_samples``), with
 a small floor in records: a warm-up of N records would cover 16x more training at a 16x larger
@@ -15,7 +19,7 @@ would lean towards a step clock (1) even where failure arrives on a sample clock
 Modules: ``base`` (Alarm, Detector), ``detectors``, ``clock`` (FailureClock), ``forecast``
 (FailureForecast), ``scaling`` (FailureScalingFit); everything is re-exported here.
 
-* :class:`FailureClock` - ``fit(run)``: rollouts consumed before the first sustained alarm.
+* :class:`FailureClock` - ``fit(run)``: rollouts consumed before the onset of collapse.
 * :class:`FailureForecast` - online: samples left until a signal's trend reaches its threshold.
 * :class:`FailureScalingFit` - across a sweep: failure samples ~ B^alpha (0: sample clock,
   1: step clock) and the pooled failure samples.

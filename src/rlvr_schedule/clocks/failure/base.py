@@ -1,7 +1,7 @@
 """Alarms and the detector base class: a detector watches one signal in a record stream and
-raises an :class:`Alarm` once its condition held for ``patience`` consecutive records; the alarm
-carries the *onset* (first record of the streak) so the failure point is not delayed by the
-confirmation."""
+raises an :class:`Alarm` once its condition held for ``patience`` records and ``patience_samples``
+rollouts; the alarm carries the *onset* (first record of the streak) so the failure point is not
+delayed by the confirmation, its kind (failure, divergence, warning) and why."""
 
 from __future__ import annotations
 
