@@ -15,9 +15,10 @@ never pads a row to the batch's longest sequence: rows are sorted by length into
 that fill a token budget and are trimmed to their own longest row, and the log-probabilities
 are taken only at completion positions, in chunks, without materialising ``[positions, vocab]``
 fp32 logits for the whole micro-batch (the backward recomputes each chunk's logits). The first
-micro-batch of an update is a random fixed-size sample of rows: its gradient norm is the
-small-batch half of the gradient-noise estimate (``grad_norm_micro``), so length sorting must
-not make it the shortest rollouts.
+rows of an update are a random fixed-size sample (``micro_batch`` rows, itself packed the same
+way into one or more micro-batches): the gradient norm after them is the small-batch half of
+the gradient-noise estimate (``grad_norm_micro``), so length sorting must not make it the
+shortest rollouts.
 """
 
 from __future__ import annotations
@@ -162,52 +163,55 @@ class MicroBatch:
 
 @dataclass
 class PackedBatch:
-    """A rollout batch cut into micro-batches; the first is the noise sample when ``noise_micro``."""
+    """A rollout batch cut into micro-batches; the first ``noise_micro`` hold the noise sample."""
 
     micro: list[MicroBatch]
     n_seqs: int
     n_tokens: int  # completion tokens in the whole batch
     completion_lengths: torch.Tensor  # [n_seqs], batch order
-    noise_micro: bool = False
+    noise_micro: int = 0
 
     @property
     def positions(self) -> int:
         return sum(mb.positions for mb in self.micro)
 
 
-def plan_micro_batches(lengths: Sequence[int], *, micro_batch: int, token_budget: int,
-                       seed: Any = 0) -> tuple[list[list[int]], bool]:
-    """Row indices per micro-batch, and whether the first is the random noise sample.
-
-    When the batch has more than ``micro_batch`` rows, the first micro-batch is a uniform
-    random sample of exactly ``micro_batch`` rows (``random.Random(seed)``: a resumed run draws
-    the same one). The other rows are sorted by length and cut greedily so that
-    ``rows x longest row <= token_budget`` (at least one row each).
-    """
-    n = len(lengths)
-    if micro_batch < 1 or token_budget < 1:
-        raise ValueError(f"micro_batch and token_budget must be >= 1, got {micro_batch}, {token_budget}")
-    plan: list[list[int]] = []
-    rest = list(range(n))
-    noise = n > micro_batch
-    if noise:
-        first = sorted(random.Random(str(seed)).sample(rest, micro_batch))
-        plan.append(first)
-        taken = set(first)
-        rest = [i for i in rest if i not in taken]
-    rest.sort(key=lambda i: (lengths[i], i))
+def _cut(rows: list[int], lengths: Sequence[int], token_budget: int) -> list[list[int]]:
+    """Rows sorted by length, cut greedily so that ``rows x longest <= token_budget`` (>= 1 row each)."""
+    rows = sorted(rows, key=lambda i: (lengths[i], i))
+    out: list[list[int]] = []
     cur: list[int] = []
     width = 0
-    for i in rest:
+    for i in rows:
         w = max(width, lengths[i])
         if cur and w * (len(cur) + 1) > token_budget:
-            plan.append(cur)
+            out.append(cur)
             cur, w = [], lengths[i]
         cur.append(i)
         width = w
     if cur:
-        plan.append(cur)
-    return plan, noise
+        out.append(cur)
+    return out
+
+
+def plan_micro_batches(lengths: Sequence[int], *, micro_batch: int, token_budget: int,
+                       seed: Any = 0) -> tuple[list[list[int]], int]:
+    """Row indices per micro-batch, and how many leading micro-batches hold the noise sample.
+
+    When the batch has more than ``micro_batch`` rows, its first rows are a uniform random
+    sample of exactly ``micro_batch`` rows (``random.Random(seed)``: a resumed run draws the
+    same one). The sample and the other rows are each sorted by length and cut greedily so that
+    ``rows x longest row <= token_budget`` (at least one row per micro-batch).
+    """
+    n = len(lengths)
+    if micro_batch < 1 or token_budget < 1:
+        raise ValueError(f"micro_batch and token_budget must be >= 1, got {micro_batch}, {token_budget}")
+    if n <= micro_batch:
+        return _cut(list(range(n)), lengths, token_budget), 0
+    first = random.Random(str(seed)).sample(range(n), micro_batch)
+    taken = set(first)
+    head = _cut(first, lengths, token_budget)
+    return head + _cut([i for i in range(n) if i not in taken], lengths, token_budget), len(head)
 
 
 def pack_rollouts(prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]], *, pad_id: int,
@@ -359,7 +363,7 @@ class UpdateResult:
     stats: LossStats = field(default_factory=LossStats)
     grad_norm: float = math.nan
     grad_norm_micro: float = math.nan
-    micro_batch: int | None = None  # rows in the noise micro-batch (None: no separate one)
+    micro_batch: int | None = None  # rows in the noise sample (None: no separate one)
     n_micro: int = 0
     positions: int = 0  # padded positions per epoch (forward cost)
 
@@ -409,11 +413,12 @@ def packed_update(model, optimizer: torch.optim.Optimizer, packed: PackedBatch, 
                 res.stats.add(st)
             else:
                 res.stats.clipped += st.clipped
-            if epoch == 0 and j == 0 and packed.noise_micro:
-                # the noise micro-batch's own mean gradient (same parameters): rescale its share
-                res.grad_norm_micro = _grad_norm(params) * micro_scale(loss_type, n_seqs, n_tokens, len(mb.rows),
-                                                                      st.tokens)
-                res.micro_batch = len(mb.rows)
+            if epoch == 0 and j == packed.noise_micro - 1:
+                # the noise sample's own mean gradient (same parameters): rescale its share
+                rows = sum(len(m.rows) for m in packed.micro[: j + 1])
+                res.grad_norm_micro = _grad_norm(params) * micro_scale(loss_type, n_seqs, n_tokens, rows,
+                                                                      res.stats.tokens)
+                res.micro_batch = rows
         res.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
         optimizer.step()
     return res

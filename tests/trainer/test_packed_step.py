@@ -18,31 +18,36 @@ def _long_tail(n: int, seed: int = 0) -> list[int]:
     return [int(x) for x in (torch.empty(n).exponential_(generator=g) * 40 + 5).clamp(max=300)]
 
 
-def test_plan_first_micro_batch_is_a_fixed_size_random_sample():
+def test_plan_starts_with_a_fixed_size_random_sample():
     lengths = _long_tail(64)
-    plan, noise = plan_micro_batches(lengths, micro_batch=8, token_budget=600, seed="0/3")
-    assert noise and len(plan[0]) == 8
+
+    def sample(seed):
+        plan, k = plan_micro_batches(lengths, micro_batch=8, token_budget=600, seed=seed)
+        return plan, k, sorted(i for mb in plan[:k] for i in mb)
+
+    plan, k, first = sample("0/3")
+    assert k >= 1 and len(first) == 8
     assert sorted(i for mb in plan for i in mb) == list(range(64))  # every row exactly once
-    assert plan == plan_micro_batches(lengths, micro_batch=8, token_budget=600, seed="0/3")[0]  # resumable
-    firsts = [plan_micro_batches(lengths, micro_batch=8, token_budget=600, seed=f"0/{s}")[0][0] for s in range(20)]
+    assert sample("0/3")[0] == plan  # resumable: the same seed, the same plan
+    firsts = [sample(f"0/{s}")[2] for s in range(20)]
     assert len({tuple(f) for f in firsts}) == 20
     # not the shortest rows: over 20 draws the sample's mean length is near the batch mean
     shortest = sorted(lengths)[:8]
     mean_first = sum(lengths[i] for f in firsts for i in f) / (8 * 20)
     assert mean_first > 2 * sum(shortest) / 8
     assert abs(mean_first - sum(lengths) / 64) < 0.35 * sum(lengths) / 64
-    for mb in plan[1:]:
-        widths = [lengths[i] for i in mb]
-        assert len(mb) == 1 or len(mb) * max(widths) <= 600  # within the token budget
-    rest = [lengths[i] for mb in plan[1:] for i in mb]
-    assert rest == sorted(rest)  # length-sorted
+    for part in (plan[:k], plan[k:]):  # the sample and the rest: each length-sorted, within the budget
+        widths = [lengths[i] for mb in part for i in mb]
+        assert widths == sorted(widths)
+        for mb in part:
+            assert len(mb) == 1 or len(mb) * max(lengths[i] for i in mb) <= 600
 
 
 def test_plan_without_noise_sample_when_the_batch_fits_one_micro_batch():
     plan, noise = plan_micro_batches([5, 3, 9, 4], micro_batch=8, token_budget=1000)
-    assert not noise and plan == [[1, 3, 0, 2]]
+    assert noise == 0 and plan == [[1, 3, 0, 2]]
     plan, noise = plan_micro_batches([5, 3, 9, 4], micro_batch=8, token_budget=12)
-    assert not noise and plan == [[1, 3], [0], [2]]  # 2 x 4 <= 12; then 9 alone
+    assert noise == 0 and plan == [[1, 3], [0], [2]]  # 2 x 4 <= 12; then 9 alone
 
 
 def test_linear_logprobs_gradients_and_entropy():
@@ -90,7 +95,7 @@ def test_hand_checked_loss_and_gradient():
     # hidden at the completion positions: e(0) = (1, 0), e(1) = (0, 1), e(2) = (1, 1); logits = (h0, h1, 0)
     model = _ToyLM()
     packed = pack_rollouts([[0], [2]], [[1, 2], [0]], pad_id=0, micro_batch=1, token_budget=100, seed=1)
-    assert packed.noise_micro and len(packed.micro) == 2 and packed.n_tokens == 3
+    assert packed.noise_micro == 1 and len(packed.micro) == 2 and packed.n_tokens == 3
     adv = torch.tensor([1.0, -1.0])
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
     res = packed_update(model, opt, packed, adv, loss_type="token_mean", max_len=2, clip_low=0.2, clip_high=0.2,
@@ -213,3 +218,25 @@ def test_packed_update_gradients_equal_the_padded_update(tiny_model_dir, loss_ty
         grpo_mod.policy_loss = saved
     for (name, p), q in zip(model.named_parameters(), ref_model.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("loss_type", ["token_mean", "grpo"])
+def test_grad_norm_micro_is_the_noise_samples_own_gradient_norm(tiny_model_dir, loss_type):
+    prompts, comps = _rollouts(31, 16, seed=2)
+    adv = torch.linspace(-1.0, 1.0, 16)
+    model = _tiny(tiny_model_dir)
+    packed = pack_rollouts(prompts, comps, pad_id=0, micro_batch=6, token_budget=60, seed="0/1")
+    assert packed.noise_micro >= 2  # the sample itself spans several micro-batches
+    res = packed_update(model, torch.optim.SGD(model.parameters(), lr=0.0), packed, adv, loss_type=loss_type,
+                        max_len=29, clip_low=0.2, clip_high=0.2, max_grad_norm=math.inf)
+    rows = sorted(i for mb in packed.micro[: packed.noise_micro] for i in mb.rows)
+    assert res.micro_batch == 6 == len(rows)
+    # the same rows as a batch of their own: its gradient norm is what grad_norm_micro estimates
+    alone = pack_rollouts([prompts[i] for i in rows], [comps[i] for i in rows], pad_id=0, micro_batch=6,
+                          token_budget=10_000)
+    model2 = _tiny(tiny_model_dir)
+    res2 = packed_update(model2, torch.optim.SGD(model2.parameters(), lr=0.0), alone, adv[rows], loss_type=loss_type,
+                         max_len=29, clip_low=0.2, clip_high=0.2, max_grad_norm=math.inf)
+    assert res.grad_norm_micro == pytest.approx(res2.grad_norm, rel=1e-4)
+    assert res.grad_norm != pytest.approx(res.grad_norm_micro, rel=1e-2)
