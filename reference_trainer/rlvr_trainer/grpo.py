@@ -177,21 +177,30 @@ class PackedBatch:
 
 
 def _cut(rows: list[int], lengths: Sequence[int], token_budget: int) -> list[list[int]]:
-    """Rows sorted by length, cut greedily so that ``rows x longest <= token_budget`` (>= 1 row each)."""
+    """Rows sorted by length, cut into runs with ``rows x longest <= token_budget`` (>= 1 row each)
+    that minimise padded positions plus ``token_budget / 16`` per micro-batch (its fixed cost):
+    an exact dynamic programme over the sorted order."""
     rows = sorted(rows, key=lambda i: (lengths[i], i))
+    m = len(rows)
+    if m == 0:
+        return []
+    overhead = token_budget / 16
+    best = [0.0] + [math.inf] * m
+    cut_at = [0] * (m + 1)
+    for j in range(1, m + 1):
+        width = lengths[rows[j - 1]]  # the longest of rows[i:j]
+        i = j - 1
+        while i >= 0 and (j - i == 1 or (j - i) * width <= token_budget):
+            cost = best[i] + (j - i) * width + overhead
+            if cost < best[j]:
+                best[j], cut_at[j] = cost, i
+            i -= 1
     out: list[list[int]] = []
-    cur: list[int] = []
-    width = 0
-    for i in rows:
-        w = max(width, lengths[i])
-        if cur and w * (len(cur) + 1) > token_budget:
-            out.append(cur)
-            cur, w = [], lengths[i]
-        cur.append(i)
-        width = w
-    if cur:
-        out.append(cur)
-    return out
+    j = m
+    while j > 0:
+        out.append(rows[cut_at[j]:j])
+        j = cut_at[j]
+    return out[::-1]
 
 
 def plan_micro_batches(lengths: Sequence[int], *, micro_batch: int, token_budget: int,

@@ -46,8 +46,12 @@ def test_plan_starts_with_a_fixed_size_random_sample():
 def test_plan_without_noise_sample_when_the_batch_fits_one_micro_batch():
     plan, noise = plan_micro_batches([5, 3, 9, 4], micro_batch=8, token_budget=1000)
     assert noise == 0 and plan == [[1, 3, 0, 2]]
+    # budget 12: fixed cost 0.75 per micro-batch; [3, 4] would pad the 3 (8 + 0.75 > 3 + 4 + 1.5)
     plan, noise = plan_micro_batches([5, 3, 9, 4], micro_batch=8, token_budget=12)
-    assert noise == 0 and plan == [[1, 3], [0], [2]]  # 2 x 4 <= 12; then 9 alone
+    assert noise == 0 and plan == [[1], [3], [0], [2]]
+    # one long row is not worth padding three short ones to: 3 x 10 + 100 + 2 x 62.5 < 4 x 100 + 62.5
+    plan, _ = plan_micro_batches([10, 10, 10, 100], micro_batch=8, token_budget=1000)
+    assert plan == [[0, 1, 2], [3]]
 
 
 def test_linear_logprobs_gradients_and_entropy():
