@@ -311,7 +311,12 @@ def main() -> None:
                        "--steps", str(a.steps), "--batch", str(a.batch), "--group", str(a.group),
                        "--micro-batch", str(a.micro_batch)]
                 t0 = time.perf_counter()
-                subprocess.run(cmd, env=env, check=True)
+                proc = subprocess.run(cmd, env=env, stderr=subprocess.PIPE, text=True)
+                if proc.returncode != 0:  # keep the other rows; say what failed
+                    err = (proc.stderr.strip().splitlines() or ["?"])[-1]
+                    print(f"{lengths} {which} failed: {err}", flush=True)
+                    rows.append({"lengths": lengths, "which": which, "failed": err[:200], "repeat": rep})
+                    continue
                 row = json.loads(Path(path).read_text())
                 os.unlink(path)
                 row["repeat"] = rep
@@ -340,6 +345,9 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
         return f"{r[k]:.2f}" if k in r and not math.isnan(r[k]) else "-"
 
     for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['lengths']} | TRL {r['which']}: failed ({r['failed']}) |" + " - |" * 12)
+            continue
         ratio = "-"
         if "gen_limit_s" in r:
             ratio = f"{r['s_per_update'] / (r['gen_limit_s'] + r['plain_step_s']):.2f}"
@@ -350,8 +358,9 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
                      f" | {ratio} | {r['load_start']:.1f} / {r['load_end']:.1f} |")
     lines.append("")
     for lengths in dict.fromkeys(r["lengths"] for r in rows):
-        ours = [r for r in rows if r["lengths"] == lengths and r["which"] == "ours"]
-        trl = [r for r in rows if r["lengths"] == lengths and r["which"] != "ours"]
+        ok = [r for r in rows if "failed" not in r]
+        ours = [r for r in ok if r["lengths"] == lengths and r["which"] == "ours"]
+        trl = [r for r in ok if r["lengths"] == lengths and r["which"] != "ours"]
         if ours and trl:
             o = sum(r["rollouts_per_s"] for r in ours) / len(ours)
             for which in dict.fromkeys(r["which"] for r in trl):
