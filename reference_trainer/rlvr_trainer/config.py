@@ -32,7 +32,10 @@ class TrainConfig:
     base_lr: float = 1e-4  # measured here: 3e-4..1e-3 at batch 32 degrade the tiny model's reward
     lr_rule: str = "sqrt"
     max_samples: int = 6144  # per run; keeps `make demo` (6 runs, b8 = 768 updates) near 10 min on 2 cores
-    micro_batch: int = 16  # rollouts per forward/backward (memory); the first one feeds grad_norm_micro
+    micro_batch: int = 16  # rollouts in the first (random, noise-estimate) micro-batch; grad_norm_micro
+    # padded positions per later micro-batch (rows sorted by length, each trimmed to its longest);
+    # 0: micro_batch x max_model_len, the memory bound of a full-length micro-batch
+    micro_tokens: int = 0
     ppo_epochs: int = 1
     max_tokens: int = 12  # completion tokens
     max_model_len: int = 64
@@ -79,8 +82,14 @@ class TrainConfig:
         need(self.clip_high >= 0, "clip_high", "must be >= 0")
         need(self.beta >= 0, "beta", "must be >= 0")
         need(self.temperature >= 0, "temperature", "must be >= 0")
+        need(isinstance(self.micro_tokens, int) and self.micro_tokens >= 0, "micro_tokens",
+             "must be a non-negative integer (0: micro_batch x max_model_len)")
         need(self.warmup_samples >= 0, "warmup_samples", "must be >= 0")
         need(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
+
+    def token_budget(self) -> int:
+        """Padded positions per micro-batch after the first (see ``micro_tokens``)."""
+        return self.micro_tokens or self.micro_batch * self.max_model_len
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

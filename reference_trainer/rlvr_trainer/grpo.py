@@ -9,15 +9,31 @@ micro-batches can be summed (``n_seqs``/``n_tokens``/``max_len`` describe the fu
 - ``"grpo"``: mean over each sequence's tokens, then mean over sequences (the original GRPO).
 - ``"token_mean"``: sum over all tokens / tokens in the batch (DAPO).
 - ``"dr_grpo"``: sum over tokens / (sequences x max completion length) (Dr. GRPO: no length bias).
+
+The training step (:func:`pack_rollouts`, :func:`completion_logprobs`, :func:`packed_update`)
+never pads a row to the batch's longest sequence: rows are sorted by length into micro-batches
+that fill a token budget and are trimmed to their own longest row, and the log-probabilities
+are taken only at completion positions, in chunks, without materialising ``[positions, vocab]``
+fp32 logits for the whole micro-batch (the backward recomputes each chunk's logits). The first
+rows of an update are a random fixed-size sample (``micro_batch`` rows, itself packed the same
+way into one or more micro-batches): the gradient norm after them is the small-batch half of
+the gradient-noise estimate (``grad_norm_micro``), so length sorting must not make it the
+shortest rollouts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import torch
 
-__all__ = ["LOSS_TYPES", "group_advantages", "token_logprobs", "aggregate", "policy_loss", "LossStats"]
+__all__ = ["LOSS_TYPES", "group_advantages", "token_logprobs", "aggregate", "policy_loss", "LossStats",
+           "MicroBatch", "PackedBatch", "plan_micro_batches", "pack_rollouts", "linear_logprobs",
+           "completion_logprobs", "reference_logprobs", "UpdateResult", "packed_update", "LOGIT_CHUNK_BYTES",
+           "logit_chunk", "micro_scale"]
 
 LOSS_TYPES = ("grpo", "token_mean", "dr_grpo")
 
@@ -108,3 +124,310 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Te
                           kl=float((kl.detach() * m).sum()) if kl is not None else float("nan"),
                           entropy=float((entropy.detach() * m).sum()) if entropy is not None else float("nan"))
     return loss, stats
+
+
+# --- the packed training step ------------------------------------------------------------------
+
+#: fp32 logits held at once per chunk of completion positions (forward and backward): ~64 MiB.
+LOGIT_CHUNK_BYTES = 1 << 26
+
+
+def logit_chunk(vocab_size: int) -> int:
+    """Completion positions per logits chunk for a vocabulary (at least 16)."""
+    return max(16, LOGIT_CHUNK_BYTES // (4 * vocab_size))
+
+
+@dataclass
+class MicroBatch:
+    """Rows ``rows`` of the rollout batch, right-padded to their own longest sequence.
+
+    ``input_ids``/``attention_mask`` are ``[m, W]`` (``prompt + completion`` without its last
+    token); ``targets``/``mask`` are ``[m, Lc]`` completion tokens (``Lc`` = this micro-batch's
+    longest completion); ``pos_rows``/``pos_cols`` index the input positions whose next token is
+    a completion token, in the row-major order of ``mask``'s ones.
+    """
+
+    rows: list[int]
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    targets: torch.Tensor
+    mask: torch.Tensor
+    pos_rows: torch.Tensor
+    pos_cols: torch.Tensor
+
+    @property
+    def positions(self) -> int:
+        """Padded positions the forward runs over (the cost the token budget bounds)."""
+        return self.input_ids.numel()
+
+
+@dataclass
+class PackedBatch:
+    """A rollout batch cut into micro-batches; the first ``noise_micro`` hold the noise sample."""
+
+    micro: list[MicroBatch]
+    n_seqs: int
+    n_tokens: int  # completion tokens in the whole batch
+    completion_lengths: torch.Tensor  # [n_seqs], batch order
+    noise_micro: int = 0
+
+    @property
+    def positions(self) -> int:
+        return sum(mb.positions for mb in self.micro)
+
+
+def _cut(rows: list[int], lengths: Sequence[int], token_budget: int) -> list[list[int]]:
+    """Rows sorted by length, cut into runs with ``rows x longest <= token_budget`` (>= 1 row each)
+    that minimise padded positions plus ``token_budget / 16`` per micro-batch (its fixed cost):
+    an exact dynamic programme over the sorted order."""
+    rows = sorted(rows, key=lambda i: (lengths[i], i))
+    m = len(rows)
+    if m == 0:
+        return []
+    overhead = token_budget / 16
+    best = [0.0] + [math.inf] * m
+    cut_at = [0] * (m + 1)
+    for j in range(1, m + 1):
+        width = lengths[rows[j - 1]]  # the longest of rows[i:j]
+        i = j - 1
+        while i >= 0 and (j - i == 1 or (j - i) * width <= token_budget):
+            cost = best[i] + (j - i) * width + overhead
+            if cost < best[j]:
+                best[j], cut_at[j] = cost, i
+            i -= 1
+    out: list[list[int]] = []
+    j = m
+    while j > 0:
+        out.append(rows[cut_at[j]:j])
+        j = cut_at[j]
+    return out[::-1]
+
+
+def plan_micro_batches(lengths: Sequence[int], *, micro_batch: int, token_budget: int,
+                       seed: Any = 0) -> tuple[list[list[int]], int]:
+    """Row indices per micro-batch, and how many leading micro-batches hold the noise sample.
+
+    When the batch has more than ``micro_batch`` rows, its first rows are a uniform random
+    sample of exactly ``micro_batch`` rows (``random.Random(seed)``: a resumed run draws the
+    same one). The sample and the other rows are each sorted by length and cut greedily so that
+    ``rows x longest row <= token_budget`` (at least one row per micro-batch).
+    """
+    n = len(lengths)
+    if micro_batch < 1 or token_budget < 1:
+        raise ValueError(f"micro_batch and token_budget must be >= 1, got {micro_batch}, {token_budget}")
+    if n <= micro_batch:
+        return _cut(list(range(n)), lengths, token_budget), 0
+    first = random.Random(str(seed)).sample(range(n), micro_batch)
+    taken = set(first)
+    head = _cut(first, lengths, token_budget)
+    return head + _cut([i for i in range(n) if i not in taken], lengths, token_budget), len(head)
+
+
+def pack_rollouts(prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]], *, pad_id: int,
+                  micro_batch: int, token_budget: int, seed: Any = 0) -> PackedBatch:
+    """Micro-batches of ``prompt + completion`` rows (see :func:`plan_micro_batches`)."""
+    if len(prompt_ids) != len(completion_ids):
+        raise ValueError("prompt_ids and completion_ids must have one entry per rollout")
+    lengths = [len(p) + len(c) - 1 for p, c in zip(prompt_ids, completion_ids)]
+    plan, noise = plan_micro_batches(lengths, micro_batch=micro_batch, token_budget=token_budget, seed=seed)
+    micro = []
+    for rows in plan:
+        width = max(lengths[i] for i in rows)
+        lc = max(max(len(completion_ids[i]) for i in rows), 1)
+        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        targets = torch.full((len(rows), lc), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), lc), dtype=torch.float32)
+        pr, pc = [], []
+        for k, i in enumerate(rows):
+            p, c = list(prompt_ids[i]), list(completion_ids[i])
+            seq = (p + c)[:-1]
+            ids[k, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+            attn[k, : len(seq)] = 1
+            if c:
+                targets[k, : len(c)] = torch.tensor(c, dtype=torch.long)
+                mask[k, : len(c)] = 1.0
+                pr.extend([k] * len(c))
+                pc.extend(range(len(p) - 1, len(p) - 1 + len(c)))
+        micro.append(MicroBatch(rows, ids, attn, targets, mask, torch.tensor(pr, dtype=torch.long),
+                                torch.tensor(pc, dtype=torch.long)))
+    clen = torch.tensor([len(c) for c in completion_ids], dtype=torch.float32)
+    return PackedBatch(micro, len(lengths), int(clen.sum()), clen, noise)
+
+
+class _LinearLogprob(torch.autograd.Function):
+    """``log_softmax(h @ W.T + b)[target]`` over chunks of rows; the backward recomputes each
+    chunk's logits instead of keeping them. The entropy comes out without a gradient."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, targets, chunk, with_entropy):  # type: ignore[override]
+        n = hidden.shape[0]
+        acc = torch.promote_types(hidden.dtype, torch.float32)  # fp32 logits (fp64 when given fp64)
+        logp = hidden.new_empty(n, dtype=acc)
+        lse = torch.empty_like(logp)
+        ent = torch.empty_like(logp) if with_entropy else None
+        for a in range(0, n, chunk):
+            b = min(a + chunk, n)
+            logits = torch.nn.functional.linear(hidden[a:b], weight, bias).to(acc)
+            lse[a:b] = torch.logsumexp(logits, dim=-1)
+            logp[a:b] = logits.gather(-1, targets[a:b, None]).squeeze(-1) - lse[a:b]
+            if ent is not None:
+                p = torch.exp(logits - lse[a:b, None])
+                ent[a:b] = lse[a:b] - (p * logits).sum(-1)
+        ctx.save_for_backward(hidden, weight, bias, targets, lse)
+        ctx.chunk = chunk
+        if ent is None:
+            ent = logp.new_zeros(0)
+        ctx.mark_non_differentiable(ent)
+        return logp, ent
+
+    @staticmethod
+    def backward(ctx, grad_logp, _grad_ent):  # type: ignore[override]
+        hidden, weight, bias, targets, lse = ctx.saved_tensors
+        need_h, need_w, need_b = ctx.needs_input_grad[:3]
+        gh = torch.empty_like(hidden) if need_h else None
+        acc = lse.dtype
+        gw = torch.zeros_like(weight, dtype=acc) if need_w else None
+        gb = torch.zeros_like(bias, dtype=acc) if need_b and bias is not None else None
+        n = hidden.shape[0]
+        for a in range(0, n, ctx.chunk):
+            b = min(a + ctx.chunk, n)
+            logits = torch.nn.functional.linear(hidden[a:b], weight, bias).to(acc)
+            # d logp_t / d logits = onehot(t) - softmax
+            g = torch.exp(logits - lse[a:b, None]).mul_(-grad_logp[a:b, None])
+            g.scatter_add_(-1, targets[a:b, None], grad_logp[a:b, None])
+            if gh is not None:
+                gh[a:b] = (g.to(weight.dtype) @ weight).to(hidden.dtype)
+            if gw is not None:
+                gw += g.t() @ hidden[a:b].to(acc)
+            if gb is not None:
+                gb += g.sum(0)
+        return (gh, gw.to(weight.dtype) if gw is not None else None,
+                gb.to(bias.dtype) if gb is not None else None, None, None, None)
+
+
+def linear_logprobs(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
+                    bias: torch.Tensor | None = None, *, chunk: int | None = None,
+                    with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-prob of ``targets`` under ``h @ W.T + b`` (``hidden [N, H]``, ``weight [V, H]``) and,
+    optionally, the entropy (no gradient): at most ``chunk`` rows of fp32 logits exist at once."""
+    chunk = chunk or logit_chunk(weight.shape[0])
+    logp, ent = _LinearLogprob.apply(hidden, weight, bias, targets, int(chunk), bool(with_entropy))
+    return logp, (ent if with_entropy else None)
+
+
+def _split_head(model) -> tuple[Any, Any] | None:
+    """(decoder, lm_head) when logits are a plain linear map of the decoder's last hidden state."""
+    cfg = getattr(model, "config", None)
+    if cfg is not None and (getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None)):
+        return None
+    get_dec = getattr(model, "get_decoder", None)
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if get_dec is None or not isinstance(head, torch.nn.Linear):
+        return None
+    try:
+        dec = get_dec()
+    except (AttributeError, NotImplementedError):
+        return None
+    return (dec, head) if dec is not None and dec is not model else None
+
+
+def completion_logprobs(model, mb: MicroBatch, *, with_entropy: bool = False,
+                        chunk: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``[m, Lc]`` log-probs of ``mb``'s completion tokens (0 on padding), and their entropy.
+
+    Runs the decoder over the micro-batch, keeps the hidden states at completion positions only
+    and applies the output layer in chunks (:func:`linear_logprobs`). Models whose logits are
+    not a plain linear map (soft-capping, scaling) fall back to the full logits of those rows.
+    """
+    m, lc = mb.mask.shape
+    parts = _split_head(model)
+    if parts is not None:
+        dec, head = parts
+        hidden = dec(input_ids=mb.input_ids, attention_mask=mb.attention_mask).last_hidden_state
+        h = hidden[mb.pos_rows, mb.pos_cols]
+        flat, ent = linear_logprobs(h, head.weight, mb.targets[mb.mask > 0], head.bias, chunk=chunk,
+                                    with_entropy=with_entropy)
+    else:
+        logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits[mb.pos_rows, mb.pos_cols]
+        flat, ent = token_logprobs(logits, mb.targets[mb.mask > 0])
+        if with_entropy:
+            with torch.no_grad():
+                lp = torch.log_softmax(logits.detach().float(), -1)
+                ent = -(lp.exp() * lp).sum(-1)
+        else:
+            ent = None
+    idx = mb.mask.reshape(-1).nonzero().squeeze(1)  # row-major, the order of pos_rows/pos_cols
+    out = flat.new_zeros(m * lc).index_copy(0, idx, flat).view(m, lc)
+    ent_out = None
+    if ent is not None:
+        ent_out = ent.new_zeros(m * lc).index_copy(0, idx, ent.detach()).view(m, lc)
+    return out, ent_out
+
+
+@dataclass
+class UpdateResult:
+    """What one update (all PPO epochs) reports to the step record."""
+
+    stats: LossStats = field(default_factory=LossStats)
+    grad_norm: float = math.nan
+    grad_norm_micro: float = math.nan
+    micro_batch: int | None = None  # rows in the noise sample (None: no separate one)
+    n_micro: int = 0
+    positions: int = 0  # padded positions per epoch (forward cost)
+
+
+def _grad_norm(params: list[torch.Tensor]) -> float:
+    return float(torch.sqrt(sum((p.grad.detach().float() ** 2).sum() for p in params if p.grad is not None)))
+
+
+def micro_scale(loss_type: str, n_seqs: int, n_tokens: int, micro_seqs: int, micro_tokens: float) -> float:
+    """Factor from a micro-batch's share of the batch-normalised loss to its own mean loss."""
+    if loss_type == "token_mean":
+        return n_tokens / max(micro_tokens, 1.0)
+    return n_seqs / micro_seqs
+
+
+def reference_logprobs(ref_model, packed: PackedBatch) -> list[torch.Tensor]:
+    """The reference policy's completion log-probs per micro-batch (no gradient)."""
+    with torch.no_grad():
+        return [completion_logprobs(ref_model, mb)[0] for mb in packed.micro]
+
+
+def packed_update(model, optimizer: torch.optim.Optimizer, packed: PackedBatch, advantages: torch.Tensor, *,
+                  loss_type: str, max_len: int, clip_low: float, clip_high: float, beta: float = 0.0,
+                  ppo_epochs: int = 1, max_grad_norm: float = 1.0,
+                  ref_logp: list[torch.Tensor] | None = None) -> UpdateResult:
+    """One optimizer step per PPO epoch over ``packed``'s micro-batches (gradients accumulated).
+
+    The old policy's log-probs are epoch 0's own (detached): no optimizer step happens before
+    epoch 0's last micro-batch, so a separate no-grad pass would recompute the same values.
+    """
+    res = UpdateResult(n_micro=len(packed.micro), positions=packed.positions)
+    params = [p for p in model.parameters() if p.requires_grad]
+    old: list[torch.Tensor] = []
+    n_seqs, n_tokens = packed.n_seqs, packed.n_tokens
+    for epoch in range(ppo_epochs):
+        optimizer.zero_grad(set_to_none=True)
+        for j, mb in enumerate(packed.micro):
+            logp, ent = completion_logprobs(model, mb, with_entropy=epoch == 0)
+            if epoch == 0:
+                old.append(logp.detach())
+            loss, st = policy_loss(
+                logp, old[j], advantages[mb.rows], mb.mask, loss_type=loss_type, n_seqs=n_seqs, n_tokens=n_tokens,
+                max_len=max_len, clip_low=clip_low, clip_high=clip_high,
+                ref_logp=ref_logp[j] if ref_logp is not None else None, beta=beta, entropy=ent)
+            loss.backward()
+            if epoch == 0:
+                res.stats.add(st)
+            else:
+                res.stats.clipped += st.clipped
+            if epoch == 0 and j == packed.noise_micro - 1:
+                # the noise sample's own mean gradient (same parameters): rescale its share
+                rows = sum(len(m.rows) for m in packed.micro[: j + 1])
+                res.grad_norm_micro = _grad_norm(params) * micro_scale(loss_type, n_seqs, n_tokens, rows,
+                                                                      res.stats.tokens)
+                res.micro_batch = rows
+        res.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+        optimizer.step()
+    return res

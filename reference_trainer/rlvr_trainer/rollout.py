@@ -69,9 +69,16 @@ class VLLMEngine:
         set_cpu_env()
         from vllm import LLM
 
+        import torch
+
         self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
+        kw = {}
+        if not torch.cuda.is_available():
+            # a prompt prefill split over engine steps rewinds the request's seeded generator, which
+            # fails on CPU ("CPU Generator does not use offset"): schedule whole prompts only
+            kw = {"enable_chunked_prefill": False, "max_num_batched_tokens": max(4096, max_model_len)}
         self.llm = LLM(model=str(model_dir), dtype=dtype, seed=seed, max_model_len=max_model_len,
-                       enforce_eager=True, enable_prefix_caching=True, gpu_memory_utilization=0.5)
+                       enforce_eager=True, enable_prefix_caching=True, gpu_memory_utilization=0.5, **kw)
         self.tokenizer = self.llm.get_tokenizer()
         # rotary embeddings hold no checkpoint weights: vLLM warns on every reload and keeps its
         # own (correct) cos/sin cache; the logprob check in tests/trainer covers it

@@ -18,7 +18,8 @@ from typing import Iterable, Protocol, Sequence
 
 from rlvr_schedule.errors import IngestError
 
-__all__ = ["Problem", "Task", "ArithmeticTask", "FileTask", "load_problems", "math_reward", "score"]
+__all__ = ["Problem", "Task", "ArithmeticTask", "FileTask", "load_problems", "math_reward", "exact_reward",
+           "verify_reward", "score"]
 
 MATH_PROMPT = "{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}."
 
@@ -149,23 +150,52 @@ def load_problems(path: str | Path) -> list[Problem]:
 
 
 _BOXED = re.compile(r"\\boxed\{")
+_INT = re.compile(r"-?[0-9]+")
 
 
-@lru_cache(maxsize=65536)
-def math_reward(completion: str, gold: str) -> float:
-    """1.0 when math-verify finds the completion's answer equal to ``gold``, else 0.0.
+def exact_reward(completion: str, gold: str) -> float | None:
+    """The reward when it is decidable without the verifier, else None.
 
-    Cached: small policies repeat completions a lot, and math-verify parses with sympy.
-    A completion without ``\\boxed{}`` scores 0 without calling the verifier.
+    Only for a completion with exactly one ``\\boxed{..}`` (balanced): 1.0 when its content
+    equals ``gold`` as a string, and the integer comparison when both are integers (GSM8K golds
+    and the arithmetic task). Everything else (``\\frac``, decimals, expressions, several boxes)
+    goes to math-verify, which compares values. tests/trainer/test_tasks.py checks the two agree.
     """
-    if not _BOXED.search(completion):
-        return 0.0
+    if completion.count("\\boxed{") != 1:
+        return None
+    ans = _last_boxed(completion)
+    if ans is None:
+        return None
+    a, g = ans.strip(), gold.strip()
+    if a and a == g:
+        return 1.0
+    if _INT.fullmatch(a) and _INT.fullmatch(g):
+        return 1.0 if int(a) == int(g) else 0.0
+    return None
+
+
+def verify_reward(completion: str, gold: str) -> float:
+    """math-verify (sympy) alone: 1.0 when it finds the completion's answer equal to ``gold``."""
     from math_verify import parse, verify
 
     try:
         return 1.0 if verify(parse(f"${gold}$"), parse(completion)) else 0.0
     except Exception:  # the verifier's own parse/timeout failures count as wrong answers
         return 0.0
+
+
+@lru_cache(maxsize=65536)
+def math_reward(completion: str, gold: str) -> float:
+    """1.0 when the completion's ``\\boxed{}`` answer equals ``gold``, else 0.0.
+
+    A completion without ``\\boxed{}`` scores 0 and a plain boxed answer is matched exactly
+    (:func:`exact_reward`), both without the verifier; the rest is math-verify's call (sympy,
+    milliseconds each). Cached: small policies repeat completions a lot.
+    """
+    if not _BOXED.search(completion):
+        return 0.0
+    fast = exact_reward(completion, gold)
+    return fast if fast is not None else verify_reward(completion, gold)
 
 
 def score(completions: Iterable[str], golds: Iterable[str]) -> list[float]:

@@ -27,7 +27,7 @@ from rlvr_schedule.theory.scaling import lr_for_batch
 
 from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
 from rlvr_trainer.config import TrainConfig
-from rlvr_trainer.grpo import LossStats, group_advantages, policy_loss, token_logprobs
+from rlvr_trainer.grpo import group_advantages, pack_rollouts, packed_update, reference_logprobs
 from rlvr_trainer.rollout import Rollout, make_engine, set_cpu_env
 from rlvr_trainer.tasks import ArithmeticTask, FileTask, Task, load_problems, score
 
@@ -215,46 +215,16 @@ class Trainer:
         t1 = time.perf_counter()
 
         adv = group_advantages(rewards, g, scale=cfg.scale_rewards)
-        ids, attn, targets, mask = self._tensors(rollouts)
-        n_seqs, n_tokens, max_len = len(rollouts), int(mask.sum()), cfg.max_tokens
-        micro = min(cfg.micro_batch, n_seqs)
-        chunks = [(lo, min(lo + micro, n_seqs)) for lo in range(0, n_seqs, micro)]
-
-        ref_logp = None
-        with torch.no_grad():
-            if self.ref_model is not None:
-                ref_logp = torch.cat([token_logprobs(self.ref_model(ids[a:b], attention_mask=attn[a:b]).logits,
-                                                     targets[a:b])[0] for a, b in chunks])
+        packed = pack_rollouts([r.prompt_ids for r in rollouts], [r.completion_ids for r in rollouts],
+                               pad_id=self.tokenizer.pad_token_id, micro_batch=cfg.micro_batch,
+                               token_budget=cfg.token_budget(), seed=f"{cfg.seed}/{self.step}")
+        n_seqs = packed.n_seqs
+        ref_logp = reference_logprobs(self.ref_model, packed) if self.ref_model is not None else None
         t_logp = time.perf_counter()
-        # the old policy's logprobs are the first epoch's own (detached): no optimizer step happens
-        # before epoch 0's last micro-batch, so a separate no-grad pass would recompute the same values
-        old_chunks: list[torch.Tensor] = []
-
-        stats = LossStats()
-        grad_norm = grad_norm_micro = math.nan
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        for epoch in range(cfg.ppo_epochs):
-            self.optimizer.zero_grad(set_to_none=True)
-            for j, (a, b) in enumerate(chunks):
-                logits = self.model(ids[a:b], attention_mask=attn[a:b]).logits
-                logp, ent = token_logprobs(logits, targets[a:b], with_entropy=epoch == 0)
-                if epoch == 0:
-                    old_chunks.append(logp.detach())
-                old = old_chunks[j]
-                loss, st = policy_loss(
-                    logp, old, adv[a:b], mask[a:b], loss_type=cfg.loss_type, n_seqs=n_seqs, n_tokens=n_tokens,
-                    max_len=max_len, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
-                    ref_logp=ref_logp[a:b] if ref_logp is not None else None, beta=cfg.beta, entropy=ent)
-                loss.backward()
-                if epoch == 0:
-                    stats.add(st)
-                else:
-                    stats.clipped += st.clipped
-                if epoch == 0 and j == 0 and len(chunks) > 1:
-                    # the first micro-batch's own mean gradient (same parameters): rescale its share
-                    grad_norm_micro = _norm(params) * _micro_scale(cfg.loss_type, n_seqs, n_tokens, b - a, st.tokens)
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
-            self.optimizer.step()
+        upd = packed_update(self.model, self.optimizer, packed, adv, loss_type=cfg.loss_type, max_len=cfg.max_tokens,
+                            clip_low=cfg.clip_low, clip_high=cfg.clip_high, beta=cfg.beta, ppo_epochs=cfg.ppo_epochs,
+                            max_grad_norm=cfg.max_grad_norm, ref_logp=ref_logp)
+        stats, grad_norm, grad_norm_micro = upd.stats, upd.grad_norm, upd.grad_norm_micro
         for group in self.optimizer.param_groups:
             group["lr"] = lr  # keep the schedule's LR as the optimizer's state (checkpoints, set_batch)
         t2 = time.perf_counter()
@@ -271,13 +241,13 @@ class Trainer:
             reward_mean=float(rewards.mean()), reward_std=float(rewards.std()) if n_seqs > 1 else 0.0,
             entropy=stats.entropy / tok, kl=stats.kl / tok if ref_logp is not None else math.nan,
             grad_norm=grad_norm, clip_frac=stats.clipped / (tok * cfg.ppo_epochs),
-            response_length=float(mask.sum(1).float().mean()),
+            response_length=float(packed.completion_lengths.mean()),
             frac_zero_std=float((grouped.std(dim=1) == 0).float().mean()),
-            grad_norm_micro=grad_norm_micro, micro_batch=(chunks[0][1] - chunks[0][0]) if len(chunks) > 1 else None,
+            grad_norm_micro=grad_norm_micro, micro_batch=upd.micro_batch,
             extra={"lr_effective": lr * warm, "rollout_s": t1 - t0, "update_s": t2 - t1, "push_s": t3 - t2,
                    # the same wall time split finer (generate + reward = rollout; logprob + backward = update)
                    "generate_s": t_gen - t0, "reward_s": t1 - t_gen, "logprob_s": t_logp - t1,
-                   "backward_s": t2 - t_logp,
+                   "backward_s": t2 - t_logp, "micro_batches": upd.n_micro, "padded_positions": upd.positions,
                    "truncated_frac": float(sum(not r.finished for r in rollouts) / n_seqs)},
         )
 
@@ -294,14 +264,3 @@ class Trainer:
             attn[i, : len(s)] = 1
             mask[i, len(r.prompt_ids) - 1: len(s) - 1] = 1.0
         return ids[:, :-1], attn[:, :-1], ids[:, 1:], mask
-
-
-def _norm(params: list[torch.Tensor]) -> float:
-    return float(torch.sqrt(sum((p.grad.detach().float() ** 2).sum() for p in params if p.grad is not None)))
-
-
-def _micro_scale(loss_type: str, n_seqs: int, n_tokens: int, micro_seqs: int, micro_tokens: float) -> float:
-    """Factor from a micro-batch's share of the batch-normalised loss to its own mean loss."""
-    if loss_type == "token_mean":
-        return n_tokens / max(micro_tokens, 1.0)
-    return n_seqs / micro_seqs

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import random
 
 import numpy as np
+import pytest
 import torch
 
-from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
+from rlvr_trainer.checkpoint import (FORMAT, CheckpointError, convert_legacy_checkpoint, load_checkpoint,
+                                     save_checkpoint, set_rng_state, truncate_jsonl)
 from rlvr_trainer.model import CHARS, build_tokenizer
 
 
@@ -33,11 +36,68 @@ def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path):
         def __reduce__(self):
             raise RuntimeError("disk full")
 
-    try:
+    with pytest.raises(RuntimeError, match="disk full"):  # fails half-way through torch.save
+        save_checkpoint(path, {"samples": 16, "model": {"w": torch.zeros(3), "bad": Unpicklable()}})
+    with pytest.raises(TypeError):  # not plain data: refused before anything is written
         save_checkpoint(path, {"samples": 16, "bad": Unpicklable()})
-    except RuntimeError:
-        pass
     assert load_checkpoint(path)["samples"] == 8
+
+
+class _Payload:
+    """Unpickling this calls ``Path.touch`` on ``marker``: any code could run in its place."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
+
+
+def test_a_checkpoint_whose_pickle_would_run_code_is_refused(tmp_path):
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "checkpoint.pt"
+    torch.save({"format": FORMAT, "json": "{}", "tensors": {"model": {"w": torch.zeros(1)}, "x": _Payload(marker)}},
+               evil)
+    with pytest.raises(CheckpointError, match="refused to load"):
+        load_checkpoint(evil)
+    assert not marker.exists()
+    torch.load(evil, weights_only=False)  # the payload is real: a full unpickle runs it
+    assert marker.exists()
+
+
+def test_checkpoint_holds_only_tensors_and_plain_data(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    model = torch.nn.Linear(3, 2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99))
+    model(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    sched = {"kind": "static", "stages": [{"batch": 16, "lr": 1e-4, "until_samples": None}], "last": float("nan")}
+    save_checkpoint(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "schedule": sched,
+                           "step": 3, "samples": 48})
+    raw = torch.load(path, weights_only=True)  # what the loader does: no code, no custom classes
+    assert set(raw) == {"format", "json", "tensors"} and set(raw["tensors"]) == {"model", "optimizer", "rng_torch"}
+    state = load_checkpoint(path)
+    assert state["step"] == 3 and state["schedule"]["stages"][0]["batch"] == 16
+    assert np.isnan(state["schedule"]["last"])
+    opt2 = torch.optim.AdamW(torch.nn.Linear(3, 2).parameters(), lr=1.0)
+    opt2.load_state_dict(state["optimizer"])
+    assert opt2.param_groups[0]["betas"] == (0.9, 0.99) and opt2.param_groups[0]["lr"] == 1e-3
+    torch.testing.assert_close(opt2.state_dict()["state"][0]["exp_avg"], opt.state_dict()["state"][0]["exp_avg"])
+
+
+def test_legacy_checkpoint_is_refused_then_converted(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    random.seed(3), np.random.seed(3), torch.manual_seed(3)
+    rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    torch.save({"format": 1, "rng": rng, "samples": 32, "model": {"w": torch.ones(2)}}, path)  # the old layout
+    with pytest.raises(CheckpointError, match="convert_legacy_checkpoint"):
+        load_checkpoint(path)
+    convert_legacy_checkpoint(path)
+    state = load_checkpoint(path)
+    assert state["samples"] == 32 and torch.equal(state["model"]["w"], torch.ones(2))
+    expected = (random.random(), float(np.random.rand()), float(torch.rand(())))
+    set_rng_state(state["rng"])
+    assert (random.random(), float(np.random.rand()), float(torch.rand(()))) == expected
 
 
 def test_truncate_jsonl_keeps_steps_up_to_the_checkpoint(tmp_path):

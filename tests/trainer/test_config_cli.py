@@ -42,6 +42,11 @@ def test_dry_run_counts_qwen_math_parameters(capsys):
     mem = out["memory_bytes"]
     assert mem["total"] == sum(v for k, v in mem.items() if k != "total")
     assert mem["adamw_state"] == 8 * out["parameters"]
+    # the padded step held fp32 logits + log-softmax for 8 x 1536 positions x 151,936 (2 x 7.5 GB);
+    # the packed step holds three fp32 chunks of 110 completion positions
+    assert out["padded_step_logits_bytes"] == 2 * 8 * 1536 * 151936 * 4
+    assert mem["logits_chunks"] == 3 * 110 * 151936 * 4 < 0.02 * out["padded_step_logits_bytes"]
+    assert mem["activations_micro_batch"] == 8 * 1536 * 34 * 1536 * 28 * 2 // 2
 
 
 def test_dry_run_tiny_and_bad_override(capsys):

@@ -60,3 +60,40 @@ def test_load_problems_errors_name_file_line_field(tmp_path):
     p.write_text(json.dumps({"answer": "3"}) + "\n")
     with pytest.raises(IngestError, match=r"bad.jsonl:1.*field 'prompt'"):
         load_problems(p)
+
+
+def _fuzz_cases(n: int, seed: int = 0):
+    """Completions around one or more ``\\boxed{}`` with integer-ish bodies and arithmetic junk."""
+    import random
+
+    rng = random.Random(seed)
+    junk = "0123456789+-*=() QA:"
+    bodies = ["19", "-13", "007", "7", "-0", "0", " 19 ", "1 9", "19.0", "+19", "19}", "{19}", "1(", "",
+              "\\frac{1}{2}", "0.5", "12+7", "--3", "3-", "20-1"]
+    golds = ["19", "-13", "7", "0", "0.5", "\\frac{1}{2}", "12", "-3"]
+    for _ in range(n):
+        body = rng.choice(bodies) if rng.random() < 0.6 else "".join(rng.choice("0123456789-") for _ in range(rng.randint(1, 4)))
+        pre = "".join(rng.choice(junk) for _ in range(rng.randint(0, 6)))
+        post = "".join(rng.choice(junk) for _ in range(rng.randint(0, 4)))
+        text = f"{pre}\\boxed{{{body}}}{post}"
+        if rng.random() < 0.15:
+            text += f"\\boxed{{{rng.choice(bodies)}}}"
+        yield text, rng.choice(golds)
+
+
+def test_exact_match_agrees_with_math_verify():
+    from rlvr_trainer.tasks import exact_reward, verify_reward
+
+    decided = 0
+    for text, gold in _fuzz_cases(600):
+        fast = exact_reward(text, gold)
+        if fast is not None:
+            decided += 1
+            assert fast == verify_reward(text, gold), (text, gold)
+    assert decided > 150  # the fast path decides the plain answers (208 of these 600)
+    # the arithmetic task's own completions: solutions and near misses
+    task = ArithmeticTask(seed=5)
+    for i in range(200):
+        p = task.problem(i)
+        for text in (p.solution, f"\\boxed{{{int(p.answer) + 1}}}", p.prompt + p.solution):
+            assert exact_reward(text, p.answer) == verify_reward(text, p.answer), (text, p.answer)
