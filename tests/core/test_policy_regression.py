@@ -54,3 +54,17 @@ def test_same_decisions_as_before(path: Path):
     assert len(got) == len(doc["decisions"])
     for i, (g, want) in enumerate(zip(got, doc["decisions"])):
         assert g == want, f"record {i}: {g} != {want}"
+
+
+@pytest.mark.parametrize("path", FILES[:4], ids=[p.name.split(".")[0] for p in FILES[:4]])
+def test_same_decisions_through_the_driver(path: Path):
+    from rlvr_schedule.driver import ScheduleDriver
+
+    doc = _load(path)
+    sched = _schedule(doc)
+    applied = []
+    driver = ScheduleDriver(sched, lambda b, lr: applied.append((b, lr)) or True,
+                            in_effect=(sched.current.batch, sched.current.lr))
+    got = [driver.observe(StepRecord.from_dict(r)).to_dict() for r in doc["records"]]
+    assert got == doc["decisions"]
+    assert applied == [(d["batch"], d["lr"]) for d in doc["decisions"] if d["switched"]]

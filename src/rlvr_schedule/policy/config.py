@@ -103,13 +103,17 @@ def read_config(path: str | Path) -> dict[str, Any]:
 
 
 def load_schedule(path: str | Path, *, plugins: PluginHost | None = None) -> BatchSchedule:
-    """A :class:`StaticSchedule` or :class:`TwoClockScheduler` from a YAML or JSON file."""
+    """A :class:`StaticSchedule` or :class:`TwoClockScheduler` from a YAML or JSON file.
+
+    ``plugins``: the two-clock policy also runs the plugins' failure detectors (fault-isolated)."""
     return schedule_from_dict(read_config(path), source=str(path), plugins=plugins)
 
 
 def schedule_from_dict(d: Mapping[str, Any], *, source: str | None = None,
                        plugins: PluginHost | None = None) -> BatchSchedule:
-    """A schedule from a config mapping (the parsed file); ConfigError names source and field."""
+    """A schedule from a config mapping (the parsed file); ConfigError names source and field.
+
+    ``plugins``: the two-clock policy also runs the plugins' failure detectors (fault-isolated)."""
     if not isinstance(d, Mapping):
         raise ConfigError(f"must be a mapping, got {type(d).__name__}", source=source)
     kind = d.get("type", "static" if "stages" in d else None)
@@ -121,8 +125,8 @@ def schedule_from_dict(d: Mapping[str, Any], *, source: str | None = None,
     body = {k: v for k, v in d.items() if k != "type"}
     if isinstance(body.get("constraints"), Mapping):
         body["constraints"] = _coerce_map(body["constraints"], "constraints.", source)
-    return TwoClockScheduler(PolicyConfig.from_dict(_coerce_map(body, "", source), source=source),
-                             plugins=plugins)
+    config = PolicyConfig.from_dict(_coerce_map(body, "", source), source=source)
+    return TwoClockScheduler(config, detectors=plugins.failure_detectors() if plugins is not None else ())
 
 
 def _static(d: Mapping[str, Any], source: str | None) -> StaticSchedule:
