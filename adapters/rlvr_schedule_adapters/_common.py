@@ -2,9 +2,11 @@
 
 Adapters for TRL, verl and OpenRLHF all have to (1) rebuild a schedule from JSON-able data kept in
 a checkpoint, (2) turn a rollout batch into the host's accumulation count, (3) check before the run
-that the host's data plan can hold the schedule, and (4) apply a new base LR to a torch optimizer and
-its ``lr_scheduler`` so that neither undoes it at the next step. None of that needs the frameworks:
-this module imports the core and nothing else (torch objects are duck-typed).
+that the host's data plan can hold the schedule and say so in one warning class, (4) read numbers
+out of metric dicts that hold torch or numpy scalars, and (5) apply a new base LR to a torch
+optimizer and its ``lr_scheduler`` so that neither undoes it at the next step. The loop itself
+(record -> schedule -> apply) is :class:`rlvr_schedule.driver.ScheduleDriver`'s. None of this needs
+the frameworks: this module imports the core and nothing else (torch objects are duck-typed).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +28,14 @@ __all__ = [
     "EpochFit",
     "build_schedule",
     "epoch_fit",
-    "largest_reachable_batch",
+    "ScheduleSetupWarning",
+    "as_number",
     "last_complete_checkpoint",
     "planned_batches",
     "reachable_batches",
     "scale_base_lr",
     "schedule_spec",
+    "warn_setup",
 ]
 
 
@@ -94,91 +99,41 @@ def planned_batches(stages: Sequence[Stage], steps: int, *, samples: int = 0, st
     return out
 
 
-_V2_FIELDS = ("growth", "max_stages", "constraints", "min_stage_steps", "hysteresis", "min_samples_between",
-              "failure_exponent", "track_critical_batch", "track_step", "auto_records")
-
-
-def reachable_batches(
-    schedule: Any, steps: int, *, samples: int | None = None, noise_estimate: bool = True
-) -> list[float] | None:
-    """The largest rollout batch each of the next ``steps`` updates can run at, for a two-clock
-    policy (v2, :class:`~rlvr_schedule.policy.TwoClockScheduler`) switching as early and as far as
-    its rules allow; ``math.inf`` where nothing bounds it. None for other schedules (a static
-    schedule's plan is known: :func:`planned_batches`).
-
-    The rules, read from the policy's config and ``state_dict()`` (one record per update assumed,
-    the most a host can feed): a switch decided on an update's record applies from the next update;
-    at most ``max_stages`` stages; between switches ``min_stage_steps`` records, a ``hysteresis``
-    streak and ``min_samples_between`` rollouts (``samples``: rollouts consumed so far; None: taken
-    as met). Where a switch may go:
-
-    - failure trigger: ``growth`` x the batch (snapped up), only with ``failure_exponent`` > 0;
-    - B* tracking (``track_critical_batch``): to the fraction x the B* estimate, which nothing
-      bounds but ``constraints.max_batch``, once that is ``track_step`` x the batch;
-    - the one-off ``initial_batch: auto`` switch: any batch, at the first estimated record.
-
-    Tracking and ``auto`` need the gradient-noise estimate: ``auto_records`` records carrying
-    ``grad_norm_micro`` and ``micro_batch``; ``noise_estimate=False`` says the host's records never
-    carry them (so only the failure trigger can grow the batch).
-    """
-    cfg = getattr(schedule, "config", None)
-    if cfg is None or any(not hasattr(cfg, f) for f in _V2_FIELDS) or not callable(
-        getattr(schedule, "state_dict", None)
-    ):
+def reachable_batches(schedule: Any, steps: int, *, samples: int | None = None,
+                      noise_estimate: bool = True) -> list[float] | None:
+    """The schedule's own :meth:`~rlvr_schedule.policy.TwoClockScheduler.reachable_batches` (the
+    largest batch each of the next ``steps`` updates can run at), or None for a schedule without one
+    (a static schedule's plan is known: :func:`planned_batches`)."""
+    reach = getattr(schedule, "reachable_batches", None)
+    if not callable(reach):
         return None
-    state = schedule.state_dict()
-    cons = cfg.constraints
-    hi = float(cons.highest) if cons.highest is not None else math.inf
-    records0 = int(state.get("records", 0))
-    last = int(state.get("last_switch_step", 0))
-    streak = int(state.get("streak", 0))
-    auto = bool(state.get("auto_pending", False))
-    noise0 = int((state.get("noise") or {}).get("n_updates", 0))
-    since = math.inf if samples is None else float(samples) - float(state.get("last_switch", 0))
-    left = int(cfg.max_stages) - len(schedule.stages)
-    cur = float(schedule.current.batch)
-    out: list[float] = []
-    for i in range(max(int(steps), 0)):
-        out.append(cur)  # update i runs at the batch in effect; its record may switch the next one
-        k = records0 + i + 1
-        since += cur
-        streak += 1
-        if left <= 0:
-            continue
-        estimated = noise_estimate and noise0 + (k - records0) >= cfg.auto_records
-        target = cur
-        if auto and estimated:  # the auto switch skips hysteresis and the stage minimums
-            auto, target = False, hi
-        elif min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis,
-                 since - cfg.min_samples_between) >= 0:
-            if cfg.failure_exponent > 0 and math.isfinite(cur):
-                target = max(target, float(cons.snap(cur * cfg.growth, "up")))
-            if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
-                target = max(target, hi)
-        if target > cur:
-            cur, last, streak, since, left, auto = target, k, 0, 0.0, left - 1, False
-    return out
+    return list(reach(steps, samples=samples, noise_estimate=noise_estimate))
 
 
-def largest_reachable_batch(
-    schedule: Any, steps: int | None = None, *, samples: int | None = None, noise_estimate: bool = True
-) -> float | None:
-    """The largest batch a two-clock policy (v2) can switch to within ``steps`` more updates (None:
-    any number), ``math.inf`` when only an unset ``constraints.max_batch`` would bound it, or None
-    when it cannot grow (or the schedule is not a two-clock policy). See :func:`reachable_batches`.
-    """
-    cfg = getattr(schedule, "config", None)
-    if steps is None:
-        if cfg is None or any(not hasattr(cfg, f) for f in _V2_FIELDS):
+# --- set-up checks and metric numbers ------------------------------------------------------------
+class ScheduleSetupWarning(UserWarning):
+    """The host's set-up cannot run the schedule as written (data too short, batch not runnable)."""
+
+
+def warn_setup(reasons: Sequence[str], *, framework: str, stacklevel: int = 3) -> None:
+    """Warn (:class:`ScheduleSetupWarning`) once per reason a set-up check found."""
+    for reason in reasons:
+        warnings.warn(f"rlvr-schedule {framework} adapter: {reason}", ScheduleSetupWarning, stacklevel=stacklevel)
+
+
+def as_number(v: Any) -> float | None:
+    """A metric value as a float (ints, floats, torch/numpy scalars), None for anything else (bools too)."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    item = getattr(v, "item", None)
+    if callable(item):
+        try:
+            return as_number(item())
+        except (ValueError, RuntimeError, TypeError):
             return None
-        # every remaining stage, each switch as late as the rules make it at most
-        per_switch = max(int(cfg.min_stage_steps), int(cfg.hysteresis), 1) + int(cfg.min_samples_between)
-        steps = int(cfg.auto_records) + (int(cfg.max_stages) + 1) * per_switch + 1
-    plan = reachable_batches(schedule, steps, samples=samples, noise_estimate=noise_estimate)
-    if not plan:
-        return None
-    top = max(plan)
-    return (top if math.isinf(top) else int(top)) if top > plan[0] else None
+    return None
 
 
 # --- batch arithmetic --------------------------------------------------------------------------

@@ -71,7 +71,7 @@ class ScheduleDriver:
         self.samples = 0  # rollouts consumed, the last observed update included
         self.last_step: int | None = None
         self.last_decision: Decision | None = None
-        self._resume: tuple[int, float] | None = None
+        self.resume_target: tuple[int, float] | None = None
 
     # --- the loop ------------------------------------------------------------------------------
     def consume(self, rollouts: int) -> int:
@@ -130,15 +130,14 @@ class ScheduleDriver:
         """Apply the stage to run first: the schedule's current one, or after :meth:`load_state_dict`
         the one in effect when the state was saved (hosts do not save their batch). False when the
         host refused it (logged); the run then goes on as launched."""
-        target = self._resume or (int(self.schedule.current.batch), float(self.schedule.current.lr))
+        target = self.resume_target or (int(self.schedule.current.batch), float(self.schedule.current.lr))
         if self.advisory:
             return True
-        if self._resume is None and target == self.in_effect:
+        if self.resume_target is None and target == self.in_effect:
             return True
-        self.in_effect = None if self._resume is not None else self.in_effect
         ok = self._apply(*target) is None
         if ok:
-            self._resume = None
+            self.resume_target = None
         return ok
 
     def _held(self, record: StepRecord, why: str) -> Decision:
@@ -176,7 +175,9 @@ class ScheduleDriver:
         self.schedule.load_state_dict(state["schedule"])
         self.samples = int(state["samples"])
         self.last_step = None if state.get("step") is None else int(state["step"])
-        self._resume = _pair(state.get("in_effect"))
+        # the stage in effect when saved: :meth:`start` re-applies it (the host runs as launched until
+        # then; one that re-applies its stage itself, like the TRL callback, reads ``resume_target``)
+        self.resume_target = _pair(state.get("in_effect"))
         d = state.get("last_decision")
         self.last_decision = None if d is None else Decision(**d)
 
