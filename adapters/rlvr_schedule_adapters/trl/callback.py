@@ -38,7 +38,7 @@ from rlvr_schedule.plugins import PluginHost
 from rlvr_schedule.records import Decision, StepRecord
 from rlvr_schedule_adapters._common import BatchUnit, build_schedule, scale_base_lr, schedule_spec, warn_setup
 from rlvr_schedule_adapters.trl.checks import check_plan
-from rlvr_schedule_adapters.trl.noise import grad_norm
+from rlvr_schedule_adapters.trl.noise import grad_norm, mean_over_ranks
 
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.records import BatchSchedule
@@ -240,13 +240,13 @@ class _ScheduleCallbackCore:
         ga = self._unit.accumulation(batch)
         if ga != self._stage_accumulation() and self._epoch_pos % ga:
             return  # the next update would be cut short: wait for an aligned boundary
-        self._apply(batch, lr)
+        self._apply(batch, lr, ga)
         self.pending = None
 
-    def _apply(self, batch: int, lr: float) -> None:
+    def _apply(self, batch: int, lr: float, ga: int | None = None) -> None:
         """Put ``batch`` rollouts per update and base LR ``lr`` in effect in the trainer now."""
         assert self._unit is not None and self._args is not None
-        ga = self._unit.accumulation(batch)
+        ga = self._unit.accumulation(batch) if ga is None else ga
         if self.applied is None or self.applied[1] != lr:
             scale_base_lr(self._optimizer, self._lr_scheduler, lr)
         self._args.gradient_accumulation_steps = ga
@@ -424,9 +424,11 @@ class _ScheduleCallbackCore:
     def _measure_micro(self, args: Any, model: Any) -> None:
         """After the first micro-batch of an update the accumulated gradient is that micro-batch's,
         scaled by the loss's 1/GA: its norm x GA is |G_small| for B_small = the local micro-batch
-        (the two-batch estimator's small batch; the update's ``grad_norm`` is the big one)."""
+        (the two-batch estimator's small batch; the update's ``grad_norm`` is the big one). With
+        several processes the gradient there is rank-local (DDP syncs at the last micro-batch): the
+        squared norms are averaged over the ranks, so every rank records the same number."""
         ga = int(args.gradient_accumulation_steps)
-        self._grad_norm_micro = grad_norm(model) * ga
+        self._grad_norm_micro = math.sqrt(mean_over_ranks((grad_norm(model) * ga) ** 2))
         self._micro_batch = int(args.per_device_train_batch_size)
 
     @_guarded

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["grad_norm"]
+__all__ = ["grad_norm", "mean_over_ranks"]
 
 
 def grad_norm(model: Any) -> float:
@@ -22,3 +22,19 @@ def grad_norm(model: Any) -> float:
     if not sq:
         return math.nan
     return float(torch.sqrt(torch.stack(sq).sum()))
+
+
+def mean_over_ranks(value: float) -> float:
+    """The mean of ``value`` over the processes of the default ``torch.distributed`` group (``value``
+    itself in one process). Every rank must feed its schedule the same record, or the ranks' decisions
+    (and with them their accumulation counts) could differ."""
+    import torch
+
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() < 2:
+        return value
+    t = torch.tensor([value], dtype=torch.float64)
+    if dist.get_backend() == "nccl":
+        t = t.cuda()
+    dist.all_reduce(t)
+    return float(t.item()) / dist.get_world_size()
