@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rlvr_schedule_adapters import verl as _verl
-from rlvr_schedule_adapters.verl.plugin import VERL_ALIASES, rlvr_schedule_metric_aliases
+from rlvr_schedule_adapters.verl.plugin import VERL_ALIASES, rlvr_schedule_metric_aliases  # noqa: F401
 
 __all__ = list(_verl.__all__)
 

@@ -17,7 +17,7 @@ import pytest
 
 from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
 from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
-from rlvr_schedule.records import Decision, StepRecord
+from rlvr_schedule.records import StepRecord
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "regression"
 FILES = sorted(DATA.glob("*.json.gz"))
