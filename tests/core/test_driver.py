@@ -163,3 +163,24 @@ def test_the_driver_runs_the_synthetic_task_like_the_schedule_alone():
 def test_the_driver_needs_an_apply_unless_advisory():
     with pytest.raises(TypeError, match="apply"):
         ScheduleDriver(StaticSchedule([{"batch": 8, "lr": 1e-3}]))
+
+
+def test_the_loop_exists_once_no_host_calls_hooks_or_steps_a_schedule_itself():
+    """Adapters and the reference trainer hand records to a ScheduleDriver; none calls the observer
+    hooks, steps a schedule or routes decisions through a hook of its own."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sources = [p for d in ("adapters", "reference_trainer") for p in (root / d).rglob("*.py")]
+    assert len(sources) > 20
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        for needle in ("rlvr_schedule_on_record", "rlvr_schedule_on_decision", "rlvr_schedule_apply_decision",
+                       "schedule.step(", ".propose("):
+            assert needle not in text, f"{path.relative_to(root)} uses {needle!r}"
+    drivers = [p for p in sources if "ScheduleDriver(" in p.read_text(encoding="utf-8")]
+    names = sorted(str(p.relative_to(root)) for p in drivers)
+    assert names == ["adapters/rlvr_schedule_adapters/openrlhf/controller.py",
+                     "adapters/rlvr_schedule_adapters/trl/callback.py",
+                     "adapters/rlvr_schedule_adapters/verl/controller.py",
+                     "reference_trainer/rlvr_trainer/train.py"]
