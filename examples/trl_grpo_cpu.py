@@ -138,7 +138,7 @@ def build_trainer(
 def resume_point(run_dir: Path) -> str | None:
     """The last *complete* checkpoint: a kill while the Trainer writes one leaves a ``checkpoint-N``
     without ``trainer_state.json`` (written last), which ``resume_from_checkpoint=True`` would pick."""
-    from rlvr_schedule_adapters._common import last_complete_checkpoint
+    from rlvr_schedule_adapters.trl import last_complete_checkpoint
 
     choice = last_complete_checkpoint(run_dir)
     for name, why in choice.skipped:

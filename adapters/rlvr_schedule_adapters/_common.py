@@ -1,36 +1,28 @@
 """Framework-free helpers shared by the adapters: schedule specs, batch arithmetic, plan checks.
 
 Adapters for TRL, verl and OpenRLHF all have to (1) rebuild a schedule from JSON-able data kept in
-a checkpoint, (2) turn a rollout batch into the host's accumulation count, (3) check before the run
-that the host's data plan can hold the schedule and say so in one warning class, (4) read numbers
-out of metric dicts that hold torch or numpy scalars, and (5) apply a new base LR to a torch
-optimizer and its ``lr_scheduler`` so that neither undoes it at the next step. The loop itself
+a checkpoint, (2) know the batches a schedule plans or can reach, (3) say what their set-up check
+found in one warning class, (4) read numbers out of metric dicts that hold torch or numpy scalars,
+and (5) apply a new base LR to a torch optimizer and its ``lr_scheduler`` so that neither undoes it
+at the next step. The loop itself
 (record -> schedule -> apply) is :class:`rlvr_schedule.driver.ScheduleDriver`'s. None of this needs
 the frameworks: this module imports the core and nothing else (torch objects are duck-typed).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlvr_schedule.records import BatchSchedule, Stage
 
 __all__ = [
-    "BatchUnit",
-    "CheckpointChoice",
-    "EpochFit",
     "build_schedule",
-    "epoch_fit",
     "ScheduleSetupWarning",
     "as_number",
-    "last_complete_checkpoint",
     "planned_batches",
     "reachable_batches",
     "scale_base_lr",
@@ -136,91 +128,6 @@ def as_number(v: Any) -> float | None:
     return None
 
 
-# --- batch arithmetic --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class BatchUnit:
-    """How a rollout batch maps onto accumulation: ``batch = per_step x accumulation``.
-
-    ``per_step`` is rollouts per micro-step over all ranks (per-device batch x data-parallel world);
-    ``accumulation_multiple`` is what the accumulation count must be a multiple of (TRL: the
-    ``steps_per_generation`` kept fixed while the batch changes).
-    """
-
-    per_step: int
-    accumulation_multiple: int = 1
-
-    @property
-    def multiple(self) -> int:
-        """Every runnable rollout batch is a multiple of this (``BatchConstraints.divisor``)."""
-        return self.per_step * self.accumulation_multiple
-
-    def accumulation(self, batch: int) -> int:
-        """Accumulation steps for ``batch``; ValueError saying which batches are runnable."""
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1 or batch % self.multiple:
-            raise ValueError(
-                f"rollout batch {batch!r} is not runnable here: it must be a positive multiple of "
-                f"{self.multiple} (= {self.per_step} rollouts per micro-step x accumulation multiple "
-                f"{self.accumulation_multiple}); set BatchConstraints(divisor={self.multiple})"
-            )
-        return batch // self.per_step
-
-    def batch(self, accumulation: int) -> int:
-        return self.per_step * accumulation
-
-
-@dataclass(frozen=True)
-class EpochFit:
-    """What a host's epoch plan (fixed from the initial accumulation) does with a batch plan.
-
-    ``updates`` is how many of the planned updates run before the data plan ends; ``partial`` how
-    many of those get fewer micro-steps than planned (an epoch ends mid-update);
-    ``micro_needed`` / ``micro_available`` the micro-steps the plan needs and the run offers.
-    """
-
-    planned: int
-    updates: int
-    partial: int
-    micro_needed: int
-    micro_available: int
-
-    @property
-    def fits(self) -> bool:
-        return self.updates >= self.planned and self.partial == 0
-
-
-def epoch_fit(
-    accumulations: Sequence[int], *, micro_per_epoch: int, initial_accumulation: int, epochs: int
-) -> EpochFit:
-    """Replay the HF-Trainer epoch loop with a changing accumulation count.
-
-    The Trainer fixes updates per epoch as ``ceil(micro_per_epoch / initial_accumulation)`` and
-    takes the current accumulation count of micro-steps for each update until the epoch's data
-    runs out: a larger accumulation later ends each epoch early (fewer updates than planned; the
-    run stops short of ``max_steps``) and an epoch length that is not a multiple of it cuts the
-    last update of the epoch short.
-    """
-    per_epoch = max(-(-micro_per_epoch // initial_accumulation), 1)
-    done = partial = 0
-    for _ in range(max(epochs, 0)):
-        pos = 0
-        for _ in range(per_epoch):
-            if done >= len(accumulations) or pos >= micro_per_epoch:
-                break
-            take = min(accumulations[done], micro_per_epoch - pos)
-            partial += take < accumulations[done]
-            pos += take
-            done += 1
-        if done >= len(accumulations):
-            break
-    return EpochFit(
-        planned=len(accumulations),
-        updates=done,
-        partial=partial,
-        micro_needed=int(sum(accumulations)),
-        micro_available=micro_per_epoch * max(epochs, 0),
-    )
-
-
 # --- learning rate ------------------------------------------------------------------------------
 def _unwrap(obj: Any, attr: str, marker: str) -> Any:
     """Follow ``obj.<attr>`` (accelerate's AcceleratedOptimizer / AcceleratedScheduler, DeepSpeed's
@@ -290,52 +197,3 @@ def scale_base_lr(optimizer: Any, lr_scheduler: Any, lr: float) -> list[float]:
         sched.base_lrs = list(new_bases)
         sched._last_lr = list(applied)
     return applied
-
-
-# --- checkpoints -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CheckpointChoice:
-    """The checkpoint to resume from (None: none is complete) and the newer ones skipped, with why."""
-
-    path: Path | None
-    skipped: tuple[tuple[str, str], ...] = ()
-
-
-def last_complete_checkpoint(
-    folder: str | Path, *, required: Sequence[str] = ("trainer_state.json",), prefix: str = "checkpoint-"
-) -> CheckpointChoice:
-    """The highest-numbered ``<prefix>N`` directory of ``folder`` that holds every ``required`` file.
-
-    A process killed while it writes a checkpoint leaves a directory without its last file (the
-    Trainer writes ``trainer_state.json`` after the model, optimizer, scheduler and RNG state), or with
-    a ``.json`` cut short; resuming from the highest-numbered directory (what
-    ``resume_from_checkpoint=True`` does) then fails. Required ``.json`` files must also parse.
-    """
-    folder = Path(folder)
-    pattern = re.compile(rf"^{re.escape(prefix)}(\d+)$")
-    found = []
-    if folder.is_dir():
-        for d in folder.iterdir():
-            m = pattern.match(d.name)
-            if m and d.is_dir():
-                found.append((int(m.group(1)), d))
-    skipped: list[tuple[str, str]] = []
-    for _, d in sorted(found, reverse=True):
-        why = _incomplete(d, required)
-        if why is None:
-            return CheckpointChoice(d, tuple(skipped))
-        skipped.append((d.name, why))
-    return CheckpointChoice(None, tuple(skipped))
-
-
-def _incomplete(d: Path, required: Sequence[str]) -> str | None:
-    for name in required:
-        f = d / name
-        if not f.is_file():
-            return f"no {name}"
-        if name.endswith(".json"):
-            try:
-                json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                return f"{name} unreadable ({type(exc).__name__})"
-    return None

@@ -12,15 +12,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 from rlvr_schedule_adapters._common import (
-    BatchUnit,
     build_schedule,
-    epoch_fit,
-    last_complete_checkpoint,
     planned_batches,
     reachable_batches,
     scale_base_lr,
     schedule_spec,
 )
+from rlvr_schedule_adapters.trl.checkpoints import last_complete_checkpoint
+from rlvr_schedule_adapters.trl.epochs import BatchUnit, epoch_fit
 
 from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.policy import StaticSchedule, schedule_from_dict

@@ -4,6 +4,8 @@ plugin    the entry point (metric names); imports neither transformers nor TRL
 callback  :class:`RlvrScheduleCallback`: TRL events -> records -> :class:`~rlvr_schedule.driver.ScheduleDriver`,
           and the host's ``apply`` (gradient accumulation and base LR at an aligned update boundary)
 checks    the set-up check: can the Trainer's data plan hold the schedule
+epochs    the HF Trainer's arithmetic of rollouts, accumulation and epochs
+checkpoints  the last complete checkpoint of a killed run
 noise     the micro-batch gradient norm for the gradient-noise estimate
 
 Importing this package imports neither transformers nor TRL; ``RlvrScheduleCallback`` is built on
@@ -14,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvr_schedule_adapters._common import ScheduleSetupWarning, last_complete_checkpoint
+from rlvr_schedule_adapters._common import ScheduleSetupWarning
+from rlvr_schedule_adapters.trl.checkpoints import last_complete_checkpoint
 from rlvr_schedule_adapters.trl.plugin import TRL_METRIC_ALIASES, rlvr_schedule_metric_aliases
 
 __all__ = [

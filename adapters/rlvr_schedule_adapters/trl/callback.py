@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 from rlvr_schedule.driver import ScheduleDriver
 from rlvr_schedule.plugins import PluginHost
 from rlvr_schedule.records import Decision, StepRecord
-from rlvr_schedule_adapters._common import BatchUnit, build_schedule, scale_base_lr, schedule_spec, warn_setup
+from rlvr_schedule_adapters._common import build_schedule, scale_base_lr, schedule_spec, warn_setup
 from rlvr_schedule_adapters.trl.checks import check_plan
+from rlvr_schedule_adapters.trl.epochs import BatchUnit
 from rlvr_schedule_adapters.trl.noise import grad_norm, mean_over_ranks
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from rlvr_schedule_adapters._common import BatchUnit, epoch_fit, planned_batches, reachable_batches
+from rlvr_schedule_adapters._common import planned_batches, reachable_batches
+from rlvr_schedule_adapters.trl.epochs import BatchUnit, epoch_fit
 
 __all__ = ["check_plan"]
 
