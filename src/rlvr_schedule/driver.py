@@ -20,7 +20,10 @@ decisions were applied, and every switch is logged with its reason, so a practit
 it would do before trusting it with a run.
 
 The driver owns what every host used to keep: the rollout count, the stage in effect, the fault log
-and one ``state_dict()`` (schedule state included) for checkpoints.
+and one ``state_dict()`` (schedule state included) for checkpoints. It also keeps the live progress
+rate (:class:`~rlvr_schedule.clocks.OnlineProgress`: reward per rollout at the batch in effect, and
+the measured effect of each switch) and feeds the plugins' progress estimators
+(``rlvr_schedule_progress_estimators``), whatever the schedule.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from rlvr_schedule.clocks import OnlineProgress
 from rlvr_schedule.records import Decision, StepRecord
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,6 +76,8 @@ class ScheduleDriver:
         self.last_step: int | None = None
         self.last_decision: Decision | None = None
         self.resume_target: tuple[int, float] | None = None
+        self.progress = OnlineProgress()  # the live progress rate, whatever the schedule
+        self.estimators: list[Any] = plugins.progress_estimators() if plugins is not None else []
 
     # --- the loop ------------------------------------------------------------------------------
     def consume(self, rollouts: int) -> int:
@@ -84,6 +90,7 @@ class ScheduleDriver:
         self.samples = max(self.samples, int(record.samples))
         self.last_step = int(record.step)
         self._notify("rlvr_schedule_on_record", record=record)
+        self._estimate(record)
         try:
             proposal = self.schedule.propose(record)
         except Exception as exc:
@@ -95,12 +102,21 @@ class ScheduleDriver:
         self._notify("rlvr_schedule_on_decision", decision=decision, record=record)
         return decision
 
+    def _estimate(self, record: StepRecord) -> None:
+        try:
+            self.progress.update(record)
+        except Exception as exc:
+            self._fault("<progress>", "update", exc)
+        for est in self.estimators:
+            est.update(record)  # fault-isolated by the plugin host
+
     def _settle(self, proposal: Decision) -> Decision:
         target = (int(proposal.batch), float(proposal.lr))
         if self.advisory:
             if proposal.switched:
-                log.info("rlvr-schedule (advisory, not applied): step %s, %s rollouts/update, lr %g: %s",
-                         proposal.step, target[0], target[1], proposal.reason)
+                log.info("rlvr-schedule (advisory, not applied): step %s, %s rollouts/update, lr %g: %s "
+                         "(progress %.3g reward per rollout at the batch in effect)",
+                         proposal.step, target[0], target[1], proposal.reason, self.progress.rate)
             return self.schedule.commit(proposal)
         if target == self.in_effect:
             return self.schedule.commit(proposal)
@@ -164,9 +180,14 @@ class ScheduleDriver:
     # --- state ---------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """JSON-able: the schedule's state, the rollouts counted and the stage in effect."""
+        from rlvr_schedule.policy.base import encode_floats
+
+        estimators = {f"{i}:{e.name}": e.state_dict() for i, e in enumerate(self.estimators)
+                      if hasattr(e, "state_dict")}
         return {"version": _STATE_VERSION, "schedule": self.schedule.state_dict(), "samples": self.samples,
                 "step": self.last_step, "in_effect": None if self.in_effect is None else list(self.in_effect),
-                "last_decision": None if self.last_decision is None else self.last_decision.to_dict()}
+                "last_decision": None if self.last_decision is None else self.last_decision.to_dict(),
+                "progress": encode_floats(self.progress.state_dict()), "estimators": encode_floats(estimators)}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`; :meth:`start` then re-applies the stage that was in effect."""
@@ -180,6 +201,15 @@ class ScheduleDriver:
         self.resume_target = _pair(state.get("in_effect"))
         d = state.get("last_decision")
         self.last_decision = None if d is None else Decision(**d)
+        from rlvr_schedule.policy.base import decode_floats
+
+        if state.get("progress") is not None:
+            self.progress.load_state_dict(decode_floats(state["progress"]))
+        saved = decode_floats(state.get("estimators") or {})
+        for i, e in enumerate(self.estimators):
+            key = f"{i}:{e.name}"
+            if key in saved and hasattr(e, "load_state_dict"):
+                e.load_state_dict(saved[key])
 
     # --- a driver is a BatchSchedule too (the synthetic environment and testing helpers drive it) ----
     def step(self, record: StepRecord) -> Decision:

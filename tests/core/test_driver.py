@@ -184,3 +184,49 @@ def test_the_loop_exists_once_no_host_calls_hooks_or_steps_a_schedule_itself():
                      "adapters/rlvr_schedule_adapters/trl/callback.py",
                      "adapters/rlvr_schedule_adapters/verl/controller.py",
                      "reference_trainer/rlvr_trainer/train.py"]
+
+
+def test_the_driver_keeps_the_live_progress_rate_and_feeds_plugin_estimators():
+    class Counter:
+        name = "counter"
+
+        def __init__(self, fail_at=None):
+            self.n, self.fail_at = 0, fail_at
+
+        def update(self, record):
+            self.n += 1
+            if record.step == self.fail_at:
+                raise ValueError("estimator bug")
+            return self.n
+
+        def state_dict(self):
+            return {"n": self.n}
+
+        def load_state_dict(self, state):
+            self.n = state["n"]
+
+    class Plugin:
+        def __init__(self, est):
+            self.est = est
+
+        @hookimpl
+        def rlvr_schedule_progress_estimators(self):
+            return [self.est]
+
+    host = PluginHost(load_entrypoints=False)
+    est = Counter(fail_at=3)
+    host.register(Plugin(est))
+    cfg = PolicyConfig(initial_batch=32, base_lr=1e-6, detectors=())
+    env = SyntheticEnvironment(critical_batch=256, failure_samples=50_000, drift=0.0, seed=0)
+    sched = TwoClockScheduler(cfg)
+    d = ScheduleDriver(sched, lambda b, lr: True, host, in_effect=(32, sched.current.lr))
+    run = env.run(d, 3_200)
+    assert est.n == len(run) == 100 and [f[:2] for f in host.faults] == [("counter", "update")]
+    assert d.progress.rate > 0  # reward per rollout climbs on the synthetic task
+    state = json.loads(json.dumps(d.state_dict()))
+    host2 = PluginHost(load_entrypoints=False)
+    est2 = Counter()
+    host2.register(Plugin(est2))
+    d2 = ScheduleDriver(TwoClockScheduler(cfg), lambda b, lr: True, host2)
+    d2.load_state_dict(state)
+    assert est2.n == 100 and d2.progress.rate == pytest.approx(d.progress.rate)

@@ -101,6 +101,14 @@ class PluginHost:
             out.extend(IsolatedDetector(d, self) for d in (group or []))
         return out
 
+    def progress_estimators(self) -> list[IsolatedDetector]:
+        """Plugins' online progress estimators (``rlvr_schedule_progress_estimators``), each
+        fault-isolated the same way (their ``update`` cannot raise into the host)."""
+        out: list[IsolatedDetector] = []
+        for group in self.call("rlvr_schedule_progress_estimators"):
+            out.extend(IsolatedDetector(e, self) for e in (group or []))
+        return out
+
 
 @dataclass(frozen=True)
 class DetectorFault:
@@ -113,8 +121,9 @@ class DetectorFault:
 
 
 class IsolatedDetector:
-    """A plugin's failure detector whose ``update`` cannot raise into the schedule: an exception is
-    recorded on the host (``strict`` re-raises) and comes back as a :class:`DetectorFault` value."""
+    """A plugin's failure detector (or progress estimator) whose ``update`` cannot raise into the
+    schedule or host: an exception is recorded on the host (``strict`` re-raises) and comes back as a
+    :class:`DetectorFault` value."""
 
     def __init__(self, detector: Any, host: PluginHost) -> None:
         self.detector = detector
