@@ -2,8 +2,9 @@
 
 ``tests/data/regression/*.json.gz`` hold the records and decisions of the synthetic section 3a
 closed-loop runs (``docs/RESULTS.md``; two-clock policy v2 on four tasks x two seeds, and the
-noise-scale and linear-ramp baselines on drift3), recorded on main before the refactor by
-``benchmarks/evidence/record_policy_decisions.py``. Replaying the records must give the same
+noise-scale and linear-ramp baselines on drift3) and of two tiny-task runs of the reference trainer
+with the two-clock policy live, recorded on main before the refactor (origin:
+``tests/data/regression/README.md``). Replaying the records must give the same
 decisions, field for field, directly and through a :class:`~rlvr_schedule.driver.ScheduleDriver`.
 """
 
@@ -40,7 +41,7 @@ def _schedule(doc: dict):
 
 
 def test_the_recorded_runs_are_there():
-    assert len(FILES) == 10
+    assert len(FILES) == 12
     switches = [sum(d["switched"] for d in _load(p)["decisions"]) for p in FILES]
     assert all(n >= 2 for n in switches)  # every run switches: the comparison is not vacuous
 
@@ -56,7 +57,10 @@ def test_same_decisions_as_before(path: Path):
         assert g == want, f"record {i}: {g} != {want}"
 
 
-@pytest.mark.parametrize("path", FILES[:4], ids=[p.name.split(".")[0] for p in FILES[:4]])
+THROUGH_DRIVER = FILES[:4] + [p for p in FILES if "tiny" in p.name]
+
+
+@pytest.mark.parametrize("path", THROUGH_DRIVER, ids=[p.name.split(".")[0] for p in THROUGH_DRIVER])
 def test_same_decisions_through_the_driver(path: Path):
     from rlvr_schedule.driver import ScheduleDriver
 
