@@ -203,3 +203,16 @@ def test_two_clock_switches_through_the_driver(openrlhf_args, fail):
         assert len(switched) == 1 and switched[0].batch == 16
         assert rec.calls == [(16, pytest.approx(1e-3 * 2**0.5))]  # sqrt LR rule
         assert openrlhf_args.train.batch_size == 16 and openrlhf_args.rollout.batch_size == 4
+
+
+def test_advisory_controller_decides_but_never_reaches_the_workers(openrlhf_args, caplog):
+    from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, make_controller
+
+    setattr(openrlhf_args, ARGS_ATTR, {"schedule": TWO_CLOCK, "advisory": True})
+    rec = _Recorder()
+    ctl = make_controller(openrlhf_args, rec)
+    with caplog.at_level("INFO", logger="rlvr_schedule.driver"):
+        decisions = _entropy_falls(ctl)
+    assert [d.batch for d in decisions if d.switched] == [16]
+    assert rec.calls == [] and openrlhf_args.train.batch_size == 8 and ctl.batch == 8
+    assert "advisory, not applied" in caplog.text

@@ -92,6 +92,10 @@ def test_launcher_hands_the_schedule_to_the_actors_and_warns(
         main(["--schedule", str(sched), *base_argv])
     spec = getattr(seen["args"], ARGS_ATTR)["schedule"]
     assert [s["batch"] for s in spec["stages"]] == [8, 10]
+    assert getattr(seen["args"], ARGS_ATTR)["advisory"] is False
+    with pytest.warns(ScheduleSetupWarning), pytest.raises(_Stop):
+        main(["--schedule", str(sched), "--advisory", *base_argv])
+    assert getattr(seen["args"], ARGS_ATTR)["advisory"] is True
     assert seen["args"].train.batch_size == 8  # OpenRLHF's own parsing of the rest of the command line
 
 

@@ -177,3 +177,14 @@ def test_decisions_at_logging_steps_count_every_update(tiny_model, tmp_path):
     assert [d.samples for d in cb.decisions] == [24, 48]
     assert m.completions == [8] * 6 + [16] * 2
     assert cb.samples == sum(m.completions) == 80
+
+
+def test_advisory_mode_decides_and_logs_but_the_trainer_runs_as_configured(tiny_model, tmp_path, caplog):
+    cb = RlvrScheduleCallback(TWO_STAGES, apply=False, strict=True)
+    with caplog.at_level(logging.INFO, logger="rlvr_schedule.driver"):
+        trainer, m = run_grpo(tiny_model, tmp_path, [cb], learning_rate=5e-4)
+    # the schedule switched (at 32 rollouts) and said so; the trainer kept its GA and LR throughout
+    assert [d.switched for d in cb.decisions].count(True) == 1 and cb.schedule.index == 1
+    assert "advisory, not applied" in caplog.text and "until_samples 32 reached" in caplog.text
+    assert m.completions == [8] * 8 and m.ga == [S] * 8 and m.lr == pytest.approx([5e-4] * 8)
+    assert cb.samples == 64 and cb.errors == []

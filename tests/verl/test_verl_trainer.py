@@ -148,6 +148,21 @@ def test_start_and_switch_reach_the_per_step_reads(schedule_config):
     assert t.rlvr_controller.faults == []
 
 
+def test_advisory_decides_but_changes_neither_config_nor_workers(schedule_config):
+    from omegaconf import open_dict
+
+    with open_dict(schedule_config):
+        schedule_config.rlvr_schedule.advisory = True
+    schedule_config.actor_rollout_ref.actor.optim.lr = 5e-7
+    wg = RecordingWorkerGroup()
+    t = make_trainer(schedule_config, wg)
+    t.on_train_begin()
+    run_steps(t, 6)  # 6 x 32 = 192 rollouts: the schedule passes both of its switches (64, 192)
+    assert t.rlvr_controller.schedule.index == 2 and t.rlvr_controller.last_decision.batch == 128
+    assert wg.lrs == [] and t.config.data.train_batch_size == 8  # as launched
+    assert t.rlvr_controller.samples == 6 * 32  # rollouts counted at the batch that ran
+
+
 def test_failed_lr_call_keeps_the_stage_and_retries(schedule_config):
     wg = RecordingWorkerGroup()
     t = make_trainer(schedule_config, wg)
