@@ -132,3 +132,25 @@ def test_policy_config_round_trips_through_a_schedule_dict():
                        constraints=BatchConstraints(group_size=16, divisor=3))
     s = schedule_from_dict(json.loads(json.dumps({"type": "two_clock", **cfg.to_dict()})))
     assert isinstance(s, TwoClockScheduler) and s.config == cfg
+
+
+def test_numeric_coercion_follows_the_dataclass_fields():
+    """Counts and floats given as strings (YAML 1.1 reads 1e-6 as a string) are coerced for every
+    numeric field of PolicyConfig, BatchConstraints and Stage, derived from their type hints."""
+    import dataclasses
+
+    from rlvr_schedule.policy import BatchConstraints, PolicyConfig, schedule_from_dict
+    from rlvr_schedule.policy.config import _FLOAT_FIELDS, _INT_FIELDS
+    from rlvr_schedule.records import Stage
+
+    for cls in (PolicyConfig, BatchConstraints, Stage):
+        for f in dataclasses.fields(cls):
+            if f.name in ("reason", "constraints", "detectors", "lr_rule", "failure_signal", "switch_on_alarm",
+                          "track_critical_batch"):
+                assert f.name not in _INT_FIELDS | _FLOAT_FIELDS
+            else:
+                assert (f.name in _INT_FIELDS) != (f.name in _FLOAT_FIELDS), f.name
+    s = schedule_from_dict({"type": "two_clock", "forecast_window": "50", "min_stage_steps": 4.0,
+                            "base_lr": "1e-6", "constraints": {"max_batch": "512"}})
+    assert s.config.forecast_window == 50 and s.config.min_stage_steps == 4 and s.config.base_lr == 1e-6
+    assert s.config.constraints.max_batch == 512

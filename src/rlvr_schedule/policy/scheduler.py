@@ -24,7 +24,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rlvr_schedule.clocks import (
     EntropyCollapse,
@@ -36,12 +36,10 @@ from rlvr_schedule.clocks import (
     ZeroVarianceGroups,
 )
 from rlvr_schedule.errors import ConfigError
+from rlvr_schedule.policy.base import Schedule, decode_floats, encode_floats
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.records import Decision, Stage, StepRecord
 from rlvr_schedule.theory.scaling import RULES, lr_for_batch
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rlvr_schedule.plugins import PluginHost
 
 __all__ = ["PolicyConfig", "TwoClockScheduler"]
 
@@ -238,22 +236,22 @@ class PolicyConfig:
         return cfg
 
 
-class TwoClockScheduler:
-    """A :class:`~rlvr_schedule.records.BatchSchedule` driven by the progress and failure clocks.
+class TwoClockScheduler(Schedule):
+    """A :class:`~rlvr_schedule.policy.base.Schedule` driven by the progress and failure clocks.
 
-    ``step(record)`` folds the record into the online estimates and answers the (batch, lr) of
-    the next update. With a :class:`~rlvr_schedule.plugins.PluginHost`, every record and decision
-    goes to the observer hooks, a switch goes to ``rlvr_schedule_apply_decision``, and plugin
-    failure detectors run beside the forecast. An observer that raises (``on_record``,
-    ``on_decision``: a sink that lost its file) is logged and does not change the decisions; a
-    raising plugin detector holds the stage on that record (its alarm may be missing), and a
-    raising ``apply_decision`` holds the stage until a switch is applied (a strict host re-raises).
+    ``propose(record)`` folds the record into the online estimates and answers the (batch, lr) of
+    the next update. ``detectors`` are extra failure detectors (plugins', see
+    :meth:`rlvr_schedule.plugins.PluginHost.failure_detectors`) that run beside the built-in ones
+    and whose alarms trigger too; one whose ``update`` returns a fault (an object with a true
+    ``fault`` attribute: it raised, so its alarm may be missing) holds the stage on that record.
     """
 
-    def __init__(self, config: PolicyConfig | None = None, plugins: PluginHost | None = None) -> None:
+    kind = _STATE_KIND
+    version = 2
+
+    def __init__(self, config: PolicyConfig | None = None, *, detectors: Sequence[Any] = ()) -> None:
         self.config = cfg = config if config is not None else PolicyConfig()
         cfg.validate()
-        self.plugins = plugins
         win = cfg.forecast_window
         self.forecast = FailureForecast(cfg.failure_signal, threshold=cfg.failure_threshold,
                                         fraction=cfg.fraction, window=win, min_points=min(20, win),
@@ -261,7 +259,7 @@ class TwoClockScheduler:
         self.noise = GradientNoiseScale()
         self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
         self._n_builtin = len(self.detectors)
-        self.detectors += self._plugin_detectors()
+        self.detectors += list(detectors)
         c = cfg.constraints
         self._auto_pending = cfg.initial_batch == "auto" and cfg.critical_batch is None
         if cfg.initial_batch != "auto":
@@ -275,7 +273,7 @@ class TwoClockScheduler:
             batch = c.snap(cfg.fallback_batch or cfg.base_batch or c.lowest)
             reason = "initial: fallback until the gradient-noise estimate"
         self.base_batch = cfg.base_batch or batch
-        self._stages: list[Stage] = [Stage(batch=batch, lr=self._lr(batch), reason=reason)]
+        super().__init__([Stage(batch=batch, lr=self._lr(batch), reason=reason)])
         self._streak = 0
         self._records = 0
         self._last_switch = 0
@@ -283,52 +281,19 @@ class TwoClockScheduler:
         self._bs_ref = math.nan  # B_simple when first estimated: the reference of the relative tracker
         self._holding = False  # a failure trigger is being held (sample clock); logged on entry
 
-    # --- BatchSchedule -------------------------------------------------------------------------
-    @property
-    def stages(self) -> Sequence[Stage]:
-        return tuple(self._stages)
-
-    @property
-    def current(self) -> Stage:
-        return self._stages[-1]
-
-    @property
-    def switches(self) -> int:
-        return len(self._stages) - 1
-
-    def step(self, record: StepRecord) -> Decision:
-        host = self.plugins
-        if host is not None:
-            host.call("rlvr_schedule_on_record", record=record)  # an observer fault is only logged
-        faults0 = len(host.faults) if host is not None else 0
+    def propose(self, record: StepRecord) -> Decision:
         self._records += 1
         stf = self.forecast.update(record)
         b_simple = self.noise.update(record)
-        alarm = self._run_detectors(record) if self.detectors else None
-        faulted = host is not None and len(host.faults) > faults0  # a detector raised: alarm may be missing
-
+        alarm, faulted = self._run_detectors(record) if self.detectors else (None, False)
         cur = self._stages[-1]
         target, reason = self._propose(record, cur, stf, b_simple, alarm)
-        if target is not None and faulted:
+        if target is not None and faulted:  # a detector raised: its alarm may be missing
             target, reason = None, "held: a plugin raised on this record"
-        decision = self._decision(record, cur, len(self._stages) - 1, False, reason)
-        if target is not None:
-            new = Decision(step=record.step, samples=record.samples, batch=target, lr=self._lr(target),
-                           stage=len(self._stages), switched=True, reason=reason)
-            applied = True
-            if host is not None:
-                n0 = len(host.faults)
-                host.call("rlvr_schedule_apply_decision", decision=new)
-                applied = len(host.faults) == n0
-            if applied:
-                self._commit(new)
-                decision = new
-            else:
-                decision = self._decision(record, cur, len(self._stages) - 1, False,
-                                          "held: rlvr_schedule_apply_decision raised")
-        if host is not None:
-            host.call("rlvr_schedule_on_decision", decision=decision, record=record)  # faults only logged
-        return decision
+        if target is None:
+            return self._decision(record, reason)
+        return Decision(step=record.step, samples=record.samples, batch=target, lr=self._lr(target),
+                        stage=len(self._stages), switched=True, reason=reason)
 
     # --- policy --------------------------------------------------------------------------------
     def critical_estimate(self, b_simple: float | None = None) -> float:
@@ -404,123 +369,141 @@ class TwoClockScheduler:
         cfg = self.config
         return float(lr_for_batch(batch, self.base_batch, cfg.base_lr, rule=cfg.lr_rule))
 
-    def _commit(self, d: Decision) -> None:
-        prev = self._stages[-1]
-        self._stages[-1] = dataclasses.replace(prev, until_samples=d.samples)
-        self._stages.append(Stage(batch=d.batch, lr=d.lr, reason=d.reason, start_samples=d.samples))
+    def _committed(self, d: Decision) -> None:
         self._streak = 0
         self._last_switch = d.samples
         self._last_switch_step = self._records
         self._auto_pending = False
 
-    @staticmethod
-    def _decision(record: StepRecord, cur: Stage, index: int, switched: bool, reason: str) -> Decision:
-        return Decision(step=record.step, samples=record.samples, batch=cur.batch, lr=cur.lr, stage=index,
-                        switched=switched, reason=reason)
+    def reachable_batches(self, steps: int, *, samples: int | None = None,
+                          noise_estimate: bool = True) -> list[float]:
+        """The largest rollout batch each of the next ``steps`` updates can run at, the policy
+        switching as early and as far as its rules allow; ``math.inf`` where nothing bounds it.
 
-    # --- plugins -------------------------------------------------------------------------------
-    def _plugin_detectors(self) -> list[Any]:
-        if self.plugins is None:
-            return []
-        out: list[Any] = []
-        for group in self.plugins.call("rlvr_schedule_failure_detectors"):
-            out.extend(group or [])
+        What a host checks its data plan against before the run. The rules, one record per update
+        (the most a host can feed): a switch decided on an update's record applies from the next
+        update; at most ``max_stages`` stages; between switches ``min_stage_steps`` records, a
+        ``hysteresis`` streak and ``min_samples_between`` rollouts (``samples``: rollouts consumed so
+        far; None: taken as met). Where a switch may go:
+
+        - failure trigger: ``growth`` x the batch (snapped up), only with ``failure_exponent`` > 0;
+        - B* tracking (``track_critical_batch``): to the fraction x the B* estimate, which nothing
+          bounds but ``constraints.max_batch``, once that is ``track_step`` x the batch;
+        - the one-off ``initial_batch: auto`` switch: any batch, at the first estimated record.
+
+        Tracking and ``auto`` need the gradient-noise estimate: ``auto_records`` records carrying
+        ``grad_norm_micro`` and ``micro_batch``; ``noise_estimate=False`` says the host's records
+        never carry them (so only the failure trigger can grow the batch).
+        """
+        cfg = self.config
+        cons = cfg.constraints
+        hi = float(cons.highest) if cons.highest is not None else math.inf
+        records0 = self._records
+        last, streak, auto = self._last_switch_step, self._streak, self._auto_pending
+        noise0 = int(self.noise.n_updates)
+        since = math.inf if samples is None else float(samples) - float(self._last_switch)
+        left = int(cfg.max_stages) - len(self._stages)
+        cur = float(self.current.batch)
+        out: list[float] = []
+        for i in range(max(int(steps), 0)):
+            out.append(cur)  # update i runs at the batch in effect; its record may switch the next one
+            k = records0 + i + 1
+            since += cur
+            streak += 1
+            if left <= 0:
+                continue
+            estimated = noise_estimate and noise0 + (k - records0) >= cfg.auto_records
+            target = cur
+            if auto and estimated:  # the auto switch skips hysteresis and the stage minimums
+                auto, target = False, hi
+            elif min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis,
+                     since - cfg.min_samples_between) >= 0:
+                if cfg.failure_exponent > 0 and math.isfinite(cur):
+                    target = max(target, float(cons.snap(cur * cfg.growth, "up")))
+                if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
+                    target = max(target, hi)
+            if target > cur:
+                cur, last, streak, since, left, auto = target, k, 0, 0.0, left - 1, False
         return out
 
-    def _run_detectors(self, record: StepRecord) -> str | None:
-        """Update every detector; the first alarm as a reason string (None: no alarm)."""
-        alarm = None
+    def largest_reachable_batch(self, steps: int | None = None, *, samples: int | None = None,
+                                noise_estimate: bool = True) -> float | None:
+        """The largest batch the policy can switch to within ``steps`` more updates (None: any
+        number), ``math.inf`` when only an unset ``constraints.max_batch`` would bound it, or None
+        when it cannot grow. See :meth:`reachable_batches`."""
+        cfg = self.config
+        if steps is None:
+            # every remaining stage, each switch as late as the rules make it at most
+            per_switch = max(int(cfg.min_stage_steps), int(cfg.hysteresis), 1) + int(cfg.min_samples_between)
+            steps = int(cfg.auto_records) + (int(cfg.max_stages) + 1) * per_switch + 1
+        plan = self.reachable_batches(steps, samples=samples, noise_estimate=noise_estimate)
+        if not plan:
+            return None
+        top = max(plan)
+        return (top if math.isinf(top) else int(top)) if top > plan[0] else None
+
+    # --- detectors -----------------------------------------------------------------------------
+    def _run_detectors(self, record: StepRecord) -> tuple[str | None, bool]:
+        """Update every detector: (the first alarm as a reason string or None, whether one faulted)."""
+        alarm, faulted = None, False
         for i, det in enumerate(self.detectors):
+            a = det.update(record)
+            if a is None:
+                continue
             if i < self._n_builtin:
-                a = det.update(record)
-                if a is not None and alarm is None:
+                if alarm is None:
                     alarm = f"alarm {a.name}: {a.message}"
                 continue
-            try:
-                a = det.update(record)
-            except Exception as exc:
-                host = self.plugins
-                if host is None or host.strict:
-                    raise
-                name = getattr(det, "name", type(det).__name__)
-                log.exception("failure detector %r raised; keeping the current stage", name)
-                host.faults.append((str(name), "update", exc))
+            if getattr(a, "fault", False):
+                faulted = True
                 continue
-            if a is not None and alarm is None:
+            if alarm is None:
                 name = getattr(det, "name", None) or getattr(a, "name", None) or type(det).__name__
                 msg = getattr(a, "message", "")
                 alarm = f"alarm {name}" + (f": {msg}" if msg else "")
-        return alarm
+        return alarm, faulted
 
     # --- state ---------------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def _state(self) -> dict[str, Any]:
         dets = {}
         for i, det in enumerate(self.detectors):
             if hasattr(det, "state_dict"):
-                dets[f"{i}:{getattr(det, 'name', type(det).__name__)}"] = _to_json(det.state_dict())
+                dets[f"{i}:{getattr(det, 'name', type(det).__name__)}"] = det.state_dict()
         return {
-            "kind": _STATE_KIND, "version": 2, "config": _to_json(self.config.to_dict()),
+            "config": self.config.to_dict(),
             "stages": [s.to_dict() for s in self._stages],
             "base_batch": self.base_batch,
             "streak": self._streak, "records": self._records, "last_switch": self._last_switch,
             "last_switch_step": self._last_switch_step,
-            "auto_pending": self._auto_pending, "bs_ref": _to_json(self._bs_ref), "holding": self._holding,
-            "forecast": _to_json(self.forecast.state_dict()), "noise": _to_json(self.noise.state_dict()),
+            "auto_pending": self._auto_pending, "bs_ref": self._bs_ref, "holding": self._holding,
+            "forecast": self.forecast.state_dict(), "noise": self.noise.state_dict(),
             "detectors": dets,
         }
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if state.get("kind") != _STATE_KIND:
-            raise ConfigError(f"not a TwoClockScheduler state (kind {state.get('kind')!r})", field="kind")
+    def _load_state(self, state: Mapping[str, Any]) -> None:
         saved_cfg = state.get("config")
-        if saved_cfg is not None and saved_cfg != _to_json(self.config.to_dict()):
-            changed = sorted(k for k, v in _to_json(self.config.to_dict()).items() if saved_cfg.get(k) != v)
+        mine = decode_floats(encode_floats(self.config.to_dict()))
+        if saved_cfg is not None and saved_cfg != mine:
+            changed = sorted(k for k, v in mine.items() if saved_cfg.get(k) != v)
             log.warning("loading a TwoClockScheduler state saved under another config (changed: %s); "
                         "decisions may differ from the uninterrupted run", ", ".join(changed))
-        stages = [Stage(**s) for s in state["stages"]]
-        if not stages:
-            raise ConfigError("a state needs at least one stage", field="stages")
-        self._stages = stages
+        self._stages = self._stages_from(state)
         self.base_batch = int(state["base_batch"])
         self._streak = int(state["streak"])
         self._records = int(state["records"])
         self._last_switch = int(state["last_switch"])
         self._last_switch_step = int(state["last_switch_step"])
         self._auto_pending = bool(state["auto_pending"])
-        self._bs_ref = float(_from_json(state.get("bs_ref", "NaN")))  # version 1 states: re-referenced
+        self._bs_ref = float(state.get("bs_ref", math.nan))  # version 1 states: re-referenced
         self._holding = bool(state.get("holding", False))
-        self.forecast.load_state_dict(_from_json(state["forecast"]))
-        self.noise.load_state_dict(_from_json(state["noise"]))
+        self.forecast.load_state_dict(state["forecast"])
+        self.noise.load_state_dict(state["noise"])
         saved = state.get("detectors", {})
         for i, det in enumerate(self.detectors):
             key = f"{i}:{getattr(det, 'name', type(det).__name__)}"
             if key in saved and hasattr(det, "load_state_dict"):
-                det.load_state_dict(_from_json(saved[key]))
+                det.load_state_dict(saved[key])
 
     def __repr__(self) -> str:
         cur = self.current
         return f"TwoClockScheduler(stage={len(self._stages) - 1}, batch={cur.batch}, lr={cur.lr:g})"
-
-
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _to_json(x: Any) -> Any:
-    """Non-finite floats as the strings "NaN"/"Infinity": strict JSON (checkpoints), exact round trip."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
-    if isinstance(x, Mapping):
-        return {k: _to_json(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_to_json(v) for v in x]
-    return x
-
-
-def _from_json(x: Any) -> Any:
-    if isinstance(x, str) and x in _NONFINITE:
-        return _NONFINITE[x]
-    if isinstance(x, Mapping):
-        return {k: _from_json(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_from_json(v) for v in x]
-    return x
