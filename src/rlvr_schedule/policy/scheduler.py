@@ -327,10 +327,8 @@ class TwoClockScheduler(Schedule):
             return self._decision(record, reason)
         if isinstance(target, tuple):  # a failure switch: (batch, lr)
             batch, lr = target
-            same = batch == cur.batch  # at the largest batch: the LR alone
             return Decision(step=record.step, samples=record.samples, batch=batch, lr=lr,
-                            stage=len(self._stages) - 1 if same else len(self._stages), switched=True,
-                            reason=reason)
+                            stage=len(self._stages), switched=True, reason=reason)
         self._failure_switch = False
         return Decision(step=record.step, samples=record.samples, batch=target,
                         lr=self._lr(target) * self._lr_scale(cur), stage=len(self._stages), switched=True,
@@ -396,8 +394,10 @@ class TwoClockScheduler(Schedule):
                 k = nxt / cur.batch
                 trigger = f"{failure}: batch x {k:g}, LR x {k:g}^{cfg.failure_lr_exponent:g}"
                 e = cfg.postpone_exponent - cfg.failure_exponent + cfg.failure_lr_exponent  # the rule's
-                target = (nxt, self._lr(nxt) * self._lr_scale(cur) * k ** (cfg.failure_lr_exponent - e))
-            elif cfg.failure_switch_fraction > 0:
+                q = cfg.failure_lr_exponent
+                lr = self._lr(nxt) * self._lr_scale(cur) if q == e else cur.lr * k ** q  # (exact on the rule)
+                target = (nxt, lr)
+            elif cfg.failure_switch_fraction > 0 and room:  # a stage of its own: max_stages bounds it
                 trigger = f"{failure}: no larger batch or stage left, LR / sqrt({cfg.growth:g})"
                 target = (cur.batch, cur.lr / math.sqrt(cfg.growth))
             else:  # v2: the failure trigger only grows the batch
@@ -416,8 +416,7 @@ class TwoClockScheduler(Schedule):
         self._streak += 1
         if self._streak < cfg.hysteresis:
             return None, f"trigger {self._streak}/{cfg.hysteresis}: {trigger}"
-        lr_only = isinstance(target, tuple) and target[0] == cur.batch
-        if not room and not lr_only:
+        if not room:
             return None, f"held: max_stages {cfg.max_stages} reached ({trigger})"
         if target is None:
             return None, f"held: batch at its maximum ({trigger})"
