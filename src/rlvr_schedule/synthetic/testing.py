@@ -91,11 +91,11 @@ def assert_switches_before_failure(schedule: BatchSchedule, env: SyntheticEnviro
     (its batch and LR) must collapse within ``max_samples`` (otherwise there is no failure to switch
     before, and the helper says so); then the schedule's run must make an upward switch (a larger
     batch; LR-only changes do not count) before its own collapse, if it collapses at all.
-    ``max_samples`` defaults to 1.5 x the task's failure samples at its base batch.
+    ``max_samples`` defaults to 1.5 x the rollouts a constant first stage takes to collapse.
     """
-    if max_samples is None:
-        max_samples = 1.5 * env.model.failure_samples
     first_stage = schedule.current
+    if max_samples is None:
+        max_samples = 1.5 * env.model.failure_at(int(first_stage.batch), float(first_stage.lr))
     const = env.run_constant(int(first_stage.batch), max_samples, lr=float(first_stage.lr))
     const_collapse = env.collapsed_at
     if const_collapse is None:
