@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,45 +57,82 @@ SIGNALS = ("entropy", "reward_mean", "kl", "grad_norm", "clip_frac", "frac_zero_
 DETECTORS = {c.name: c for c in (EntropyCollapse, RewardCrash, GradNormSpike, KLBlowup, ZeroVarianceGroups)}
 
 
+#: Keys kept for old schedule files (they still apply) and what replaces each: duplicated or
+#: overlapping triggers and rate limits.
+DEPRECATED = {
+    "margin": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
+              "margin x horizon_steps x the next batch remains a second, later trigger",
+    "horizon_steps": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
+                     "margin x horizon_steps x the next batch remains a second, later trigger",
+    "min_samples_between": "pace switches with min_stage_steps and hysteresis",
+    "failure_threshold": "give the collapse level relative to the early level with failure_fraction",
+}
+
+#: The knobs by what they set, for docs and files: start, tracking, failure, pacing, constraints.
+GROUPS = {
+    "start": ("initial_batch", "critical_batch", "sample_tolerance", "critical_fraction", "fallback_batch",
+              "auto_records", "base_lr", "base_batch", "lr_rule"),
+    "tracking": ("track_critical_batch", "track_step"),
+    "failure": ("failure_signal", "failure_fraction", "failure_threshold", "failure_switch_fraction",
+                "failure_lr_exponent", "failure_exponent", "growth", "margin", "horizon_steps", "forecast_window",
+                "detectors", "switch_on_alarm"),
+    "pacing": ("hysteresis", "min_stage_steps", "min_samples_between", "max_stages"),
+    "constraints": ("constraints",),
+}
+
+
 @dataclass
 class PolicyConfig:
-    """Settings of :class:`TwoClockScheduler` (all sample counts in rollouts).
+    """Settings of :class:`TwoClockScheduler` (all sample counts in rollouts), by group (:data:`GROUPS`).
 
+    Start (progress clock: where on E(B)/E(0) = 1/(1 - B/2B*) the run begins)
     initial_batch: an int, or "auto": the operating fraction x the critical batch, taken from
         ``critical_batch`` when given (e.g. ``fit_sweep``'s), else from the online gradient-noise
         estimate B_simple after ``auto_records`` records that carry both grad norms (running
         ``fallback_batch`` until then).
     sample_tolerance: extra rollouts accepted against B -> 0 (0.10: 10%); the operating fraction
-        of B* is 2 x tol / (1 + tol). critical_fraction: an explicit fraction (overrides it).
-    track_critical_batch: the critical batch rises as training progresses (Merrill et al. 2025);
-        move the batch to the fraction x the current B* estimate (known B* x B_simple / its first
-        value) once that target is at least ``track_step`` x the current batch.
-    failure_switch_fraction: failure clock: switch once the failure signal's fitted trend has less
-        than this fraction of the way left from its level at the last (re)start to the collapse
-        level (0.25). Larger: earlier, more switches. 0 gives policy v2: this trigger off, no
-        forecast restart and no LR division at the largest batch.
-    failure_lr_exponent: q, the LR's exponent at a failure switch (LR x growth^q). 0 (default):
-        the LR held, so per-rollout drift falls by growth^-(e - q) and the failure clock is
-        postponed; q = 1/2 under the sqrt rule leaves the drift per rollout (and a sample clock)
-        unchanged.
+        of B* is 2 x tol / (1 + tol): larger spends rollouts to save updates. critical_fraction:
+        an explicit fraction (overrides it).
+    base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
+        scales with batch on tracking switches ("sqrt" for Adam, "linear" for SGD, "constant"); on
+        the rule, drift per rollout (the failure clock's rate) is batch-invariant.
+
+    Tracking (progress clock: stay at the same fraction of a rising B*)
+    track_critical_batch: move the batch to the fraction x the current B* estimate (known B* x
+        B_simple / its first value, divided by the LR's ratio to the rule since B* ~ 1/r) once
+        that target is at least ``track_step`` x the current batch.
+
+    Failure (failure clock: switch before it runs out)
+    failure_signal, failure_fraction: the forecast (:class:`rlvr_schedule.clocks.FailureForecast`)
+        follows this signal to ``failure_fraction`` x its early level (default 0.1 for falling
+        signals such as entropy, 10 for rising ones such as kl). failure_threshold (deprecated):
+        an absolute level instead.
+    failure_switch_fraction: switch once the signal's fitted trend has less than this fraction of
+        the way left from its level at the last (re)start to the collapse level (0.25). Larger:
+        earlier, more switches. 0 gives policy v2: this trigger off, no forecast restart and no
+        LR division at the largest batch.
+    growth: batch factor per switch. failure_lr_exponent: q, the LR x growth^q at a failure switch.
+        0 (default): the LR held, so per-rollout drift falls by growth^-(e - q) (e: the rule's
+        exponent, 1/2 for sqrt) and the failure clock is postponed; q = e leaves the drift per
+        rollout (and a sample clock) unchanged. At the largest batch (or the last stage) the LR is
+        divided by sqrt(growth) instead.
     failure_exponent: alpha in failure samples ~ B^alpha (``FailureScalingFit.alpha_``, 0: a
         sample clock). It changes the arithmetic, not whether to switch: a failure switch postpones
         the remaining failure by growth^(alpha + e - q); where that exponent is <= 0 the policy
         holds ("failure forecast: hold").
-    base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
-        scales with batch ("sqrt" for Adam, "linear" for SGD, "constant").
-    growth: batch factor per switch. margin, horizon_steps: switch when the forecast samples to
-        failure fall below ``margin`` x ``horizon_steps`` x the next batch (the next stage must get
-        that many updates in before failure). hysteresis: the trigger must hold for this many
-        consecutive records. min_samples_between, min_stage_steps: rollouts and updates a stage
-        runs before the next switch (the forecast needs fresh records at the new batch).
-    max_stages: stages in all, the initial one included (so at most max_stages - 1 switches).
-    failure_signal, failure_threshold, failure_fraction, forecast_window: the forecast
-        (:class:`rlvr_schedule.clocks.FailureForecast`) follows this signal to its collapse level:
-        ``failure_threshold`` if given, else ``failure_fraction`` x its early level (default 0.1
-        for falling signals such as entropy, 10 for rising ones such as kl).
+    margin, horizon_steps (deprecated): also switch when the forecast rollouts to failure fall
+        below ``margin`` x ``horizon_steps`` x the next batch (a later trigger than the fraction).
+    forecast_window: records in the forecast's regression window.
     detectors: built-in :mod:`rlvr_schedule.clocks` detectors to run (by name); with
-        ``switch_on_alarm`` their alarms, and those of plugin detectors, are triggers too.
+        ``switch_on_alarm`` their alarms, and those of plugin detectors, are failure triggers too.
+
+    Pacing (neither clock: how fast the policy may react)
+    hysteresis: a trigger must hold for this many consecutive records. min_stage_steps: updates a
+        stage runs before the next switch (the forecast needs fresh records at the new batch).
+        min_samples_between (deprecated): rollouts between switches.
+    max_stages: stages in all, the initial one included (so at most max_stages - 1 switches).
+
+    Constraints: :class:`BatchConstraints` (group size, divisor, min and max batch).
     """
 
     initial_batch: int | str = "auto"
@@ -246,7 +284,15 @@ class PolicyConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> PolicyConfig:
-        """From a config mapping; unknown keys and invalid values raise ConfigError naming them."""
+        """From a config mapping; unknown keys and invalid values raise ConfigError naming them.
+
+        Deprecated keys (:data:`DEPRECATED`) still apply, with a ``FutureWarning`` naming the file,
+        the key and what replaces it."""
+        for k in d:
+            if k in DEPRECATED:
+                where = f"{source}: " if source else ""
+                warnings.warn(f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; "
+                              f"{DEPRECATED[k]}", FutureWarning, stacklevel=2)
         names = {f.name for f in dataclasses.fields(cls)}
         for k in d:
             if k not in names:
