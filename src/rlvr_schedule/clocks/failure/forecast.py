@@ -51,6 +51,7 @@ class FailureForecast:
         self.samples = 0
         self.start_level = math.nan  # the fitted level at the last restart (NaN: the early level)
         self.restarts = 0
+        self._cache: tuple[Any, Any] | None = None
 
     @property
     def threshold(self) -> float:
@@ -71,6 +72,7 @@ class FailureForecast:
                 self._early.append(float(v))
                 self.reference = float(np.median(self._early))
             self._ols.add(float(record.samples), self._y(float(v)))
+            self._cache = None
         return self.samples_to_failure
 
     def restart(self) -> None:
@@ -80,6 +82,7 @@ class FailureForecast:
         self.start_level = lvl if finite(lvl) else self.start_level
         self._ols.clear()
         self.restarts += 1
+        self._cache = None
 
     @property
     def fitted_level(self) -> float:
@@ -118,6 +121,15 @@ class FailureForecast:
         return max(0.0, xm + (yt - ym) / slope - self.samples)
 
     def _fit(self) -> tuple[float, float, float, float] | None:
+        # one fit per record: the forecast, its interval and the remaining fraction share it
+        key = (len(self._ols), self._ols.last_x, self.restarts)
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        fit = self._fit_now()
+        self._cache = (key, fit)
+        return fit
+
+    def _fit_now(self) -> tuple[float, float, float, float] | None:
         if len(self._ols) < self.min_points:
             return None
         slope, intercept, se, _ = self._ols.fit()
@@ -166,6 +178,7 @@ class FailureForecast:
         self.warmup, self.model, self.level = int(state["warmup"]), state["model"], float(state["level"])
         self._ols = SlidingOLS(self.window)
         self._ols.load_state_dict(state["ols"])
+        self._cache = None
         self._early = [float(x) for x in state["early"]]
         self.reference = math.nan if state["reference"] is None else float(state["reference"])
         self.samples = int(state["samples"])
