@@ -352,6 +352,8 @@ class TwoClockScheduler(Schedule):
         self.forecast.warmup_samples = min(10, win) * batch
         super().__init__([Stage(batch=batch, lr=self._lr(batch), reason=reason)])
         self._failure_switch = False  # the last proposal was a failure switch (restart the forecast)
+        self._scale = 1.0
+        self._expo = cfg.postpone_exponent
         self._streak = 0
         self._records = 0
         self._last_switch = 0
@@ -391,7 +393,7 @@ class TwoClockScheduler(Schedule):
         known = self.config.critical_batch
         est = bs if known is None else known * bs / ref
         # B* ~ 1/r: an LR held below the rule (failure switches) raises it
-        return est / self._lr_scale(self.current)
+        return est / self._scale  # the current stage's _lr_scale, kept on commit and load
 
     def _lr_scale(self, stage: Stage) -> float:
         """The stage's LR relative to the LR rule at its batch (1.0 until a failure switch)."""
@@ -423,7 +425,7 @@ class TwoClockScheduler(Schedule):
             failure = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
             failure = alarm
-        expo = cfg.postpone_exponent
+        expo = self._expo
         grow_for_failure = expo > 0
         hold = ""
         if failure and not grow_for_failure:
@@ -487,6 +489,7 @@ class TwoClockScheduler(Schedule):
         self._auto_pending = False
         # the trend changes with batch and LR: a fresh window, from which the part left is counted
         # (with the failure-clock trigger off, v2's forecast runs on through switches)
+        self._scale = self._lr_scale(self.current)
         if self._failure_switch and self.config.failure_switch_fraction > 0:
             self.forecast.restart()
             self._failure_switch = False
@@ -615,6 +618,7 @@ class TwoClockScheduler(Schedule):
         self._bs_ref = float(state.get("bs_ref", math.nan))  # version 1 states: re-referenced
         self._holding = bool(state.get("holding", False))
         self._failure_switch = bool(state.get("failure_switch", False))
+        self._scale = self._lr_scale(self.current)
         self.forecast.load_state_dict(state["forecast"])
         self.noise.load_state_dict(state["noise"])
         saved = state.get("detectors", {})

@@ -98,15 +98,19 @@ class FailureForecast:
     def remaining_fraction(self) -> float:
         """(fitted level - threshold) / (start level - threshold), in the model's space: 1 at the
         (re)start, 0 at the threshold; NaN before a fit."""
-        thr = self.threshold
-        start = self.start_level if finite(self.start_level) else self.reference
-        lvl = self.fitted_level
-        if not (finite(thr) and finite(start) and finite(lvl)):
+        f = self._fit()
+        if f is None:
             return math.nan
-        span = self._y(start) - self._y(thr)
+        thr = self.fixed_threshold if self.fixed_threshold is not None else self.fraction * self.reference
+        start = self.start_level if self.start_level == self.start_level else self.reference  # NaN check
+        y = f[3] + f[0] * (self.samples - f[2])  # the fitted level, in the model's space
+        if not (math.isfinite(thr) and math.isfinite(start) and math.isfinite(y)):
+            return math.nan
+        yt = self._y(thr)
+        span = self._y(start) - yt
         if span == 0:
             return 0.0
-        return (self._y(lvl) - self._y(thr)) / span
+        return (y - yt) / span
 
     def _crossing(self, slope: float, xm: float, ym: float) -> float:
         thr = self.threshold
@@ -122,11 +126,10 @@ class FailureForecast:
 
     def _fit(self) -> tuple[float, float, float, float] | None:
         # one fit per record: the forecast, its interval and the remaining fraction share it
-        key = (len(self._ols), self._ols.last_x, self.restarts)
-        if self._cache is not None and self._cache[0] == key:
-            return self._cache[1]
+        if self._cache is not None:
+            return self._cache[0]
         fit = self._fit_now()
-        self._cache = (key, fit)
+        self._cache = (fit,)
         return fit
 
     def _fit_now(self) -> tuple[float, float, float, float] | None:
