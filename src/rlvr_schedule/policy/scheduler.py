@@ -286,10 +286,11 @@ class PolicyConfig:
     def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> PolicyConfig:
         """From a config mapping; unknown keys and invalid values raise ConfigError naming them.
 
-        Deprecated keys (:data:`DEPRECATED`) still apply, with a ``FutureWarning`` naming the file,
-        the key and what replaces it."""
+        Deprecated keys (:data:`DEPRECATED`) still apply; set to other than their default they give
+        a ``FutureWarning`` naming the file, the key and what replaces it."""
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         for k in d:
-            if k in DEPRECATED:
+            if k in DEPRECATED and d[k] != defaults[k]:  # a saved full config (to_dict) stays quiet
                 where = f"{source}: " if source else ""
                 warnings.warn(f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; "
                               f"{DEPRECATED[k]}", FutureWarning, stacklevel=2)
