@@ -515,7 +515,18 @@ class TwoClockScheduler(Schedule):
         Tracking and ``auto`` need the gradient-noise estimate: ``auto_records`` records carrying
         ``grad_norm_micro`` and ``micro_batch``; ``noise_estimate=False`` says the host's records
         never carry them (so only the failure trigger can grow the batch).
+
+        Failure switches may use up the stages before tracking is ready, or never come; the answer
+        is the larger, update by update, of the plans with and without them.
         """
+        plan = self._plan(steps, samples, noise_estimate, failure=True)
+        if self.config.postpone_exponent > 0 and self.config.track_critical_batch and noise_estimate:
+            plan = [max(x, y) for x, y in zip(plan, self._plan(steps, samples, noise_estimate, failure=False))]
+        return plan
+
+    def _plan(self, steps: int, samples: int | None, noise_estimate: bool, *, failure: bool) -> list[float]:
+        """One greedy plan of :meth:`reachable_batches` (``failure``: with failure switches)."""
+
         cfg = self.config
         cons = cfg.constraints
         hi = float(cons.highest) if cons.highest is not None else math.inf
@@ -539,7 +550,7 @@ class TwoClockScheduler(Schedule):
                 auto, target = False, hi
             elif min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis,
                      since - cfg.min_samples_between) >= 0:
-                if cfg.postpone_exponent > 0 and math.isfinite(cur):
+                if failure and cfg.postpone_exponent > 0 and math.isfinite(cur):
                     target = max(target, float(cons.snap(cur * cfg.growth, "up")))
                 if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
                     target = max(target, hi)
