@@ -62,7 +62,8 @@ def v3(batch_lo: int, hi: int, **kw: Any) -> TwoClockScheduler:
     return TwoClockScheduler(PolicyConfig(**cfg))
 
 
-SWITCH_FRACTION = 0.25  # the policy's default; --switch-fraction changes it (for both v3 and the decay baseline)
+#: the policy's default; --switch-fraction changes it (for both v3 and the decay baseline)
+SWITCH_FRACTION = 0.25
 
 
 def makers() -> dict[str, Callable[[], BatchSchedule | tuple[int, float]]]:
@@ -75,8 +76,9 @@ def makers() -> dict[str, Callable[[], BatchSchedule | tuple[int, float]]]:
             initial_batch=b, base_batch=BASE, base_lr=LR0, track_critical_batch=False,
             failure_switch_fraction=SWITCH_FRACTION,
             constraints=BatchConstraints(group_size=GROUP, min_batch=b, max_batch=b))))
-    out["linear ramp"] = lambda: LinearRampSchedule(lo, lo, int(F // 2), hi, base_lr=LR0, base_batch=BASE,
-                                                    constraints=BatchConstraints(group_size=GROUP, max_batch=hi))
+    out["linear ramp"] = lambda: LinearRampSchedule(
+        lo, lo, int(F // 2), hi, base_lr=LR0, base_batch=BASE,
+        constraints=BatchConstraints(group_size=GROUP, max_batch=hi))
     out["noise-scale"] = lambda: NoiseScaleAdaptiveSchedule(
         lo, base_lr=lr_for_batch(lo, BASE, LR0), t0=40.0, t1=1.0, lr_rule="sqrt", max_batch=hi,
         constraints=BatchConstraints(group_size=GROUP, max_batch=hi))
@@ -124,6 +126,10 @@ def to_target(c: dict[str, Any], target: float) -> tuple[float, float]:
     return float(c["s"][hit[0]]), float(c["steps"][hit[0]])
 
 
+def _nanmean(x: np.ndarray) -> float | None:
+    return None if np.isnan(x).all() else float(np.nanmean(x))
+
+
 def summarise(name: str, curves: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     sweep = [f"constant {b} x1 LR" for b in BATCHES]
     grid = [k for k in curves if k.startswith("constant")]
@@ -132,14 +138,14 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]]) -> dict[str, A
     tt = {k: np.array([to_target(c, target) for c in v]) for k, v in curves.items()}
     # the most sample-efficient constant: fewest mean rollouts to target among those reaching it in every seed
     n = len(curves[pol := "v3 two-clock"])
-    reach = [k for k in sweep if (~np.isnan(tt[k][:, 0])).sum() >= n / 2]  # reached in at least half the seeds
+    # reached in at least half the seeds
+    reach = [k for k in sweep if (~np.isnan(tt[k][:, 0])).sum() >= n / 2]
     eff = min(reach, key=lambda k: np.nanmean(tt[k][:, 0])) if reach else None
     P = curves[pol]
     res: dict[str, Any] = dict(task=name, target=target, best_constant=best_const, efficient_constant=eff)
     res["table"] = {k: dict(best=float(np.mean([c["best"] for c in v])),
                             **{f"at{f:g}F": float(np.mean([c["at"][f] for c in v])) for f in BUDGETS},
-                            rollouts=float(np.nanmean(tt[k][:, 0])) if not np.isnan(tt[k][:, 0]).all() else None,
-                            updates=float(np.nanmean(tt[k][:, 1])) if not np.isnan(tt[k][:, 1]).all() else None,
+                            rollouts=_nanmean(tt[k][:, 0]), updates=_nanmean(tt[k][:, 1]),
                             reached=int((~np.isnan(tt[k][:, 0])).sum()),
                             failed=int(sum(c["fail"] is not None for c in v)),
                             switches=float(np.mean([c["switches"] for c in v])))
@@ -164,7 +170,8 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]]) -> dict[str, A
     res["best_decay"] = best_decay
     res["best_vs_best_decay"] = diff(lambda c: c["best"], best_decay)
     ok = ~np.isnan(tt[best_decay][:, 1]) & ~np.isnan(tt[pol][:, 1])
-    res["updates_vs_decay"] = float(tt[pol][ok, 1].mean() / tt[best_decay][ok, 1].mean()) if ok.any() else None
+    res["updates_vs_decay"] = (float(tt[pol][ok, 1].mean() / tt[best_decay][ok, 1].mean())
+                               if ok.any() else None)
     return res
 
 
@@ -185,19 +192,21 @@ def report(out: list[dict[str, Any]], seeds: int) -> list[str]:
         sweep = r["at1.5F_vs_sweep_constants"]
         worst = min(sweep, key=lambda k: sweep[k][1])
         fmt = (lambda x: "n/a" if x is None else f"{x:.2f}")
-        lines.append(f"| {r['task']} | {_ci(r['best_vs_best_constant'])} ({r['best_constant']}) | "
-                     f"{_ci(sweep[worst])} ({worst}) | {_ci(r['at1.5F_vs_best_grid'])} ({r['best_grid_at1.5F']}) | "
-                     f"{fmt(r.get('rollouts_ratio'))} ({r['efficient_constant']}) | {fmt(r.get('updates_ratio'))} | "
-                     f"{_ci(r['best_vs_best_decay'])} ({r['best_decay']}) | {fmt(r['updates_vs_decay'])} |")
+        cells = [r["task"], f"{_ci(r['best_vs_best_constant'])} ({r['best_constant']})",
+                 f"{_ci(sweep[worst])} ({worst})",
+                 f"{_ci(r['at1.5F_vs_best_grid'])} ({r['best_grid_at1.5F']})",
+                 f"{fmt(r.get('rollouts_ratio'))} ({r['efficient_constant']})", fmt(r.get("updates_ratio")),
+                 f"{_ci(r['best_vs_best_decay'])} ({r['best_decay']})", fmt(r["updates_vs_decay"])]
+        lines.append("| " + " | ".join(cells) + " |")
     for r in out:
         lines += ["", f"## {r['task']}: target {r['target']:.3f}", "",
-                  "| schedule | best before failure | at F | at 1.5F | at 2F | rollouts to target | updates to target "
-                  "| reached | failed | switches |", "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| schedule | best before failure | at F | at 1.5F | at 2F | rollouts to target "
+                  "| updates to target | reached | failed | switches |", "|---" * 10 + "|"]
         for k, v in r["table"].items():
             f = (lambda x: "-" if x is None else f"{x:.0f}")
             lines.append(f"| {k} | {v['best']:.3f} | {v['at1F']:.3f} | {v['at1.5F']:.3f} | {v['at2F']:.3f} | "
-                         f"{f(v['rollouts'])} | {f(v['updates'])} | {v['reached']}/{seeds} | {v['failed']}/{seeds} | "
-                         f"{v['switches']:.1f} |")
+                         f"{f(v['rollouts'])} | {f(v['updates'])} | {v['reached']}/{seeds} | "
+                         f"{v['failed']}/{seeds} | {v['switches']:.1f} |")
     return lines
 
 
@@ -220,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: v for k, v in res.items() if k != "table"}, default=float), file=sys.stderr)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(dict(seeds=args.seeds, switch_fraction=SWITCH_FRACTION, results=out), fh, indent=1, default=float)
+            doc = dict(seeds=args.seeds, switch_fraction=SWITCH_FRACTION, results=out)
+            json.dump(doc, fh, indent=1, default=float)
     text = "\n".join(report(out, args.seeds)) + "\n"
     if args.md:
         with open(args.md, "w", encoding="utf-8") as fh:

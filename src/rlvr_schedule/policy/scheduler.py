@@ -74,8 +74,8 @@ GROUPS = {
               "auto_records", "base_lr", "base_batch", "lr_rule"),
     "tracking": ("track_critical_batch", "track_step"),
     "failure": ("failure_signal", "failure_fraction", "failure_threshold", "failure_switch_fraction",
-                "failure_lr_exponent", "failure_exponent", "growth", "margin", "horizon_steps", "forecast_window",
-                "detectors", "switch_on_alarm"),
+                "failure_lr_exponent", "failure_exponent", "growth", "margin", "horizon_steps",
+                "forecast_window", "detectors", "switch_on_alarm"),
     "pacing": ("hysteresis", "min_stage_steps", "min_samples_between", "max_stages"),
     "constraints": ("constraints",),
 }
@@ -265,8 +265,8 @@ class PolicyConfig:
         if self.failure_switch_fraction >= 1:
             raise bad("failure_switch_fraction", f"must be below 1 (the part of the failure clock left at "
                       f"a switch), got {self.failure_switch_fraction!r}")
-        if (isinstance(self.failure_lr_exponent, bool) or not isinstance(self.failure_lr_exponent, (int, float))
-                or not math.isfinite(self.failure_lr_exponent)):
+        q = self.failure_lr_exponent
+        if isinstance(q, bool) or not isinstance(q, (int, float)) or not math.isfinite(q):
             raise bad("failure_lr_exponent", f"must be a finite number, got {self.failure_lr_exponent!r}")
         pos_int("fallback_batch", self.fallback_batch, optional=True)
         pos_int("auto_records", self.auto_records)
@@ -521,7 +521,8 @@ class TwoClockScheduler(Schedule):
         """
         plan = self._plan(steps, samples, noise_estimate, failure=True)
         if self.config.postpone_exponent > 0 and self.config.track_critical_batch and noise_estimate:
-            plan = [max(x, y) for x, y in zip(plan, self._plan(steps, samples, noise_estimate, failure=False))]
+            other = self._plan(steps, samples, noise_estimate, failure=False)
+            plan = [max(x, y) for x, y in zip(plan, other)]
         return plan
 
     def _plan(self, steps: int, samples: int | None, noise_estimate: bool, *, failure: bool) -> list[float]:
