@@ -30,7 +30,8 @@ class FailureForecast:
 
     def __init__(self, signal: str = "entropy", *, threshold: float | None = None, fraction: float = 0.1,
                  direction: str | None = None, window: int = 200, min_points: int = 20, warmup: int = 10,
-                 model: str = "linear", level: float = 0.9) -> None:
+                 model: str = "linear", level: float = 0.9,
+                 warmup_samples: int | None = None) -> None:
         if model not in ("linear", "loglinear"):
             raise ValueError(f"model must be 'linear' or 'loglinear', got {model!r}")
         direction = direction or _DIRECTION.get(signal)
@@ -43,10 +44,14 @@ class FailureForecast:
         self.signal, self.fixed_threshold, self.fraction = signal, threshold, fraction
         self.direction, self.window, self.min_points = direction, int(window), int(min_points)
         self.warmup, self.model, self.level = max(1, int(warmup)), model, float(level)
+        self.warmup_samples = None if warmup_samples is None else int(warmup_samples)
         self._ols = SlidingOLS(self.window)
         self._early: list[float] = []
         self.reference = math.nan
         self.samples = 0
+        self.start_level = math.nan  # the fitted level at the last restart (NaN: the early level)
+        self.restarts = 0
+        self._cache: tuple[Any, Any] | None = None
 
     @property
     def threshold(self) -> float:
@@ -62,11 +67,50 @@ class FailureForecast:
         self.samples = int(record.samples)
         v = getattr(record, self.signal)
         if finite(v):
-            if len(self._early) < self.warmup:
+            if (len(self._early) < self.warmup if self.warmup_samples is None
+                    else not self._early or self.samples <= self.warmup_samples):
                 self._early.append(float(v))
                 self.reference = float(np.median(self._early))
             self._ols.add(float(record.samples), self._y(float(v)))
+            self._cache = None
         return self.samples_to_failure
+
+    def restart(self) -> None:
+        """Forget the window (a switch changed the trend) but keep the early level; the level
+        fitted now becomes the start of :attr:`remaining_fraction`."""
+        lvl = self.fitted_level
+        self.start_level = lvl if finite(lvl) else self.start_level
+        self._ols.clear()
+        self.restarts += 1
+        self._cache = None
+
+    @property
+    def fitted_level(self) -> float:
+        """The trend's value at the current sample count (signal units; NaN before a fit)."""
+        f = self._fit()
+        if f is None:
+            return math.nan
+        slope, _se, xm, ym = f
+        y = ym + slope * (self.samples - xm)
+        return math.exp(y) if self.model == "loglinear" else y
+
+    @property
+    def remaining_fraction(self) -> float:
+        """(fitted level - threshold) / (start level - threshold), in the model's space: 1 at the
+        (re)start, 0 at the threshold; NaN before a fit."""
+        f = self._fit()
+        if f is None:
+            return math.nan
+        thr = self.fixed_threshold if self.fixed_threshold is not None else self.fraction * self.reference
+        start = self.start_level if self.start_level == self.start_level else self.reference  # NaN check
+        y = f[3] + f[0] * (self.samples - f[2])  # the fitted level, in the model's space
+        if not (math.isfinite(thr) and math.isfinite(start) and math.isfinite(y)):
+            return math.nan
+        yt = self._y(thr)
+        span = self._y(start) - yt
+        if span == 0:
+            return 0.0
+        return (y - yt) / span
 
     def _crossing(self, slope: float, xm: float, ym: float) -> float:
         thr = self.threshold
@@ -81,6 +125,14 @@ class FailureForecast:
         return max(0.0, xm + (yt - ym) / slope - self.samples)
 
     def _fit(self) -> tuple[float, float, float, float] | None:
+        # one fit per record: the forecast, its interval and the remaining fraction share it
+        if self._cache is not None:
+            return self._cache[0]
+        fit = self._fit_now()
+        self._cache = (fit,)
+        return fit
+
+    def _fit_now(self) -> tuple[float, float, float, float] | None:
         if len(self._ols) < self.min_points:
             return None
         slope, intercept, se, _ = self._ols.fit()
@@ -118,6 +170,8 @@ class FailureForecast:
             "warmup": self.warmup, "model": self.model, "level": self.level,
             "ols": self._ols.state_dict(), "early": list(self._early),
             "reference": self.reference if finite(self.reference) else None, "samples": self.samples,
+            "warmup_samples": self.warmup_samples, "restarts": self.restarts,
+            "start_level": self.start_level if finite(self.start_level) else None,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -127,6 +181,12 @@ class FailureForecast:
         self.warmup, self.model, self.level = int(state["warmup"]), state["model"], float(state["level"])
         self._ols = SlidingOLS(self.window)
         self._ols.load_state_dict(state["ols"])
+        self._cache = None
         self._early = [float(x) for x in state["early"]]
         self.reference = math.nan if state["reference"] is None else float(state["reference"])
         self.samples = int(state["samples"])
+        ws = state.get("warmup_samples")
+        self.warmup_samples = None if ws is None else int(ws)
+        self.restarts = int(state.get("restarts", 0))
+        sl = state.get("start_level")
+        self.start_level = math.nan if sl is None else float(sl)
