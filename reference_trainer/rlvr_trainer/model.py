@@ -39,8 +39,9 @@ class TinyModelConfig:
     warm_batch: int = 64
     warm_lr: float = 3e-3
     label_smoothing: float = 0.03
+    boxed_fraction: float = 1.0  # share of warm-start answers written as \boxed{..} (else bare)
     seed: int = 0
-    version: int = 2  # bump when the recipe changes
+    version: int = 3  # bump when the recipe changes
 
     def key(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:12]
@@ -107,7 +108,7 @@ def warm_start(model, tokenizer, cfg: TinyModelConfig, *, progress: bool = False
         steps = tqdm(steps, desc="warm start", leave=False)
     for _ in steps:
         probs = [task.problem(rng.randrange(1 << 30)) for _ in range(cfg.warm_batch)]
-        texts = [p.prompt + p.solution + EOS for p in probs]
+        texts = [p.prompt + (p.solution if rng.random() < cfg.boxed_fraction else p.answer) + EOS for p in probs]
         enc = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
         plen = [len(tokenizer(p.prompt, add_special_tokens=False)["input_ids"]) for p in probs]
         width = max(map(len, enc))
