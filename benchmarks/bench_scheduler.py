@@ -61,7 +61,8 @@ def make_two_clock() -> TwoClockScheduler:
                                           constraints=BatchConstraints(group_size=8, max_batch=4096)))
 
 
-def make_two_clock_plugins() -> TwoClockScheduler:
+def make_two_clock_plugins() -> object:
+    from rlvr_schedule.driver import ScheduleDriver
     from rlvr_schedule.plugins import PluginHost, hookimpl
 
     class Observer:
@@ -77,7 +78,8 @@ def make_two_clock_plugins() -> TwoClockScheduler:
 
     host = PluginHost(load_entrypoints=False)
     host.register(Observer())
-    return TwoClockScheduler(make_two_clock().config, plugins=host)
+    sched = make_two_clock()
+    return ScheduleDriver(sched, lambda b, lr: True, host, in_effect=(sched.current.batch, sched.current.lr))
 
 
 def make_static() -> StaticSchedule:
@@ -87,7 +89,7 @@ def make_static() -> StaticSchedule:
 
 CASES: dict[str, Callable[[], object]] = {
     "TwoClockScheduler (default config)": make_two_clock,
-    "TwoClockScheduler + PluginHost (2 observer hooks)": make_two_clock_plugins,
+    "TwoClockScheduler in a ScheduleDriver + PluginHost (2 observer hooks)": make_two_clock_plugins,
     "StaticSchedule (3 stages)": make_static,
 }
 

@@ -86,7 +86,7 @@ def repeat_first_word(prompts: list[str], completions: list[str], **kwargs: Any)
 def build_trainer(
     out: Path, *, schedule: Any, steps: int, prompts: int, save_steps: int, resume: bool = False
 ) -> tuple[Any, Any]:
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
     from transformers import PreTrainedTokenizerFast
     from trl import GRPOConfig, GRPOTrainer
 
@@ -138,7 +138,7 @@ def build_trainer(
 def resume_point(run_dir: Path) -> str | None:
     """The last *complete* checkpoint: a kill while the Trainer writes one leaves a ``checkpoint-N``
     without ``trainer_state.json`` (written last), which ``resume_from_checkpoint=True`` would pick."""
-    from rlvr_schedule_adapters._common import last_complete_checkpoint
+    from rlvr_schedule_adapters.trl import last_complete_checkpoint
 
     choice = last_complete_checkpoint(run_dir)
     for name, why in choice.skipped:
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     out = a.out or Path(tempfile.mkdtemp(prefix="trl-grpo-cpu-"))
     out.mkdir(parents=True, exist_ok=True)
 
-    from rlvr_schedule_adapters.trl_callback import find_callback
+    from rlvr_schedule_adapters.trl import find_callback
 
     trainer, _ = build_trainer(
         out,

@@ -1,36 +1,33 @@
 """Framework-free helpers shared by the adapters: schedule specs, batch arithmetic, plan checks.
 
 Adapters for TRL, verl and OpenRLHF all have to (1) rebuild a schedule from JSON-able data kept in
-a checkpoint, (2) turn a rollout batch into the host's accumulation count, (3) check before the run
-that the host's data plan can hold the schedule, and (4) apply a new base LR to a torch optimizer and
-its ``lr_scheduler`` so that neither undoes it at the next step. None of that needs the frameworks:
-this module imports the core and nothing else (torch objects are duck-typed).
+a checkpoint, (2) know the batches a schedule plans or can reach, (3) say what their set-up check
+found in one warning class, (4) read numbers out of metric dicts that hold torch or numpy scalars,
+and (5) apply a new base LR to a torch optimizer and its ``lr_scheduler`` so that neither undoes it
+at the next step. The loop itself
+(record -> schedule -> apply) is :class:`rlvr_schedule.driver.ScheduleDriver`'s. None of this needs
+the frameworks: this module imports the core and nothing else (torch objects are duck-typed).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlvr_schedule.records import BatchSchedule, Stage
 
 __all__ = [
-    "BatchUnit",
-    "CheckpointChoice",
-    "EpochFit",
     "build_schedule",
-    "epoch_fit",
-    "largest_reachable_batch",
-    "last_complete_checkpoint",
+    "ScheduleSetupWarning",
+    "as_number",
     "planned_batches",
     "reachable_batches",
     "scale_base_lr",
     "schedule_spec",
+    "warn_setup",
 ]
 
 
@@ -94,176 +91,41 @@ def planned_batches(stages: Sequence[Stage], steps: int, *, samples: int = 0, st
     return out
 
 
-_V2_FIELDS = ("growth", "max_stages", "constraints", "min_stage_steps", "hysteresis", "min_samples_between",
-              "failure_exponent", "track_critical_batch", "track_step", "auto_records")
-
-
-def reachable_batches(
-    schedule: Any, steps: int, *, samples: int | None = None, noise_estimate: bool = True
-) -> list[float] | None:
-    """The largest rollout batch each of the next ``steps`` updates can run at, for a two-clock
-    policy (v2, :class:`~rlvr_schedule.policy.TwoClockScheduler`) switching as early and as far as
-    its rules allow; ``math.inf`` where nothing bounds it. None for other schedules (a static
-    schedule's plan is known: :func:`planned_batches`).
-
-    The rules, read from the policy's config and ``state_dict()`` (one record per update assumed,
-    the most a host can feed): a switch decided on an update's record applies from the next update;
-    at most ``max_stages`` stages; between switches ``min_stage_steps`` records, a ``hysteresis``
-    streak and ``min_samples_between`` rollouts (``samples``: rollouts consumed so far; None: taken
-    as met). Where a switch may go:
-
-    - failure trigger: ``growth`` x the batch (snapped up), only with ``failure_exponent`` > 0;
-    - B* tracking (``track_critical_batch``): to the fraction x the B* estimate, which nothing
-      bounds but ``constraints.max_batch``, once that is ``track_step`` x the batch;
-    - the one-off ``initial_batch: auto`` switch: any batch, at the first estimated record.
-
-    Tracking and ``auto`` need the gradient-noise estimate: ``auto_records`` records carrying
-    ``grad_norm_micro`` and ``micro_batch``; ``noise_estimate=False`` says the host's records never
-    carry them (so only the failure trigger can grow the batch).
-    """
-    cfg = getattr(schedule, "config", None)
-    if cfg is None or any(not hasattr(cfg, f) for f in _V2_FIELDS) or not callable(
-        getattr(schedule, "state_dict", None)
-    ):
+def reachable_batches(schedule: Any, steps: int, *, samples: int | None = None,
+                      noise_estimate: bool = True) -> list[float] | None:
+    """The schedule's own :meth:`~rlvr_schedule.policy.TwoClockScheduler.reachable_batches` (the
+    largest batch each of the next ``steps`` updates can run at), or None for a schedule without one
+    (a static schedule's plan is known: :func:`planned_batches`)."""
+    reach = getattr(schedule, "reachable_batches", None)
+    if not callable(reach):
         return None
-    state = schedule.state_dict()
-    cons = cfg.constraints
-    hi = float(cons.highest) if cons.highest is not None else math.inf
-    records0 = int(state.get("records", 0))
-    last = int(state.get("last_switch_step", 0))
-    streak = int(state.get("streak", 0))
-    auto = bool(state.get("auto_pending", False))
-    noise0 = int((state.get("noise") or {}).get("n_updates", 0))
-    since = math.inf if samples is None else float(samples) - float(state.get("last_switch", 0))
-    left = int(cfg.max_stages) - len(schedule.stages)
-    cur = float(schedule.current.batch)
-    out: list[float] = []
-    for i in range(max(int(steps), 0)):
-        out.append(cur)  # update i runs at the batch in effect; its record may switch the next one
-        k = records0 + i + 1
-        since += cur
-        streak += 1
-        if left <= 0:
-            continue
-        estimated = noise_estimate and noise0 + (k - records0) >= cfg.auto_records
-        target = cur
-        if auto and estimated:  # the auto switch skips hysteresis and the stage minimums
-            auto, target = False, hi
-        elif min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis,
-                 since - cfg.min_samples_between) >= 0:
-            if cfg.failure_exponent > 0 and math.isfinite(cur):
-                target = max(target, float(cons.snap(cur * cfg.growth, "up")))
-            if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
-                target = max(target, hi)
-        if target > cur:
-            cur, last, streak, since, left, auto = target, k, 0, 0.0, left - 1, False
-    return out
+    return list(reach(steps, samples=samples, noise_estimate=noise_estimate))
 
 
-def largest_reachable_batch(
-    schedule: Any, steps: int | None = None, *, samples: int | None = None, noise_estimate: bool = True
-) -> float | None:
-    """The largest batch a two-clock policy (v2) can switch to within ``steps`` more updates (None:
-    any number), ``math.inf`` when only an unset ``constraints.max_batch`` would bound it, or None
-    when it cannot grow (or the schedule is not a two-clock policy). See :func:`reachable_batches`.
-    """
-    cfg = getattr(schedule, "config", None)
-    if steps is None:
-        if cfg is None or any(not hasattr(cfg, f) for f in _V2_FIELDS):
+# --- set-up checks and metric numbers ------------------------------------------------------------
+class ScheduleSetupWarning(UserWarning):
+    """The host's set-up cannot run the schedule as written (data too short, batch not runnable)."""
+
+
+def warn_setup(reasons: Sequence[str], *, framework: str, stacklevel: int = 3) -> None:
+    """Warn (:class:`ScheduleSetupWarning`) once per reason a set-up check found."""
+    for reason in reasons:
+        warnings.warn(f"rlvr-schedule {framework} adapter: {reason}", ScheduleSetupWarning, stacklevel=stacklevel)
+
+
+def as_number(v: Any) -> float | None:
+    """A metric value as a float (ints, floats, torch/numpy scalars), None for anything else (bools too)."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    item = getattr(v, "item", None)
+    if callable(item):
+        try:
+            return as_number(item())
+        except (ValueError, RuntimeError, TypeError):
             return None
-        # every remaining stage, each switch as late as the rules make it at most
-        per_switch = max(int(cfg.min_stage_steps), int(cfg.hysteresis), 1) + int(cfg.min_samples_between)
-        steps = int(cfg.auto_records) + (int(cfg.max_stages) + 1) * per_switch + 1
-    plan = reachable_batches(schedule, steps, samples=samples, noise_estimate=noise_estimate)
-    if not plan:
-        return None
-    top = max(plan)
-    return (top if math.isinf(top) else int(top)) if top > plan[0] else None
-
-
-# --- batch arithmetic --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class BatchUnit:
-    """How a rollout batch maps onto accumulation: ``batch = per_step x accumulation``.
-
-    ``per_step`` is rollouts per micro-step over all ranks (per-device batch x data-parallel world);
-    ``accumulation_multiple`` is what the accumulation count must be a multiple of (TRL: the
-    ``steps_per_generation`` kept fixed while the batch changes).
-    """
-
-    per_step: int
-    accumulation_multiple: int = 1
-
-    @property
-    def multiple(self) -> int:
-        """Every runnable rollout batch is a multiple of this (``BatchConstraints.divisor``)."""
-        return self.per_step * self.accumulation_multiple
-
-    def accumulation(self, batch: int) -> int:
-        """Accumulation steps for ``batch``; ValueError saying which batches are runnable."""
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1 or batch % self.multiple:
-            raise ValueError(
-                f"rollout batch {batch!r} is not runnable here: it must be a positive multiple of "
-                f"{self.multiple} (= {self.per_step} rollouts per micro-step x accumulation multiple "
-                f"{self.accumulation_multiple}); set BatchConstraints(divisor={self.multiple})"
-            )
-        return batch // self.per_step
-
-    def batch(self, accumulation: int) -> int:
-        return self.per_step * accumulation
-
-
-@dataclass(frozen=True)
-class EpochFit:
-    """What a host's epoch plan (fixed from the initial accumulation) does with a batch plan.
-
-    ``updates`` is how many of the planned updates run before the data plan ends; ``partial`` how
-    many of those get fewer micro-steps than planned (an epoch ends mid-update);
-    ``micro_needed`` / ``micro_available`` the micro-steps the plan needs and the run offers.
-    """
-
-    planned: int
-    updates: int
-    partial: int
-    micro_needed: int
-    micro_available: int
-
-    @property
-    def fits(self) -> bool:
-        return self.updates >= self.planned and self.partial == 0
-
-
-def epoch_fit(
-    accumulations: Sequence[int], *, micro_per_epoch: int, initial_accumulation: int, epochs: int
-) -> EpochFit:
-    """Replay the HF-Trainer epoch loop with a changing accumulation count.
-
-    The Trainer fixes updates per epoch as ``ceil(micro_per_epoch / initial_accumulation)`` and
-    takes the current accumulation count of micro-steps for each update until the epoch's data
-    runs out: a larger accumulation later ends each epoch early (fewer updates than planned; the
-    run stops short of ``max_steps``) and an epoch length that is not a multiple of it cuts the
-    last update of the epoch short.
-    """
-    per_epoch = max(-(-micro_per_epoch // initial_accumulation), 1)
-    done = partial = 0
-    for _ in range(max(epochs, 0)):
-        pos = 0
-        for _ in range(per_epoch):
-            if done >= len(accumulations) or pos >= micro_per_epoch:
-                break
-            take = min(accumulations[done], micro_per_epoch - pos)
-            partial += take < accumulations[done]
-            pos += take
-            done += 1
-        if done >= len(accumulations):
-            break
-    return EpochFit(
-        planned=len(accumulations),
-        updates=done,
-        partial=partial,
-        micro_needed=int(sum(accumulations)),
-        micro_available=micro_per_epoch * max(epochs, 0),
-    )
+    return None
 
 
 # --- learning rate ------------------------------------------------------------------------------
@@ -335,52 +197,3 @@ def scale_base_lr(optimizer: Any, lr_scheduler: Any, lr: float) -> list[float]:
         sched.base_lrs = list(new_bases)
         sched._last_lr = list(applied)
     return applied
-
-
-# --- checkpoints -----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class CheckpointChoice:
-    """The checkpoint to resume from (None: none is complete) and the newer ones skipped, with why."""
-
-    path: Path | None
-    skipped: tuple[tuple[str, str], ...] = ()
-
-
-def last_complete_checkpoint(
-    folder: str | Path, *, required: Sequence[str] = ("trainer_state.json",), prefix: str = "checkpoint-"
-) -> CheckpointChoice:
-    """The highest-numbered ``<prefix>N`` directory of ``folder`` that holds every ``required`` file.
-
-    A process killed while it writes a checkpoint leaves a directory without its last file (the
-    Trainer writes ``trainer_state.json`` after the model, optimizer, scheduler and RNG state), or with
-    a ``.json`` cut short; resuming from the highest-numbered directory (what
-    ``resume_from_checkpoint=True`` does) then fails. Required ``.json`` files must also parse.
-    """
-    folder = Path(folder)
-    pattern = re.compile(rf"^{re.escape(prefix)}(\d+)$")
-    found = []
-    if folder.is_dir():
-        for d in folder.iterdir():
-            m = pattern.match(d.name)
-            if m and d.is_dir():
-                found.append((int(m.group(1)), d))
-    skipped: list[tuple[str, str]] = []
-    for _, d in sorted(found, reverse=True):
-        why = _incomplete(d, required)
-        if why is None:
-            return CheckpointChoice(d, tuple(skipped))
-        skipped.append((d.name, why))
-    return CheckpointChoice(None, tuple(skipped))
-
-
-def _incomplete(d: Path, required: Sequence[str]) -> str | None:
-    for name in required:
-        f = d / name
-        if not f.is_file():
-            return f"no {name}"
-        if name.endswith(".json"):
-            try:
-                json.loads(f.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
-                return f"{name} unreadable ({type(exc).__name__})"
-    return None

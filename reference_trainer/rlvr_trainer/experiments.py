@@ -60,14 +60,12 @@ def run_one(cfg: TrainConfig, out_dir: str | Path, *, policy: Any = None, resume
     out_dir = Path(out_dir)
     if resume and _finished(out_dir, cfg):
         return read_run(out_dir, desc)
-    schedule, plugins = None, None
+    schedule = None
     if policy is not None:
-        from rlvr_schedule.plugins import PluginHost
         from rlvr_schedule.policy import TwoClockScheduler
 
-        plugins = PluginHost(load_entrypoints=False)
-        schedule = TwoClockScheduler(policy, plugins=plugins)
-    trainer = Trainer(cfg, out_dir, schedule=schedule, plugins=plugins, progress=progress, desc=desc)
+        schedule = TwoClockScheduler(policy)
+    trainer = Trainer(cfg, out_dir, schedule=schedule, progress=progress, desc=desc)
     try:
         trainer.train(resume=resume)
     finally:

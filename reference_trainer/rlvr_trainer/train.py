@@ -3,10 +3,9 @@
 Each update: draw ``batch / group_size`` prompts, sample ``group_size`` completions each with the
 rollout engine, score them, compute group-normalised advantages, take one AdamW step (per PPO
 epoch) over micro-batches, push the new weights into the engine, log a canonical
-:class:`~rlvr_schedule.records.StepRecord` and hand it to the schedule. The schedule's switched
-decisions reach the trainer through the same hook the framework adapters implement
-(``rlvr_schedule_apply_decision`` on a :class:`~rlvr_schedule.plugins.PluginHost`), via the
-small :class:`TrainerControl` plugin.
+:class:`~rlvr_schedule.records.StepRecord` and hand it to a :class:`~rlvr_schedule.driver.ScheduleDriver`,
+the same loop the framework adapters run: observer plugins see it, the schedule decides, and a new
+stage reaches the trainer through :meth:`Trainer.set_batch` (the driver's ``apply``).
 """
 
 from __future__ import annotations
@@ -20,9 +19,10 @@ from typing import Any
 
 import torch
 
+from rlvr_schedule.driver import ScheduleDriver
 from rlvr_schedule.ingest import JsonlWriter
-from rlvr_schedule.plugins import PluginHost, hookimpl
-from rlvr_schedule.records import BatchSchedule, Decision, Stage, StepRecord
+from rlvr_schedule.plugins import PluginHost
+from rlvr_schedule.records import BatchSchedule, Stage, StepRecord
 from rlvr_schedule.theory.scaling import lr_for_batch
 
 from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
@@ -31,21 +31,9 @@ from rlvr_trainer.grpo import group_advantages, pack_rollouts, packed_update, re
 from rlvr_trainer.rollout import Rollout, make_engine, set_cpu_env
 from rlvr_trainer.tasks import ArithmeticTask, FileTask, Task, load_problems, score
 
-__all__ = ["Trainer", "TrainerControl", "initial_schedule"]
+__all__ = ["Trainer", "initial_schedule"]
 
 log = logging.getLogger("rlvr_trainer")
-
-
-class TrainerControl:
-    """The trainer's side of the hook interface: applies a switched decision (batch and LR)."""
-
-    def __init__(self, trainer: "Trainer") -> None:
-        self.trainer = trainer
-
-    @hookimpl
-    def rlvr_schedule_apply_decision(self, decision: Decision) -> bool:
-        self.trainer.set_batch(decision.batch, decision.lr)
-        return True
 
 
 def initial_schedule(cfg: TrainConfig) -> BatchSchedule:
@@ -66,12 +54,14 @@ class Trainer:
     """One GRPO run writing ``metrics.jsonl``, ``decisions.jsonl`` and ``checkpoint.pt`` to ``out_dir``.
 
     ``schedule`` defaults to a constant batch (``cfg.batch``); pass a
-    :class:`~rlvr_schedule.policy.TwoClockScheduler` built with ``plugins=trainer.plugins`` (or
-    use :meth:`Trainer.with_policy`) to run the two-clock policy live.
+    :class:`~rlvr_schedule.policy.TwoClockScheduler` to run the two-clock policy live. ``plugins``:
+    observers (sinks) that see every record and decision. ``advisory``: decide and log, never
+    change the batch or LR.
     """
 
     def __init__(self, cfg: TrainConfig, out_dir: str | Path, *, schedule: BatchSchedule | None = None,
-                 plugins: PluginHost | None = None, progress: bool = False, desc: str | None = None) -> None:
+                 plugins: PluginHost | None = None, progress: bool = False, desc: str | None = None,
+                 advisory: bool = False) -> None:
         set_cpu_env()
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -93,9 +83,10 @@ class Trainer:
             self.ref_model.requires_grad_(False)
         self.task = _make_task(cfg)
         self.plugins = plugins if plugins is not None else PluginHost(load_entrypoints=False)
-        self.plugins.register(TrainerControl(self), name=f"rlvr_trainer.control.{id(self)}")
         self.schedule = schedule if schedule is not None else initial_schedule(cfg)
         self.batch, lr = self.schedule.current.batch, self.schedule.current.lr
+        self.driver = ScheduleDriver(self.schedule, self.set_batch, self.plugins, in_effect=(self.batch, float(lr)),
+                                     advisory=advisory)
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, betas=cfg.adam_betas,
                                            weight_decay=cfg.weight_decay)
         self.step = 0
@@ -112,14 +103,15 @@ class Trainer:
     def lr(self) -> float:
         return float(self.optimizer.param_groups[0]["lr"])
 
-    def set_batch(self, batch: int, lr: float) -> None:
-        """Rollouts per update and LR for the next update (called by :class:`TrainerControl`)."""
+    def set_batch(self, batch: int, lr: float) -> bool:
+        """Rollouts per update and LR for the next update (the driver's ``apply``)."""
         g = self.cfg.group_size
         if batch < g or batch % g:
             raise ValueError(f"batch {batch} is not a positive multiple of group_size {g}")
         self.batch = int(batch)
         for group in self.optimizer.param_groups:
             group["lr"] = float(lr)
+        return True
 
     # --- checkpoint ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -141,6 +133,7 @@ class Trainer:
         self.schedule.load_state_dict(st["schedule"])
         self.step, self.samples, self.next_problem = st["step"], st["samples"], st["next_problem"]
         self.set_batch(st["batch"], st["lr"])
+        self.driver.in_effect, self.driver.samples = (int(st["batch"]), float(st["lr"])), int(st["samples"])
         set_rng_state(st["rng"])
         truncate_jsonl(self.metrics_path, self.step)
         truncate_jsonl(self.decisions_path, self.step)
@@ -173,10 +166,7 @@ class Trainer:
         with JsonlWriter(self.metrics_path) as mfh, JsonlWriter(self.decisions_path) as dfh:
             while self.samples < self.cfg.max_samples and (max_steps is None or done < max_steps):
                 record = self.train_step(engine)
-                decision = self.schedule.step(record)
-                if decision.switched and getattr(self.schedule, "plugins", None) is not self.plugins:
-                    # schedules without a plugin host (StaticSchedule) are applied here, same hook
-                    self.plugins.call("rlvr_schedule_apply_decision", decision=decision)
+                decision = self.driver.observe(record)  # observers, schedule, set_batch on a switch
                 mfh.write(record)
                 dfh.write(decision.to_dict())
                 records.append(record)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -184,10 +184,14 @@ class Decision:
 
 @runtime_checkable
 class BatchSchedule(Protocol):
-    """What hosts and the synthetic environment drive: in the style of ``torch.optim.lr_scheduler``.
+    """What the synthetic environment and the testing helpers drive: in the style of
+    ``torch.optim.lr_scheduler``.
 
     ``step(record)`` consumes the record of the update just done and returns the decision for
-    the next one; the same records give the same decisions, also after ``load_state_dict``.
+    the next one; the same records give the same decisions, also after ``load_state_dict``. The
+    built-in schedules (:class:`rlvr_schedule.policy.base.Schedule`) also split ``step`` into
+    ``propose`` and ``commit``/``hold``, which :class:`rlvr_schedule.driver.ScheduleDriver` runs
+    around a host's ``apply``; a driver is itself a ``BatchSchedule``.
     """
 
     @property
@@ -201,8 +205,3 @@ class BatchSchedule(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
-
-
-def records_from_dicts(rows: Iterable[Mapping[str, Any]]) -> list[StepRecord]:
-    """Canonical dicts to records (no alias mapping or validation: see :mod:`rlvr_schedule.ingest`)."""
-    return [StepRecord.from_dict(r) for r in rows]

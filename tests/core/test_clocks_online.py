@@ -16,8 +16,13 @@ from rlvr_schedule.clocks import (
     EntropyCollapse,
     FailureForecast,
     GradientNoiseScale,
+    ClipRatioRise,
+    Detector,
+    EntropySurge,
     GradNormSpike,
     KLBlowup,
+    LogProbMismatch,
+    ResponseLengthSurge,
     OnlineProgress,
     RewardCrash,
     ZeroVarianceGroups,
@@ -137,14 +142,20 @@ def _all_online() -> list:
     return [OnlineProgress(window=60, min_points=10), GradientNoiseScale(beta=0.9),
             FailureForecast(window=60),
             FailureForecast("kl", model="loglinear", threshold=0.2), EntropyCollapse(), RewardCrash(),
-            GradNormSpike(warmup=20, warmup_samples=0), KLBlowup(warmup=20, warmup_samples=0), ZeroVarianceGroups(threshold=0.5)]
+            GradNormSpike(warmup=20, warmup_samples=0, blowup_ratio=5.0),
+            KLBlowup(warmup=20, warmup_samples=0, blowup_ratio=5.0, min_value=0.1),
+            ZeroVarianceGroups(threshold=0.5), ResponseLengthSurge(surge_ratio=1.2)]
 
 
 def _out(obj, rec):
     v = obj.update(rec)
     if hasattr(v, "to_dict"):
-        return v.to_dict()
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+        v = v.to_dict()
+    else:
+        v = None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+    if isinstance(obj, Detector):  # warnings are part of what a detector reports
+        return v, obj.n_warnings, [w.to_dict() for w in obj.warnings[-1:]]
+    return v
 
 
 @pytest.mark.parametrize("idx", range(len(_all_online())))
@@ -163,7 +174,8 @@ def test_state_dict_round_trip_resumes_identically(idx: int) -> None:
     b.load_state_dict(state)
     got = [_out(b, r) for r in recs[half:]]
     assert got == want[half:]
-    assert any(w is not None for w in want)  # the objects did produce something
+    # the objects did produce something (an alarm, an estimate, or a warning)
+    assert any((w[0] is not None or w[1] > 0) if isinstance(w, tuple) else w is not None for w in want)
 
 
 def test_detectors_fire_once_per_streak_with_onset() -> None:
@@ -175,6 +187,11 @@ def test_detectors_fire_once_per_streak_with_onset() -> None:
     assert [(a.step, a.confirmed_step) for a in fired] == [(5, 7), (10, 12)]
     assert fired[0].samples == 50 and d.first_alarm == fired[0] and d.n_alarms == 2
     assert "entropy" in fired[0].message
+    # every alarm says why: signal, value, baseline, threshold, step and rollouts of the onset
+    a = fired[0]
+    assert (a.kind, a.signal, a.value, a.baseline, a.threshold) == ("failure", "entropy", 0.4, 1.0, 0.5)
+    # each streak warned at its first record, before it counted as sustained
+    assert [(w.step, w.kind) for w in d.warnings] == [(5, "warning"), (10, "warning")]
     # records without the signal leave the streak alone
     assert d.update(StepRecord(step=13, samples=130, batch=10, lr=1e-6)) is None
 
@@ -204,19 +221,37 @@ def test_reward_crash_needs_progress_or_a_fall_below_half_the_start() -> None:
         assert det.update(rec) is None
     det = RewardCrash()
     alarm = None
-    for i in range(3000):  # the same decline, steeper: below half the initial 0.5 from ~2000 records
+    for i in range(3000):  # the same decline, steeper: below 0.65 x its peak 0.5 from ~1300 records
+        rec = StepRecord(step=i + 1, samples=8 * (i + 1), batch=8, lr=1.0, reward_mean=0.5 - i * 0.125 / 1000)
+        alarm = alarm or det.update(rec)
+    assert alarm is not None and 1300 < alarm.step < 1500 and "no progress" in alarm.message
+    # it fell from the start without ever progressing: a divergence, not a failure
+    assert alarm.kind == "divergence" and alarm.baseline == pytest.approx(0.5, abs=0.01)
+    assert alarm.threshold == pytest.approx(0.65 * alarm.baseline)
+    det = RewardCrash(peak_fraction=None)  # without the peak condition: half the start, ~2000 records
+    alarm = None
+    for i in range(3000):
         rec = StepRecord(step=i + 1, samples=8 * (i + 1), batch=8, lr=1.0, reward_mean=0.5 - i * 0.125 / 1000)
         alarm = alarm or det.update(rec)
     assert alarm is not None and 2000 < alarm.step < 2100 and "initial" in alarm.message
-    assert RewardCrash(floor_fraction=None).update(rec) is None
+    assert alarm.kind == "divergence" and alarm.threshold == pytest.approx(alarm.baseline / 2)
+    # a run that held its level and then fell off a cliff collapsed, progress or not
+    det = RewardCrash()
+    alarm = None
+    for i in range(600):
+        r = 0.5 if i < 400 else 0.05
+        rec = StepRecord(step=i + 1, samples=8 * (i + 1), batch=8, lr=1.0, reward_mean=r)
+        alarm = alarm or det.update(rec)
+    assert alarm is not None and alarm.kind == "failure" and alarm.step == 401
+    assert RewardCrash(floor_fraction=None, peak_fraction=None).update(rec) is None
     with pytest.raises(ValueError, match="floor_fraction"):
         RewardCrash(floor_fraction=1.5)
 
 
-def test_spike_detectors() -> None:
+def test_spike_detectors_warn_on_spikes_and_fail_on_sustained_blowups() -> None:
     rng = np.random.default_rng(1)
     g = GradNormSpike(warmup=20, warmup_samples=0)
-    k = KLBlowup(warmup=20, max_value=1.0, warmup_samples=0)
+    k = KLBlowup(warmup=20, max_value=1.0, warmup_samples=0, patience_samples=0)
     fired_g, fired_k = [], []
     for i in range(300):
         gn = float(np.exp(rng.normal(0, 0.1))) * (20.0 if 200 <= i < 205 else 1.0)
@@ -224,10 +259,68 @@ def test_spike_detectors() -> None:
         rec = StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, grad_norm=gn, kl=kl)
         if g.update(rec):
             fired_g.append(i)
-        if k.update(rec):
+        if a := k.update(rec):
             fired_k.append(i)
-    assert fired_g == [201]
-    assert fired_k == [251]
+            assert a.step == 251 and a.kind == "failure" and a.signal == "kl" and a.value > 1.0
+    # five records x20 at batch 1 is a spike, not a sustained blow-up: a warning only
+    assert fired_g == [] and [w.step for w in g.warnings] == [201]
+    assert g.warnings[0].kind == "warning" and g.warnings[0].threshold > g.warnings[0].baseline > 0
+    assert fired_k == [254]  # onset 251, confirmed after patience (5 records)
+    # x20 sustained over 64 records of 64 rollouts: a blow-up, dated at its onset
+    g = GradNormSpike()
+    alarms = [g.update(StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1.0,
+                                  grad_norm=float(np.exp(rng.normal(0, 0.1))) * (20.0 if i >= 100 else 1.0)))
+              for i in range(164)]
+    got = [a for a in alarms if a is not None]
+    assert len(got) == 1 and got[0].step == 101 and got[0].confirmed_samples - got[0].samples + 64 >= 2048
+
+
+def _coming_apart(n: int = 120) -> list[StepRecord]:
+    """A stream that comes apart from record 60: entropy x3, responses pinned at the 512 cap,
+    clip fraction x10, train/rollout log-prob gap x20."""
+    rng = np.random.default_rng(3)
+    out = []
+    for i in range(n):
+        bad = i >= 60
+        j = float(np.exp(rng.normal(0, 0.05)))
+        out.append(StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6, reward_mean=0.5,
+                              entropy=(1.5 if bad else 0.5) * j,
+                              response_length=(505.0 if bad else 200.0) * j,
+                              clip_frac=(0.2 if bad else 0.02) * j,
+                              extra={"response_length_cap": 512.0,
+                                     "training/rollout_probs_diff_mean": (0.2 if bad else 0.01) * j}))
+    return out
+
+
+@pytest.mark.parametrize("make", [EntropySurge, ResponseLengthSurge, ClipRatioRise, LogProbMismatch])
+def test_warning_detectors_warn_with_why_and_resume(make) -> None:
+    recs = _coming_apart()
+    ref = make()
+    assert all(ref.update(r) is None for r in recs)  # warnings are never returned as alarms
+    assert ref.warnings and all(w.kind == "warning" for w in ref.warnings)
+    w = ref.warnings[0]
+    assert 61 <= w.step <= 64 and w.samples == 64 * w.step and w.signal
+    assert math.isfinite(w.threshold) and math.isfinite(w.value)
+    a = make()
+    for r in recs[:62]:
+        a.update(r)
+    b = make()
+    b.load_state_dict(json.loads(json.dumps(a.state_dict())))
+    for r in recs[62:]:
+        b.update(r)
+    assert [x.to_dict() for x in b.warnings] == [x.to_dict() for x in ref.warnings]
+
+
+def test_kl_rising_from_zero_and_zero_grad_norms_are_no_failure() -> None:
+    """KL 0.000 -> 0.009 as learning starts and grad norms logged as exactly 0 (rounded or skipped
+    steps) gave false failures before; now at most warnings."""
+    k, g = KLBlowup(), GradNormSpike()
+    for i in range(400):
+        kl = 0.0 if i < 8 else min(0.001 * (i - 7), 0.3)  # rises from 0 to 0.3 and stays
+        gn = 0.0 if i % 3 == 0 else 1.0 + 0.05 * (i % 7)
+        rec = StepRecord(step=i + 1, samples=16 * (i + 1), batch=16, lr=1e-6, kl=kl, grad_norm=gn)
+        assert k.update(rec) is None and g.update(rec) is None
+    assert g.n_warnings == 0
 
 
 def test_zero_variance_groups() -> None:

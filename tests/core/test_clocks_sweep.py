@@ -130,3 +130,35 @@ def test_the_fit_does_not_depend_on_the_order_of_the_runs(sweep: list[Run]) -> N
     c = fit_sweep([sweep[i] for i in (2, 0, 4, 1, 3)])
     assert a.critical_batch == pytest.approx(b.critical_batch) == pytest.approx(c.critical_batch)
     assert a.critical_batch_interval == b.critical_batch_interval == c.critical_batch_interval
+
+
+def test_a_run_above_twice_the_critical_batch_diverges_and_does_not_drag_the_pooled_failure(
+        task: SimTask, sweep: list[Run]) -> None:
+    """At 512 > 2 x B* (160) per-rollout progress is negative: the reward falls from the start.
+    That run is reported as diverging, with no failure-clock reading, and the pooled failure samples
+    stay on the truth (before, its early 'failure' pulled them ~10% low)."""
+    big = simulate_sweep(task, [512], seed=7)[0]
+    fit = fit_sweep(list(sweep[:4]) + [big])
+    row = fit.runs[-1]
+    assert row.diverging and row.failure_samples is None and row.failure_signal is None
+    assert not any(r.diverging for r in fit.runs[:-1])
+    assert abs(fit.failure_samples / task.failure_samples - 1) < 0.03, fit.failure_samples
+    assert json.loads(json.dumps(fit.to_dict()))["runs"][-1]["diverging"] is True
+    fsf = FailureScalingFit().fit(list(sweep[:4]) + [big])
+    assert fsf.diverging_ == [big.name] and big.name not in fsf.censored_
+    assert fsf.table_[-1]["diverging"] and fsf.table_[-1]["failure_samples"] is None
+    with pytest.raises(ValueError, match="diverging"):
+        FailureScalingFit().fit(sweep[:2], [1.0, 2.0], [True])
+
+
+def test_failure_clock_report_says_why_with_leads(sweep: list[Run]) -> None:
+    from rlvr_schedule.clocks import FailureClock
+
+    fc = FailureClock().fit(sweep[2])
+    rep = json.loads(json.dumps(fc.report(), allow_nan=False))
+    f = rep["failure"]
+    assert f["kind"] == "failure" and f["name"] == fc.signal_ and f["samples"] == fc.failure_samples_
+    assert {"signal", "value", "baseline", "threshold", "step", "samples", "message"} <= set(f)
+    assert f["value"] < f["threshold"] < f["baseline"]  # entropy fell below 10% of its early level
+    assert rep["warnings"] and all(w["lead"] is not None and w["lead"] >= 0 for w in rep["warnings"])
+    assert not rep["diverging"] and rep["divergence"] is None

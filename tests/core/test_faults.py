@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from rlvr_schedule import cli
+from rlvr_schedule.driver import ScheduleDriver
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.plugins.sinks import JsonlSink
@@ -241,7 +242,13 @@ def _env() -> SyntheticEnvironment:
 def _policy(host: PluginHost | None = None) -> TwoClockScheduler:
     return TwoClockScheduler(PolicyConfig(initial_batch="auto", fallback_batch=32, base_batch=64, base_lr=1e-6,
                                           auto_records=50, constraints=BatchConstraints(group_size=8)),
-                             plugins=host)
+                             detectors=host.failure_detectors() if host is not None else ())
+
+
+def _driven(host: PluginHost, apply: Callable[[int, float], bool]) -> ScheduleDriver:
+    """The policy under a driver, as a host runs it (the synthetic task applies every decision)."""
+    sched = _policy(host)
+    return ScheduleDriver(sched, apply, host, in_effect=(sched.current.batch, sched.current.lr))
 
 
 def _baseline_decisions() -> list:
@@ -264,17 +271,20 @@ class _Flaky:
 
 def _plugin_case(name: str, plugin_factory: Callable[[Path], object], hook: str, *,
                  same_decisions: bool, switches: bool = True) -> FaultCase:
-    """Drive the policy with a faulty plugin; faults are recorded and logged, the run completes;
-    ``same_decisions``: the decisions match the run without the plugin."""
+    """Drive the policy with a faulty plugin (or a faulty host ``apply``, a plugin with ``apply``);
+    faults are recorded and logged, the run completes; ``same_decisions``: the decisions match the
+    run without the plugin."""
 
     def run(tmp: Path) -> Outcome:
         host = PluginHost(load_entrypoints=False)
-        host.register(plugin_factory(tmp), name=name)
+        plugin = plugin_factory(tmp)
+        apply = getattr(plugin, "apply", None) or (lambda b, lr: True)
+        host.register(plugin, name=name)
         env = _env()
         handler = _Capture()
         logging.getLogger("rlvr_schedule").addHandler(handler)
         try:
-            run_ = env.run(_policy(host), 30_000)
+            run_ = env.run(_driven(host, apply), 30_000)
         finally:
             logging.getLogger("rlvr_schedule").removeHandler(handler)
         assert run_.records[-1].samples >= 30_000  # the run went on to the end
@@ -316,9 +326,11 @@ class _RaisingOnDecision(_Flaky):
 
 
 class _RaisingApply(_Flaky):
-    @hookimpl
-    def rlvr_schedule_apply_decision(self, decision):
+    """A host whose ``apply`` raises (the driver's callback, not a hook)."""
+
+    def apply(self, batch, lr):
         self._maybe()
+        return True
 
 
 def _dead_sink(tmp: Path) -> JsonlSink:
@@ -361,10 +373,9 @@ PLUGIN_CASES = [
                  same_decisions=True),  # policy v2: an observer fault is only logged
     _plugin_case("on_decision_always_raises", lambda t: _RaisingOnDecision(1), "rlvr_schedule_on_decision",
                  same_decisions=True),
-    _plugin_case("apply_decision_always_raises", lambda t: _RaisingApply(1), "rlvr_schedule_apply_decision",
-                 same_decisions=False, switches=False),
-    _plugin_case("apply_decision_raises_once_in_3", lambda t: _RaisingApply(3), "rlvr_schedule_apply_decision",
-                 same_decisions=False),
+    _plugin_case("apply_always_raises", lambda t: _RaisingApply(1), "apply", same_decisions=False,
+                 switches=False),
+    _plugin_case("apply_raises_once_in_3", lambda t: _RaisingApply(3), "apply", same_decisions=False),
     _plugin_case("failure_detectors_hook_raises", lambda t: _RaisingDetectorHook(),
                  "rlvr_schedule_failure_detectors", same_decisions=True),
     _plugin_case("detector_update_raises_every_5th", lambda t: _FlakyDetectorPlugin(5), "update",

@@ -32,18 +32,14 @@ class Raiser:
         raise RuntimeError("plugin bug")
 
     @hookimpl
-    def rlvr_schedule_apply_decision(self, decision: Decision) -> bool:
-        raise RuntimeError("cannot apply")
+    def rlvr_schedule_metric_aliases(self):
+        raise RuntimeError("cannot name")
 
 
-class Applier:
-    def __init__(self) -> None:
-        self.applied: list[Decision] = []
-
+class Namer:
     @hookimpl
-    def rlvr_schedule_apply_decision(self, decision: Decision) -> bool:
-        self.applied.append(decision)
-        return True
+    def rlvr_schedule_metric_aliases(self):
+        return {"my/reward": "reward_mean"}
 
 
 def test_raising_plugin_is_logged_and_others_still_run(caplog: pytest.LogCaptureFixture) -> None:
@@ -65,15 +61,34 @@ def test_strict_mode_reraises() -> None:
         host.call("rlvr_schedule_on_record", record=_rec())
 
 
-def test_firstresult_hook_falls_through_a_raising_plugin() -> None:
+def test_a_raising_implementation_is_skipped_and_the_others_answer() -> None:
     host = PluginHost(load_entrypoints=False)
-    applier = Applier()
-    host.register(applier)
+    host.register(Namer())
     host.register(Raiser())  # registered last, so called first
-    d = Decision(step=1, samples=8, batch=16, lr=2e-3, stage=1, switched=True, reason="test")
-    assert host.call("rlvr_schedule_apply_decision", decision=d) == [True]
-    assert applier.applied == [d]
-    assert [f[1] for f in host.faults] == ["rlvr_schedule_apply_decision"]
+    assert host.call("rlvr_schedule_metric_aliases") == [{"my/reward": "reward_mean"}]
+    assert [f[1] for f in host.faults] == ["rlvr_schedule_metric_aliases"]
+
+
+def test_hooks_go_through_the_relay_so_monitoring_and_wrappers_see_them() -> None:
+    host = PluginHost(load_entrypoints=False)
+    rec = Recorder()
+    host.register(rec)
+    host.register(Raiser())
+    seen: list[str] = []
+    host.pm.add_hookcall_monitoring(lambda name, impls, kw: seen.append(name), lambda *a: None)
+
+    class Wrapper:
+        calls = 0
+
+        @hookimpl(wrapper=True)
+        def rlvr_schedule_on_record(self, record):
+            Wrapper.calls += 1
+            return (yield)
+
+    host.register(Wrapper())
+    host.hook.rlvr_schedule_on_record(record=_rec(4))  # the raising plugin is isolated: no exception
+    assert seen == ["rlvr_schedule_on_record"] and Wrapper.calls == 1 and rec.seen == [4]
+    assert len(host.faults) == 1
 
 
 def _make_dist(tmp_path, module_source: str, name: str = "rlvrplug_demo") -> None:

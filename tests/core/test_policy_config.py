@@ -132,3 +132,40 @@ def test_policy_config_round_trips_through_a_schedule_dict():
                        constraints=BatchConstraints(group_size=16, divisor=3))
     s = schedule_from_dict(json.loads(json.dumps({"type": "two_clock", **cfg.to_dict()})))
     assert isinstance(s, TwoClockScheduler) and s.config == cfg
+
+
+def test_numeric_coercion_follows_the_dataclass_fields():
+    """Counts and floats given as strings (YAML 1.1 reads 1e-6 as a string) are coerced for every
+    numeric field of PolicyConfig, BatchConstraints and Stage, derived from their type hints."""
+    import dataclasses
+
+    from rlvr_schedule.policy import BatchConstraints, PolicyConfig, schedule_from_dict
+    from rlvr_schedule.policy.config import _FLOAT_FIELDS, _INT_FIELDS
+    from rlvr_schedule.records import Stage
+
+    for cls in (PolicyConfig, BatchConstraints, Stage):
+        for f in dataclasses.fields(cls):
+            if f.name in ("reason", "constraints", "detectors", "lr_rule", "failure_signal", "switch_on_alarm",
+                          "track_critical_batch"):
+                assert f.name not in _INT_FIELDS | _FLOAT_FIELDS
+            else:
+                assert (f.name in _INT_FIELDS) != (f.name in _FLOAT_FIELDS), f.name
+    s = schedule_from_dict({"type": "two_clock", "forecast_window": "50", "min_stage_steps": 4.0,
+                            "base_lr": "1e-6", "constraints": {"max_batch": "512"}})
+    assert s.config.forecast_window == 50 and s.config.min_stage_steps == 4 and s.config.base_lr == 1e-6
+    assert s.config.constraints.max_batch == 512
+
+
+def test_a_v2_schedule_file_still_loads_and_says_what_is_deprecated(tmp_path):
+    # the shipped two_clock.yaml of policy v2 (before issue 12), verbatim but for comments
+    old = tmp_path / "v2.yaml"
+    old.write_text(
+        "type: two_clock\ninitial_batch: auto\ncritical_batch: 1024\nsample_tolerance: 0.10\n"
+        "base_lr: 1.0e-6\nlr_rule: sqrt\ntrack_critical_batch: true\ntrack_step: 1.19\n"
+        "failure_exponent: 0.0\ngrowth: 2.0\nmargin: 2.0\nhorizon_steps: 10\nhysteresis: 3\n"
+        "min_stage_steps: 10\nmax_stages: 16\nfailure_signal: entropy\nfailure_fraction: 0.1\n"
+        "detectors: [entropy_collapse, reward_crash]\nconstraints:\n  group_size: 16\n  max_batch: 8192\n")
+    with pytest.warns(FutureWarning, match=r"v2.yaml: schedule key 'margin' is deprecated.*failure_switch_fraction"):
+        s = load_schedule(old)
+    assert s.config.margin == 2.0 and s.config.failure_switch_fraction == 0.25  # old keys apply, new defaults
+    assert s.current.batch == 176

@@ -1,10 +1,11 @@
-"""TwoClockScheduler with a PluginHost: hooks called, a raising observer is only logged, a raising
-apply_decision or detector holds the stage, strict re-raises."""
+"""TwoClockScheduler driven by a ScheduleDriver with a PluginHost: hooks called, a raising observer
+is only logged, a refusing host or a raising plugin detector holds the stage, strict re-raises."""
 
 from __future__ import annotations
 
 import pytest
 
+from rlvr_schedule.driver import ScheduleDriver
 from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
 from rlvr_schedule.records import StepRecord
@@ -32,10 +33,16 @@ class Recorder:
     def rlvr_schedule_on_decision(self, decision, record):
         self.decisions.append((decision.step, decision.switched))
 
-    @hookimpl
-    def rlvr_schedule_apply_decision(self, decision):
-        self.applied.append(decision)
+    def apply(self, batch, lr):
+        self.applied.append((batch, lr))
         return True
+
+
+def driver(host, apply=None, **cfg):
+    """The policy under a driver whose host runs at the initial stage already."""
+    s = TwoClockScheduler(PolicyConfig(**{**CFG, **cfg}), detectors=host.failure_detectors())
+    cur = s.current
+    return ScheduleDriver(s, apply or (lambda b, lr: True), host, in_effect=(cur.batch, cur.lr))
 
 
 class RaiseOnRecord:
@@ -52,8 +59,7 @@ class RaiseOnApply:
     def __init__(self, times):
         self.times = times
 
-    @hookimpl
-    def rlvr_schedule_apply_decision(self, decision):
+    def __call__(self, batch, lr):
         if self.times:
             self.times -= 1
             raise RuntimeError("host refused")
@@ -72,11 +78,11 @@ def test_hooks_see_every_record_and_decision_and_apply_switches():
     host = PluginHost(load_entrypoints=False)
     rec = Recorder()
     host.register(rec)
-    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
-    decs = [s.step(r) for r in records()]
+    d = driver(host, rec.apply)
+    decs = [d.observe(r) for r in records()]
     assert rec.records == list(range(12))
-    assert rec.decisions == [(d.step, d.switched) for d in decs]
-    assert [d.batch for d in rec.applied] == [d.batch for d in decs if d.switched]
+    assert rec.decisions == [(x.step, x.switched) for x in decs]
+    assert [b for b, _ in rec.applied] == [x.batch for x in decs if x.switched]
     assert len(rec.applied) >= 1
 
 
@@ -89,9 +95,9 @@ def test_raising_observer_on_record_does_not_hold_the_switch():
     # changed deliberately (v2): a sink that lost its file used to hold the stage on that record
     host = PluginHost(load_entrypoints=False)
     host.register(RaiseOnRecord(at={6}))
-    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    s = driver(host)
     d = first_switch(s, records())
-    assert d.step == 6 and s.current.batch == 16
+    assert d.step == 6 and s.schedule.current.batch == 16
     assert host.faults and host.faults[0][1] == "rlvr_schedule_on_record"
 
 
@@ -106,41 +112,52 @@ def test_raising_observer_on_decision_is_logged_and_decisions_unchanged(caplog):
     host.register(RaiseOnDecision())
     rec = Recorder()
     host.register(rec)
-    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    s = driver(host, rec.apply)
     with caplog.at_level("ERROR"):
-        decs = [s.step(r) for r in records()]
+        decs = [s.observe(r) for r in records()]
     plain = TwoClockScheduler(PolicyConfig(**CFG))
     assert decs == [plain.step(r) for r in records()]
-    assert [d.step for d in decs if d.switched] == [6, 7]  # 8 -> 16 -> 32 as entropy stays low
+    # 8 -> 16 -> 32 as entropy stays low; the forecast restarts at a failure switch (3 records to refit)
+    assert [d.step for d in decs if d.switched] == [6, 9]
     assert len(host.faults) == 12 and {f[1] for f in host.faults} == {"rlvr_schedule_on_decision"}
-    assert [d.batch for d in rec.applied] == [16, 32]
+    assert [b for b, _ in rec.applied] == [16, 32]
     assert "sink file gone" in caplog.text
 
 
 def test_sample_clock_failure_holds_the_batch_and_says_so():
-    cfg = dict(CFG, failure_exponent=0.0)
+    cfg = dict(CFG, failure_exponent=0.0, failure_lr_exponent=0.5)  # a square-root switch: nothing gained
     s = TwoClockScheduler(PolicyConfig(**cfg))
     decs = [s.step(r) for r in records()]
     assert not any(d.switched for d in decs) and s.current.batch == 8
     assert all(d.reason.startswith("failure forecast: hold") for d in decs[6:])
 
 
-def test_raising_apply_decision_holds_and_retries():
+def test_raising_apply_holds_and_retries():
     host = PluginHost(load_entrypoints=False)
-    host.register(RaiseOnApply(times=2))
-    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
-    seen = [s.step(r) for r in records()[:9]]
+    s = driver(host, RaiseOnApply(times=2))
+    seen = [s.observe(r) for r in records()[:9]]
     assert [d.switched for d in seen[6:9]] == [False, False, True]
-    assert "held" in seen[6].reason and s.current.batch == 16
+    assert "held" in seen[6].reason and s.schedule.current.batch == 16
+    assert s.in_effect == (16, s.schedule.current.lr)
+    assert [f[:2] for f in host.faults] == [("<host>", "apply")] * 2
+
+
+def test_refusing_apply_holds_without_a_fault():
+    host = PluginHost(load_entrypoints=False)
+    answers = iter([False, True])
+    s = driver(host, lambda b, lr: next(answers))
+    seen = [s.observe(r) for r in records()[:8]]
+    assert seen[6].reason == "held: the host refused it" and not seen[6].switched
+    assert seen[7].switched and seen[7].batch == 16 and not host.faults
 
 
 def test_strict_host_reraises():
     host = PluginHost(strict=True, load_entrypoints=False)
     host.register(RaiseOnRecord(at={3}))
-    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    s = driver(host)
     with pytest.raises(RuntimeError, match="sink down"):
         for r in records():
-            s.step(r)
+            s.observe(r)
 
 
 class ToyDetector:
@@ -180,15 +197,15 @@ def test_plugin_detector_alarm_triggers_a_switch_and_is_checkpointed():
     host = PluginHost(load_entrypoints=False)
     det = ToyDetector()
     host.register(DetectorPlugin(det))
-    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    s = TwoClockScheduler(PolicyConfig(**CFG), detectors=host.failure_detectors())
     d = first_switch(s, reward_records())
-    assert d.step == 4 and d.reason == "alarm toy_reward_floor"
+    assert d.step == 4 and d.reason.startswith("alarm toy_reward_floor: batch x 2")
     state = s.state_dict()
     assert list(state["detectors"].values()) == [{"n": 5}]
     det2 = ToyDetector()
     host2 = PluginHost(load_entrypoints=False)
     host2.register(DetectorPlugin(det2))
-    TwoClockScheduler(PolicyConfig(**CFG), plugins=host2).load_state_dict(state)
+    TwoClockScheduler(PolicyConfig(**CFG), detectors=host2.failure_detectors()).load_state_dict(state)
     assert det2.n == 5
 
 
@@ -204,7 +221,7 @@ def test_raising_detector_holds_the_stage():
     host = PluginHost(load_entrypoints=False)
     host.register(DetectorPlugin(BoomDetector()), name="boom")
     host.register(DetectorPlugin(ToyDetector()), name="toy")
-    s = TwoClockScheduler(PolicyConfig(**CFG), plugins=host)
+    s = driver(host)
     d = first_switch(s, reward_records())
     assert d.step == 5  # the alarm at step 4 came with another detector's fault: held one record
     assert [f[0] for f in host.faults] == ["boom"]

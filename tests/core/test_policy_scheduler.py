@@ -114,8 +114,9 @@ def test_known_critical_batch_is_tracked_relative_to_the_gradient_noise_start():
 
 
 def test_switches_to_larger_batch_before_the_failure():
+    # a square-root switch (q = 1/2) postpones the failure only because alpha > 0
     cfg = PolicyConfig(initial_batch=64, base_lr=1e-6, growth=2, hysteresis=3, max_stages=3, failure_exponent=0.5,
-                       constraints=BatchConstraints(group_size=8, max_batch=1024))
+                       failure_lr_exponent=0.5, constraints=BatchConstraints(group_size=8, max_batch=1024))
     s = TwoClockScheduler(cfg)
     _, decs = drive(s, failure_samples=100_000, noise=0.01)
     sw = [d for d in decs if d.switched]
@@ -124,7 +125,20 @@ def test_switches_to_larger_batch_before_the_failure():
     assert [d.lr for d in sw] == pytest.approx([1e-6 * math.sqrt(2), 2e-6])
     stages = s.stages
     assert len(stages) == 3 and stages[0].until_samples == sw[0].samples
-    assert stages[1].start_samples == sw[0].samples and "forecast failure" in stages[1].reason
+    assert stages[1].start_samples == sw[0].samples and "failure" in stages[1].reason
+
+
+def test_default_switch_holds_the_lr_on_a_sample_clock_and_restarts_the_forecast():
+    # alpha = 0, q = 0 (the defaults): batch x 2 at the same LR, once under 0.25 of the clock is left
+    cfg = PolicyConfig(initial_batch=64, base_lr=1e-6, growth=2, hysteresis=3, max_stages=3,
+                       constraints=BatchConstraints(group_size=8, max_batch=1024))
+    s = TwoClockScheduler(cfg)
+    _, decs = drive(s, failure_samples=100_000, noise=0.01)
+    sw = [d for d in decs if d.switched]
+    assert [d.batch for d in sw] == [128, 256]
+    assert [d.lr for d in sw] == [1e-6, 1e-6]
+    assert sw[0].samples < 100_000 and "failure clock: 0.2" in sw[0].reason
+    assert s.forecast.restarts == 2
 
 
 def test_no_failure_in_sight_means_no_switch():
@@ -156,9 +170,19 @@ def test_hysteresis_needs_consecutive_triggers():
     assert [r.split(":")[0] for r in reasons[-4:-1]] == ["trigger 1/4", "trigger 2/4", "trigger 3/4"]
 
 
-def test_held_at_max_batch_says_why():
-    cfg = PolicyConfig(initial_batch=64, hysteresis=1, failure_exponent=0.5,
-                       constraints=BatchConstraints(max_batch=64))
+def test_at_max_batch_the_lr_is_divided_instead():
+    cfg = PolicyConfig(initial_batch=64, hysteresis=1, max_stages=3, constraints=BatchConstraints(max_batch=64))
+    _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)
+    sw = [d for d in decs if d.switched]
+    assert [d.batch for d in sw] == [64, 64]
+    assert [d.lr for d in sw] == pytest.approx([1e-6 / math.sqrt(2), 0.5e-6])
+    assert all("no larger batch" in d.reason for d in sw)
+    assert any("max_stages 3 reached" in d.reason for d in decs)
+
+
+def test_held_at_max_batch_says_why_under_v2():
+    cfg = PolicyConfig(initial_batch=64, hysteresis=1, failure_exponent=0.5, failure_switch_fraction=0.0,
+                       failure_lr_exponent=0.5, constraints=BatchConstraints(max_batch=64))
     _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)
     assert not any(d.switched for d in decs)
     assert any("maximum" in d.reason for d in decs)
@@ -177,6 +201,8 @@ configs = st.builds(
     auto=st.booleans(),
     b_simple=st.one_of(st.none(), st.floats(20.0, 2000.0)),
     alpha=st.sampled_from([0.0, 0.5]),
+    lr_exp=st.sampled_from([0.0, 0.5]),
+    frac=st.sampled_from([0.0, 0.25, 0.5]),
     tol=st.sampled_from([0.1, 0.3]),
 )
 
@@ -188,7 +214,8 @@ def _make(c):
     return PolicyConfig(initial_batch="auto" if c["auto"] else first, fallback_batch=first, auto_records=10,
                         base_batch=first, base_lr=1e-6, growth=c["growth"], hysteresis=c["hysteresis"],
                         min_samples_between=c["min_between"], max_stages=c["max_stages"], margin=c["margin"],
-                        failure_exponent=c["alpha"], sample_tolerance=c["tol"], constraints=cons)
+                        failure_exponent=c["alpha"], failure_lr_exponent=c["lr_exp"],
+                        failure_switch_fraction=c["frac"], sample_tolerance=c["tol"], constraints=cons)
 
 
 @settings(max_examples=40, deadline=None)

@@ -12,6 +12,7 @@ from rlvr_schedule.synthetic import SyntheticEnvironment, make_sweep
 from rlvr_schedule.synthetic.testing import assert_beats_constant, assert_switches_before_failure
 
 B_STAR, FAIL = 256, 50_000
+FAILURE_REASONS = ("failure clock", "forecast failure")
 
 
 def make(**kw):
@@ -31,21 +32,34 @@ def test_starts_below_critical_batch_and_grows_before_collapse(drift, seed):
     # the gradient-noise estimate puts the start at about 0.18 x the task's B_simple (= B*; tolerance 0.10)
     assert auto.reason.startswith("auto") and 0.09 * B_STAR <= auto.batch < 0.36 * B_STAR
     # the failure forecast grows the batch before the collapse (B* tracking may grow it earlier)
-    forecast = [d for d in grown if d.reason.startswith("forecast failure")]
-    assert forecast and check.failure_samples is not None
-    assert forecast[0].samples < check.failure_samples
+    forecast = [d for d in grown if d.reason.startswith(FAILURE_REASONS)]
+    assert forecast and forecast[0].samples < FAIL * 1.5 ** 0.5  # before the first stage would collapse
+    # a held-LR switch (the default q = 0) slows the clock: the task may not collapse in the run at all
+    assert check.failure_samples is None or forecast[0].samples < check.failure_samples
     assert all(d.samples < forecast[0].samples for d in grown if d not in forecast)
     prev = {d.samples: p.batch for p, d in zip([auto, *grown], grown)}
     assert all(d.batch == 2 * prev[d.samples] for d in forecast)
 
 
-def test_sample_clock_failure_is_held_not_grown():
-    """alpha = 0 (the default): growing cannot postpone the failure, the forecast says "hold"."""
+def test_sample_clock_square_root_switch_is_held_not_grown():
+    """alpha = 0 and q = 1/2: a square-root switch cannot postpone the failure, the forecast says "hold"."""
     env = SyntheticEnvironment(critical_batch=B_STAR, failure_samples=FAIL, seed=0)
-    env.run(make(), 60_000)
-    assert not any(d.switched and d.reason.startswith("forecast failure") for d in env.decisions)
+    env.run(make(failure_lr_exponent=0.5), 60_000)
+    assert not any(d.switched and d.reason.startswith(FAILURE_REASONS) for d in env.decisions)
     held = [d for d in env.decisions if "failure forecast: hold" in d.reason]
     assert held and held[0].samples < FAIL
+
+
+def test_sample_clock_default_grows_at_the_held_lr_and_postpones_the_collapse():
+    """The defaults (alpha = 0, q = 0): batch x 2 at the same LR once under a quarter of the failure
+    clock is left; the per-rollout drift falls, so the collapse comes later than at the first stage."""
+    env = SyntheticEnvironment(critical_batch=B_STAR, failure_samples=FAIL, seed=0)
+    check = assert_switches_before_failure(make(track_critical_batch=False), env, max_samples=90_000)
+    grown = [d for d in env.decisions if d.switched and d.reason.startswith("failure clock")]
+    assert grown and grown[0].samples < FAIL
+    before = env.decisions[env.decisions.index(grown[0]) - 1]
+    assert grown[0].batch == 2 * before.batch and grown[0].lr == before.lr
+    assert check.failure_samples is None or check.failure_samples > FAIL * 1.1
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -84,4 +98,4 @@ def test_known_critical_batch_starts_below_it_at_once():
     assert sched.current.batch == 128
     assert make(critical_batch=B_STAR).current.batch == 40  # tolerance 0.10: 0.18 x 256, whole groups
     assert_switches_before_failure(sched, env, max_samples=60_000)
-    assert sched.stages[0].batch == 128 and sched.stages[1].reason.startswith("forecast failure")
+    assert sched.stages[0].batch == 128 and sched.stages[1].reason.startswith(FAILURE_REASONS)

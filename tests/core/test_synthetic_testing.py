@@ -62,8 +62,19 @@ def test_switch_before_failure_passes(env):
 def test_switch_after_failure_fails_with_numbers(env):
     with pytest.raises(AssertionError, match=r"32 -> 128 after 2\d{4} rollouts.*collapsed at 2\d{4}"):
         assert_switches_before_failure(TwoStage(32, 128, 21_000), env, max_samples=25_000)
-    with pytest.raises(AssertionError, match="never changed batch .stayed at 32"):
+    with pytest.raises(AssertionError, match=r"never grew the batch \(batches \[32\]\).*collapsed at 2\d{4}"):
         assert_switches_before_failure(TwoStage(32, 128, 1e9), env, max_samples=25_000)
+
+
+def test_a_downward_switch_is_not_a_switch_before_failure(env):
+    with pytest.raises(AssertionError, match=r"never grew the batch \(batches \[128, 32\]\)"):
+        assert_switches_before_failure(TwoStage(128, 32, 4_000), env, max_samples=25_000)
+
+
+def test_no_collapse_at_the_first_stage_is_said_not_passed(env):
+    # within 15k rollouts no constant batch collapses (failure after 20k): nothing to switch before
+    with pytest.raises(AssertionError, match=r"constant batch 32 .* does not collapse in 15\d{3} rollouts"):
+        assert_switches_before_failure(TwoStage(32, 128, 4_000), env, max_samples=15_000)
 
 
 @pytest.fixture

@@ -88,9 +88,9 @@ def test_canonical_record(openrlhf_args):
     seen = []
 
     class Spy(StaticSchedule):
-        def step(self, record):
+        def propose(self, record):
             seen.append(record)
-            return super().step(record)
+            return super().propose(record)
 
     ctl = ScheduleController(
         Spy([{"batch": 8, "lr": 1e-3, "until_samples": None}]), openrlhf_args, _Recorder()
@@ -135,8 +135,8 @@ def test_worker_fault_is_logged_and_the_stage_held(openrlhf_args, caplog):
     ctl = ScheduleController(sched, openrlhf_args, _Recorder(fail=True))
     logs = {**_logs(), "rollout/num_samples": 8.0}
     ctl.step_logs(1, logs)  # must not raise
-    assert ctl.faults and "worker refused" in str(ctl.faults[0][1])
-    assert "failed; training continues" in caplog.text
+    assert ctl.faults and "worker refused" in str(ctl.faults[0][2])
+    assert "training continues at the stage in effect" in caplog.text
     assert openrlhf_args.train.batch_size == 8 and openrlhf_args.rollout.batch_size == 2
     assert ctl.batch == 8
 
@@ -147,11 +147,11 @@ def test_a_failed_switch_is_retried_at_the_next_step(openrlhf_args):
     )
     rec = _Recorder(fail=1)
     ctl = ScheduleController(sched, openrlhf_args, rec)
-    ctl.step_logs(1, {**_logs(), "rollout/num_samples": 8.0})  # switch refused
-    assert ctl.batch == 8 and sched.current.batch == 16
+    ctl.step_logs(1, {**_logs(), "rollout/num_samples": 8.0})  # switch refused: the schedule holds
+    assert ctl.batch == 8 and sched.current.batch == 8
     ctl.step_logs(2, {**_logs(), "rollout/num_samples": 8.0})  # applied now
     assert rec.calls == [None, (16, 2e-3)]
-    assert ctl.batch == 16 and openrlhf_args.train.batch_size == 16
+    assert ctl.batch == 16 and openrlhf_args.train.batch_size == 16 and sched.current.batch == 16
 
 
 TWO_CLOCK = {
@@ -187,7 +187,7 @@ def _entropy_falls(ctl, steps=40):
 
 
 @pytest.mark.parametrize("fail", [False, True])
-def test_two_clock_switches_through_the_apply_hook(openrlhf_args, fail):
+def test_two_clock_switches_through_the_driver(openrlhf_args, fail):
     from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, make_controller
 
     setattr(openrlhf_args, ARGS_ATTR, {"schedule": TWO_CLOCK})
@@ -196,10 +196,23 @@ def test_two_clock_switches_through_the_apply_hook(openrlhf_args, fail):
     assert type(ctl.schedule).__name__ == "TwoClockScheduler"
     decisions = _entropy_falls(ctl)
     switched = [d for d in decisions if d.switched]
-    if fail:  # the hook raised: the plugin host logged it and the schedule held its stage
-        assert not switched and ctl.schedule.plugins.faults
+    if fail:  # the workers refused: the driver logged it and the schedule held its stage
+        assert not switched and ctl.faults and ctl.faults[0][:2] == ("<host>", "apply")
         assert openrlhf_args.train.batch_size == 8 and ctl.schedule.current.batch == 8
     else:
         assert len(switched) == 1 and switched[0].batch == 16
         assert rec.calls == [(16, pytest.approx(1e-3 * 2**0.5))]  # sqrt LR rule
         assert openrlhf_args.train.batch_size == 16 and openrlhf_args.rollout.batch_size == 4
+
+
+def test_advisory_controller_decides_but_never_reaches_the_workers(openrlhf_args, caplog):
+    from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, make_controller
+
+    setattr(openrlhf_args, ARGS_ATTR, {"schedule": TWO_CLOCK, "advisory": True})
+    rec = _Recorder()
+    ctl = make_controller(openrlhf_args, rec)
+    with caplog.at_level("INFO", logger="rlvr_schedule.driver"):
+        decisions = _entropy_falls(ctl)
+    assert [d.batch for d in decisions if d.switched] == [16]
+    assert rec.calls == [] and openrlhf_args.train.batch_size == 8 and ctl.batch == 8
+    assert "advisory, not applied" in caplog.text

@@ -1,4 +1,4 @@
-"""The entry-point module (imports without OpenRLHF), the hook, and the launcher's patching."""
+"""The entry-point module (imports without OpenRLHF), and the launcher's patching."""
 
 from __future__ import annotations
 
@@ -21,13 +21,14 @@ def test_entry_point_module_imports_without_frameworks():
         from rlvr_schedule.plugins import PluginHost
         host = PluginHost()
         host.register(p, name="openrlhf-direct") if not host.pm.is_registered(p) else None
-        print(host.call("rlvr_schedule_apply_decision", decision=None), len(host.faults))
+        print(host.call("rlvr_schedule_metric_aliases")[-1]["train/rlvr/samples"], len(host.faults))
+        import rlvr_schedule_adapters.openrlhf.controller  # framework-free too
     """)
     out = subprocess.run(
         [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["[]", "0"]  # no active OpenRLHF run: the hook answers None
+    assert out.stdout.split() == ["samples", "0"]
 
 
 @pytest.fixture
@@ -82,13 +83,19 @@ def test_launcher_hands_the_schedule_to_the_actors_and_warns(
     sched.write_text(
         "type: static\nstages:\n  - {batch: 8, lr: 1.0e-3, until_samples: 64}\n  - {batch: 10, lr: 2.0e-3}\n"
     )
+    from rlvr_schedule_adapters._common import ScheduleSetupWarning
+
     with (
-        pytest.warns(RuntimeWarning, match="stage 1: batch 10 .* not a whole number of prompts"),
+        pytest.warns(ScheduleSetupWarning, match="stage 1: batch 10 .* not a whole number of prompts"),
         pytest.raises(_Stop),
     ):
         main(["--schedule", str(sched), *base_argv])
     spec = getattr(seen["args"], ARGS_ATTR)["schedule"]
     assert [s["batch"] for s in spec["stages"]] == [8, 10]
+    assert getattr(seen["args"], ARGS_ATTR)["advisory"] is False
+    with pytest.warns(ScheduleSetupWarning), pytest.raises(_Stop):
+        main(["--schedule", str(sched), "--advisory", *base_argv])
+    assert getattr(seen["args"], ARGS_ATTR)["advisory"] is True
     assert seen["args"].train.batch_size == 8  # OpenRLHF's own parsing of the rest of the command line
 
 

@@ -59,5 +59,5 @@ def test_switch_reaches_ray_workers_and_a_refusal_is_survived(ray_session, openr
     t2.args.ckpt.save_steps = float("inf")
     t2.init_checkpoint_states()
     run_steps(t2, 3)
-    assert t2.rlvr.faults and "refused" in str(t2.rlvr.faults[-1][1])
+    assert t2.rlvr.faults and "refused" in str(t2.rlvr.faults[-1][2])
     assert t2.args.train.batch_size == 8

@@ -87,7 +87,7 @@ def test_schedule_runs_and_its_state_is_checkpointed(openrlhf_args, tmp_path):
     assert worker.real.actor.model.gradient_accumulation_steps() == 8
     assert sorted(worker.saved) == ["global_step2", "global_step4"]
     state = worker.saved["global_step4"][STATE_KEY]
-    assert state["samples"] == 8 + 8 + 16 + 16 and state["batch"] == 16
+    assert state["samples"] == 8 + 8 + 16 + 16 and state["in_effect"][0] == 16
     assert state["schedule"]["index"] == 1
     assert worker.saved["global_step4"]["total_consumed_prompts"] == 0  # OpenRLHF's own keys kept
 
@@ -133,7 +133,7 @@ def test_a_raising_schedule_is_logged_and_checkpoints_still_happen(openrlhf_args
     def boom(record):
         raise ZeroDivisionError("schedule bug")
 
-    t.rlvr.schedule.step = boom
+    t.rlvr.schedule.propose = boom
     with caplog.at_level(logging.ERROR):
         run_steps(t, 2)
     assert "schedule bug" in caplog.text and len(t.rlvr.faults) == 2

@@ -1,42 +1,49 @@
-"""The schedule reaches the trainer through the adapters' hook (rlvr_schedule_apply_decision)."""
+"""The schedule reaches the trainer through its ScheduleDriver, whose ``apply`` is ``Trainer.set_batch``."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from rlvr_schedule.driver import ScheduleDriver
 from rlvr_schedule.plugins import PluginHost
-from rlvr_schedule.records import Decision
-from rlvr_trainer.train import TrainerControl
+from rlvr_schedule.policy import StaticSchedule
+from rlvr_schedule.records import StepRecord
+from rlvr_trainer.train import Trainer
 
 
-class _FakeTrainer:
-    def __init__(self):
-        self.calls = []
-
-    def set_batch(self, batch, lr):
-        self.calls.append((batch, lr))
-
-
-def test_trainer_control_applies_switched_decisions_through_the_host():
-    fake = _FakeTrainer()
-    host = PluginHost(load_entrypoints=False, strict=True)
-    host.register(TrainerControl(fake))
-    d = Decision(step=3, samples=96, batch=64, lr=2e-4, stage=1, switched=True, reason="test")
-    assert host.call("rlvr_schedule_apply_decision", decision=d) == [True]
-    assert fake.calls == [(64, 2e-4)]
+def _fake_trainer(group_size: int = 8) -> SimpleNamespace:
+    fake = SimpleNamespace(cfg=SimpleNamespace(group_size=group_size), batch=16,
+                           optimizer=SimpleNamespace(param_groups=[{"lr": 1e-3}]))
+    fake.set_batch = lambda b, lr: Trainer.set_batch(fake, b, lr)
+    return fake
 
 
-def test_a_failing_apply_is_isolated_by_the_host():
-    class Broken:
-        def set_batch(self, batch, lr):
-            raise ValueError("batch 12 is not a positive multiple of group_size 8")
+def _records(n: int):
+    return [StepRecord(step=i + 1, samples=16 * (i + 1), batch=16, lr=1e-3) for i in range(n)]
 
+
+def test_the_driver_applies_a_switch_through_set_batch():
+    fake = _fake_trainer()
+    sched = StaticSchedule([{"batch": 16, "lr": 1e-3, "until_samples": 32}, {"batch": 64, "lr": 2e-3}])
+    driver = ScheduleDriver(sched, fake.set_batch, PluginHost(load_entrypoints=False, strict=True),
+                            in_effect=(16, 1e-3))
+    decisions = [driver.observe(r) for r in _records(3)]
+    assert [d.switched for d in decisions] == [False, True, False]
+    assert fake.batch == 64 and fake.optimizer.param_groups[0]["lr"] == 2e-3
+
+
+def test_a_batch_the_trainer_cannot_run_is_held_and_logged():
+    fake = _fake_trainer()
+    sched = StaticSchedule([{"batch": 16, "lr": 1e-3, "until_samples": 32}, {"batch": 12, "lr": 2e-3}])
     host = PluginHost(load_entrypoints=False)
-    host.register(TrainerControl(Broken()))
-    d = Decision(step=1, samples=8, batch=12, lr=1e-3, stage=1, switched=True)
-    assert host.call("rlvr_schedule_apply_decision", decision=d) == []
-    assert host.faults and "group_size" in str(host.faults[0][2])
-    strict = PluginHost(load_entrypoints=False, strict=True)
-    strict.register(TrainerControl(Broken()))
+    driver = ScheduleDriver(sched, fake.set_batch, host, in_effect=(16, 1e-3))
+    decisions = [driver.observe(r) for r in _records(3)]
+    assert not any(d.switched for d in decisions) and fake.batch == 16
+    assert "group_size" in str(host.faults[0][2]) and decisions[1].reason.startswith("held")
+    strict = ScheduleDriver(StaticSchedule([{"batch": 16, "lr": 1e-3, "until_samples": 32}, {"batch": 12, "lr": 1e-3}]),
+                            fake.set_batch, PluginHost(load_entrypoints=False, strict=True), in_effect=(16, 1e-3))
     with pytest.raises(ValueError, match="group_size"):
-        strict.call("rlvr_schedule_apply_decision", decision=d)
+        for r in _records(3):
+            strict.observe(r)

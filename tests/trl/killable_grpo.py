@@ -35,7 +35,7 @@ STEPS = 9
 
 def scheduled_run(out: Path, *, resume: bool = False, steps: int = STEPS) -> Any:
     """Train (or resume) the scheduled run under ``out``; return the trainer."""
-    from rlvr_schedule_adapters._common import last_complete_checkpoint
+    from rlvr_schedule_adapters.trl import last_complete_checkpoint
     from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
     from transformers import TrainerCallback
     from trl import GRPOTrainer

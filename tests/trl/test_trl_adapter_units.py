@@ -12,16 +12,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 from rlvr_schedule_adapters._common import (
-    BatchUnit,
     build_schedule,
-    epoch_fit,
-    largest_reachable_batch,
-    last_complete_checkpoint,
     planned_batches,
     reachable_batches,
     scale_base_lr,
     schedule_spec,
 )
+from rlvr_schedule_adapters.trl.checkpoints import last_complete_checkpoint
+from rlvr_schedule_adapters.trl.epochs import BatchUnit, epoch_fit
 
 from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.policy import StaticSchedule, schedule_from_dict
@@ -156,7 +154,7 @@ def _falling_entropy(cb, steps):
     return out
 
 
-def test_two_clock_switch_is_routed_through_the_plugin_host():
+def test_two_clock_switch_is_applied_through_the_driver():
     from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
 
     spec = {
@@ -174,8 +172,9 @@ def test_two_clock_switch_is_routed_through_the_plugin_host():
     decisions = _falling_entropy(cb, 25)
     switched = [d for d in decisions if d.switched]
     assert len(switched) == 1 and switched[0].batch == 16
-    # the scheduler called rlvr_schedule_apply_decision on the host; the callback took the stage
+    # the driver called the callback's request (its apply) once per new stage; the callback took it
     assert cb.wanted == (16, pytest.approx(1e-3 * 2**0.5))
+    assert [d.batch for d in cb.decisions].count(16) == len(cb.decisions) - cb.decisions.index(switched[0])
 
 
 def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
@@ -197,8 +196,10 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
     cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)  # what on_train_begin binds
     decisions = _falling_entropy(cb, 25)
     assert not any(d.switched for d in decisions)
-    assert cb.schedule.current.batch == 8 and cb.wanted is None
+    # the initial stage (unknown to an unbound callback) was taken at the first record; 12 never was
+    assert cb.schedule.current.batch == 8 and cb.wanted == (8, 1e-3)
     assert cb.host.faults and "multiple of 8" in str(cb.host.faults[0][2])
+    assert any(d.reason.startswith("held: the host could not apply it (ValueError") for d in decisions)
 
 
 def _two(**kw):
@@ -209,16 +210,15 @@ def _two(**kw):
 def test_largest_reachable_batch_of_the_two_clock_policy():
     # v2 grows by `growth` only on a failure trigger with failure_exponent > 0 ...
     grow = {"max_stages": 4, "failure_exponent": 0.5}
-    assert largest_reachable_batch(_two(**grow), noise_estimate=False) == 64  # 8 -> 16 -> 32 -> 64
-    assert largest_reachable_batch(_two(max_stages=4), noise_estimate=False) is None  # a sample clock holds
+    assert _two(**grow).largest_reachable_batch(noise_estimate=False) == 64  # 8 -> 16 -> 32 -> 64
+    assert _two(max_stages=4).largest_reachable_batch(noise_estimate=False) is None  # a sample clock holds
     # ... and B* tracking moves to wherever the estimate goes: only max_batch bounds it
-    assert largest_reachable_batch(_two(max_stages=4)) == math.inf
-    assert largest_reachable_batch(_two(max_stages=4, constraints={"group_size": 4, "max_batch": 40})) == 40
+    assert _two(max_stages=4).largest_reachable_batch() == math.inf
+    assert _two(max_stages=4, constraints={"group_size": 4, "max_batch": 40}).largest_reachable_batch() == 40
     # each switch waits min_stage_steps (10) records: 12 updates reach 16 at most, 10 reach nothing
-    assert largest_reachable_batch(_two(**grow), 12, noise_estimate=False) == 16
-    assert largest_reachable_batch(_two(**grow), 10, noise_estimate=False) is None
-    assert largest_reachable_batch(_two(max_stages=1, failure_exponent=0.5)) is None
-    assert largest_reachable_batch(StaticSchedule([Stage(8, 1e-3)])) is None
+    assert _two(**grow).largest_reachable_batch(12, noise_estimate=False) == 16
+    assert _two(**grow).largest_reachable_batch(10, noise_estimate=False) is None
+    assert _two(max_stages=1, failure_exponent=0.5).largest_reachable_batch() is None
     assert reachable_batches(StaticSchedule([Stage(8, 1e-3)]), 5) is None
 
 

@@ -68,7 +68,7 @@ def test_resume_restores_stage_and_keeps_updates_whole(tiny_model, checkpointed,
     first, _, m0, out = checkpointed
     state = json.loads((out / f"checkpoint-{ckpt}" / "trainer_state.json").read_text())
     saved = state["stateful_callbacks"]["RlvrScheduleCallback"]
-    assert saved["attributes"]["rlvr_state"]["samples"] == sum(m0.completions[:ckpt])
+    assert saved["attributes"]["rlvr_state"]["driver"]["samples"] == sum(m0.completions[:ckpt])
 
     fresh = RlvrScheduleCallback(TWO_STAGES, strict=True)
     trainer, m = run_grpo(
@@ -144,7 +144,7 @@ def test_warns_when_the_dataset_cannot_hold_the_schedule(tiny_model, tmp_path):
     assert sum(m.completions) <= 2 * 8 * PER_DEVICE
 
 
-def test_two_clock_scheduler_initial_stage_is_applied_through_the_host(tiny_model, tmp_path):
+def test_two_clock_scheduler_initial_stage_is_applied_through_the_driver(tiny_model, tmp_path):
     spec = {
         "type": "two_clock",
         "initial_batch": 16,
@@ -155,10 +155,11 @@ def test_two_clock_scheduler_initial_stage_is_applied_through_the_host(tiny_mode
         "constraints": {"group_size": GROUP, "divisor": PER_DEVICE * S},
     }
     cb = RlvrScheduleCallback(spec, strict=True)
-    assert cb.schedule.plugins is cb.host
+    assert cb.driver.plugins is cb.host
     # policy v2 cannot switch within 3 updates (min_stage_steps 10), and without failure_exponent > 0
-    # or a B* estimate (TRL logs no micro-batch gradient norm) it cannot grow at all: the set-up
-    # check must not warn that the run may end early (the old growth^max_stages bound did)
+    # or a B* estimate it cannot grow at all; with max_steps 3 < auto_records the estimate cannot form
+    # either: the set-up check must not warn that the run may end early (the old growth^max_stages
+    # bound did)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=3)
@@ -176,3 +177,14 @@ def test_decisions_at_logging_steps_count_every_update(tiny_model, tmp_path):
     assert [d.samples for d in cb.decisions] == [24, 48]
     assert m.completions == [8] * 6 + [16] * 2
     assert cb.samples == sum(m.completions) == 80
+
+
+def test_advisory_mode_decides_and_logs_but_the_trainer_runs_as_configured(tiny_model, tmp_path, caplog):
+    cb = RlvrScheduleCallback(TWO_STAGES, apply=False, strict=True)
+    with caplog.at_level(logging.INFO, logger="rlvr_schedule.driver"):
+        trainer, m = run_grpo(tiny_model, tmp_path, [cb], learning_rate=5e-4)
+    # the schedule switched (at 32 rollouts) and said so; the trainer kept its GA and LR throughout
+    assert [d.switched for d in cb.decisions].count(True) == 1 and cb.schedule.index == 1
+    assert "advisory, not applied" in caplog.text and "until_samples 32 reached" in caplog.text
+    assert m.completions == [8] * 8 and m.ga == [S] * 8 and m.lr == pytest.approx([5e-4] * 8)
+    assert cb.samples == 64 and cb.errors == []

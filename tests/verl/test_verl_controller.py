@@ -1,4 +1,5 @@
-"""The framework-free controller: both schedule kinds, plugin hooks, faults, state files."""
+"""The framework-free controller on the ScheduleDriver: both schedule kinds, plugin hooks, faults,
+state files, advisory mode."""
 
 from __future__ import annotations
 
@@ -64,10 +65,10 @@ def two_clock(host):
     cfg = PolicyConfig(initial_batch=32, base_lr=1e-6, hysteresis=1, min_stage_steps=0, max_stages=3,
                        failure_exponent=0.5,  # policy v2: alarms grow the batch only when alpha > 0
                        constraints=BatchConstraints(group_size=4))
-    return TwoClockScheduler(cfg, plugins=host)
+    return TwoClockScheduler(cfg, detectors=host.failure_detectors())
 
 
-def test_two_clock_applies_through_the_hook():
+def test_two_clock_applies_through_the_driver():
     host = PluginHost(load_entrypoints=False)
     det, rec = ToggleAlarm(), Recorder()
     host.register(DetectorPlugin(det))
@@ -75,7 +76,6 @@ def test_two_clock_applies_through_the_hook():
     applied = []
     ctl = ScheduleController(two_clock(host), group_size=4, running=(32, 1e-6), plugins=host,
                              apply_fn=lambda b, lr: applied.append((b, lr)))
-    assert ctl.schedule_calls_hooks
     for s in (1, 2):
         ctl.observe(metrics(s), s)
     assert applied == []
@@ -84,7 +84,7 @@ def test_two_clock_applies_through_the_hook():
     assert d.switched and d.batch == 64
     assert applied == [(64, pytest.approx(d.lr))] and ctl.running == (64, pytest.approx(d.lr))
     assert d.lr > 1e-6  # sqrt rule: a bigger batch gets a bigger LR
-    assert len(rec.records) == 3 and len(rec.decisions) == 3  # the scheduler called the observers once each
+    assert len(rec.records) == 3 and len(rec.decisions) == 3  # the driver called the observers once each
     assert ctl.faults == []
 
 
@@ -101,12 +101,12 @@ def test_two_clock_holds_when_applying_fails():
     d = ctl.observe(metrics(1), 1)
     assert not d.switched and d.batch == 32 and "held" in d.reason
     assert ctl.running == (32, 1e-6) and ctl.schedule.current.batch == 32
-    assert host.faults and host.faults[-1][1] == "rlvr_schedule_apply_decision"
+    assert host.faults and host.faults[-1][:2] == ("<host>", "apply")
     ctl.apply_fn = lambda b, lr: None  # the workers are back: the scheduler switches on the next alarm
     assert ctl.observe(metrics(2), 2).batch == 64 and ctl.running[0] == 64
 
 
-def test_static_schedule_gets_observer_hooks_from_the_controller(tmp_path):
+def test_static_schedule_gets_observer_hooks_from_the_driver(tmp_path):
     from rlvr_schedule.plugins.sinks import JsonlSink
 
     host = PluginHost(load_entrypoints=False)
@@ -117,7 +117,6 @@ def test_static_schedule_gets_observer_hooks_from_the_controller(tmp_path):
     sched = StaticSchedule([{"batch": 32, "lr": 1e-6, "until_samples": 64}, {"batch": 64, "lr": 2e-6}])
     ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6), plugins=host,
                              apply_fn=lambda b, lr: None)
-    assert not ctl.schedule_calls_hooks
     for s in (1, 2, 3):
         ctl.observe(metrics(s), s)
     sink.close()
@@ -132,7 +131,7 @@ def test_apply_rejects_a_batch_that_is_not_whole_groups():
     ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6), apply_fn=lambda b, lr: None)
     ctl.observe(metrics(1), 1)
     assert ctl.running == (32, 1e-6)
-    assert ctl.faults[-1][0] == "apply" and "not a multiple of the group size" in str(ctl.faults[-1][1])
+    assert ctl.faults[-1][1] == "apply" and "not a multiple of the group size" in str(ctl.faults[-1][2])
 
 
 def test_bad_metric_value_is_survived():
@@ -141,7 +140,7 @@ def test_bad_metric_value_is_survived():
     bad = metrics(1)
     bad["critic/score/mean"] = "n/a"
     assert ctl.observe(bad, 1) is None
-    assert ctl.samples == 32 and ctl.faults[-1][0] == "observe"
+    assert ctl.samples == 32 and ctl.faults[-1][1] == "observe"
     assert ctl.observe(metrics(2), 2).samples == 64
 
 
@@ -178,6 +177,19 @@ def test_state_round_trip_continues_like_the_uninterrupted_run(tmp_path):
         return [(d.batch, d.lr, d.samples, d.stage) for d in ds]
 
     assert key(got) == key(want)
+
+
+def test_advisory_decides_and_logs_but_never_applies(caplog):
+    sched = StaticSchedule([{"batch": 32, "lr": 1e-6, "until_samples": 64}, {"batch": 64, "lr": 2e-6}])
+    applied: list = []
+    ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6), advisory=True,
+                             apply_fn=lambda b, lr: applied.append((b, lr)))
+    with caplog.at_level("INFO", logger="rlvr_schedule.driver"):
+        decisions = [ctl.observe(metrics(s), s) for s in (1, 2, 3)]
+    assert [d.switched for d in decisions] == [False, True, False] and decisions[1].batch == 64
+    assert applied == [] and ctl.running == (32, 1e-6) and ctl.start() and applied == []
+    assert ctl.samples == 96  # rollouts counted at the batch that really ran
+    assert "advisory, not applied" in caplog.text and "until_samples 64 reached" in caplog.text
 
 
 def test_state_version_is_checked():

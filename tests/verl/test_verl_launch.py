@@ -33,8 +33,12 @@ def test_main_builds_a_checked_config_and_runs_the_runner(write_schedule, tmp_pa
     assert cfg.rlvr_schedule.schedule == str(sched.resolve())
     assert cfg.rlvr_schedule.mini_batch_mode == "per_step"
     assert cfg.rlvr_schedule.jsonl == str((tmp_path / "r.jsonl").resolve())
+    assert cfg.rlvr_schedule.advisory is False
     assert cfg.data.train_batch_size == 8 and cfg.actor_rollout_ref.rollout.n == 4
     assert main is not None  # the entry-point module exposes the same command
+    launch_mod.main(["--schedule", str(sched), "--advisory", *OVERRIDES],
+                    run=lambda cfg, task_runner_class: calls.append((cfg, task_runner_class)))
+    assert calls[-1][0].rlvr_schedule.advisory is True
 
 
 def test_bad_schedule_fails_before_anything_runs(write_schedule):

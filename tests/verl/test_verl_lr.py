@@ -115,12 +115,6 @@ def test_without_scheduler_and_bad_input():
     assert opt.param_groups[0]["lr"] == pytest.approx(0.3)  # a refused call changes nothing
 
 
-def test_the_public_verl_name_is_the_shared_helper():
-    import rlvr_schedule_adapters.verl_plugin as vp
-
-    assert vp.rescale_lr is scale_base_lr
-
-
 def test_mixin_method_on_a_worker_like_object(verl_config):
     """The registered worker method itself (what each Ray rank runs), called on an object shaped
     like ActorRolloutRefWorker: ``self.actor.engine``."""

@@ -148,6 +148,21 @@ def test_start_and_switch_reach_the_per_step_reads(schedule_config):
     assert t.rlvr_controller.faults == []
 
 
+def test_advisory_decides_but_changes_neither_config_nor_workers(schedule_config):
+    from omegaconf import open_dict
+
+    with open_dict(schedule_config):
+        schedule_config.rlvr_schedule.advisory = True
+    schedule_config.actor_rollout_ref.actor.optim.lr = 5e-7
+    wg = RecordingWorkerGroup()
+    t = make_trainer(schedule_config, wg)
+    t.on_train_begin()
+    run_steps(t, 6)  # 6 x 32 = 192 rollouts: the schedule passes both of its switches (64, 192)
+    assert t.rlvr_controller.schedule.index == 2 and t.rlvr_controller.last_decision.batch == 128
+    assert wg.lrs == [] and t.config.data.train_batch_size == 8  # as launched
+    assert t.rlvr_controller.samples == 6 * 32  # rollouts counted at the batch that ran
+
+
 def test_failed_lr_call_keeps_the_stage_and_retries(schedule_config):
     wg = RecordingWorkerGroup()
     t = make_trainer(schedule_config, wg)
@@ -157,7 +172,7 @@ def test_failed_lr_call_keeps_the_stage_and_retries(schedule_config):
     assert t.config.data.train_batch_size == 8  # config restored: the old stage stays whole
     assert t.config.actor_rollout_ref.actor.ppo_mini_batch_size == 8
     assert t.rlvr_controller.running == (32, 1e-6)
-    assert [w for w, _ in t.rlvr_controller.faults] == ["apply"]
+    assert [w for _, w, _ in t.rlvr_controller.faults] == ["apply"]
     run_steps(t, 1)  # retried on the next step
     assert t.config.data.train_batch_size == 16 and wg.lrs[-1] == pytest.approx(2e-6)
     assert t.rlvr_controller.samples == 3 * 32
@@ -171,7 +186,7 @@ def test_raising_schedule_does_not_stop_training(schedule_config, monkeypatch):
     def boom(record):
         raise RuntimeError("scheduler bug")
 
-    monkeypatch.setattr(t.rlvr_controller.schedule, "step", boom)
+    monkeypatch.setattr(t.rlvr_controller.schedule, "propose", boom)
     run_steps(t, 3)  # Tracking.log must not raise
     assert t.config.data.train_batch_size == 8
     assert len(t.rlvr_controller.faults) == 3
@@ -232,7 +247,7 @@ def test_checkpoint_state_saved_and_restored(schedule_config, monkeypatch, tmp_p
     assert provisional["pending_rollouts"] == 64
     run_steps(t, 1)
     final = json.loads(path.read_text())
-    assert final["complete"] is True and final["samples"] == 128 and final["running"][0] == 64
+    assert final["complete"] is True and final["samples"] == 128 and final["in_effect"][0] == 64
     assert not list(path.parent.glob(".*tmp"))  # atomic writes leave no temporaries
 
     # a new process resumes from global_step_3 with the launch config (8 prompts)
@@ -278,7 +293,7 @@ def test_resume_from_provisional_state_counts_the_step(schedule_config, monkeypa
     t3 = make_trainer(cfg2)
     t3._load_checkpoint()
     assert t3.rlvr_controller.samples == 0
-    assert [w for w, _ in t3.rlvr_controller.faults] == ["load_state"]
+    assert [w for _, w, _ in t3.rlvr_controller.faults] == ["load_state"]
 
 
 def test_resume_without_state_warns(schedule_config, monkeypatch):
@@ -317,7 +332,6 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
         verl_config.rlvr_schedule = {"schedule": str(path)}
     wg = RecordingWorkerGroup()
     t = make_trainer(verl_config, wg)
-    assert t.rlvr_controller.schedule_calls_hooks
     t.on_train_begin()
     entropy = 1.0
     while t.config.data.train_batch_size == 8 and t.global_steps < 40:
@@ -342,4 +356,4 @@ def test_unwritable_state_is_survived(schedule_config, monkeypatch, tmp_path):
     t._save_checkpoint()
     run_steps(t, 2)  # training goes on and still switches
     assert t.config.data.train_batch_size == 16
-    assert [w for w, _ in t.rlvr_controller.faults] == ["save_state"]
+    assert [w for _, w, _ in t.rlvr_controller.faults] == ["save_state"]

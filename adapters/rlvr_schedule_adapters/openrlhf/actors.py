@@ -2,7 +2,7 @@
 
 They subclass the plain classes behind OpenRLHF's Ray actors (``__ray_actor_class__``) and live at
 module level here so that Ray pickles them by reference: every worker imports this module and gets
-the same classes. :func:`rlvr_schedule_adapters.openrlhf_plugin.patch_openrlhf` puts them in place.
+the same classes. :func:`rlvr_schedule_adapters.openrlhf.launch.patch_openrlhf` puts them in place.
 Importing this module imports OpenRLHF, Ray and torch.
 """
 
@@ -15,12 +15,8 @@ import ray
 from openrlhf.trainer import ppo_trainer as _ppo_trainer
 from openrlhf.trainer.ray import ppo_actor as _ppo_actor
 
-from rlvr_schedule_adapters.openrlhf_plugin import (
-    STATE_KEY,
-    WORKER_METHOD,
-    make_controller,
-    set_worker_batch_and_lr,
-)
+from rlvr_schedule_adapters.openrlhf.controller import STATE_KEY, make_controller
+from rlvr_schedule_adapters.openrlhf.worker import WORKER_METHOD, set_worker_batch_and_lr
 
 __all__ = ["RlvrPPOTrainer", "RlvrPolicyModelActor", "ScheduledPPOTrainer", "ScheduledPolicyModelActor"]
 

@@ -15,9 +15,10 @@ Works on any OmegaConf ``DictConfig`` (struct or not); imports omegaconf only wh
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+from rlvr_schedule_adapters._common import ScheduleSetupWarning, warn_setup
 
 __all__ = [
     "VerlSetupWarning",
@@ -36,8 +37,8 @@ __all__ = [
 MINI_BATCH_MODES = ("per_step", "fixed")
 
 
-class VerlSetupWarning(UserWarning):
-    """The verl set-up cannot hold the schedule as planned (the message says which field)."""
+#: The adapters' one set-up warning class (the verl name is kept for existing filters).
+VerlSetupWarning = ScheduleSetupWarning
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def pin_gen_batch_size(config: Any, schedule: Any) -> int:
 def check_setup(config: Any, schedule: Any, *, mini_batch_mode: str = "per_step",
                 warn: bool = True) -> list[str]:
     """Problems that stop the verl run from following the schedule; each also a
-    :class:`VerlSetupWarning` when ``warn``. Empty when the set-up holds every planned stage."""
+    :class:`~rlvr_schedule_adapters._common.ScheduleSetupWarning` when ``warn``. Empty when the set-up holds every planned stage."""
     layout = read_layout(config)
     n = layout.group_size
     msgs: list[str] = []
@@ -215,6 +216,5 @@ def check_setup(config: Any, schedule: Any, *, mini_batch_mode: str = "per_step"
             msgs.append(f"{where}: a mini-batch of {mini * n} rollouts does not split over "
                         f"{layout.world_size} data-parallel ranks (verl pads the batch)")
     if warn:
-        for m in msgs:
-            warnings.warn(f"rlvr-schedule verl adapter: {m}", VerlSetupWarning, stacklevel=2)
+        warn_setup(msgs, framework="verl")
     return msgs

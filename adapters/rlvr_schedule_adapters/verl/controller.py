@@ -1,24 +1,28 @@
-"""The framework-free half of the verl adapter: step metrics in, applied (batch, LR) out.
+"""The framework-free half of the verl adapter: step metrics in, records to the driver.
 
 verl logs one metrics dict per trainer step (``Tracking.log``) and never logs how many
 rollouts it consumed, so :class:`ScheduleController` counts them (prompts x ``rollout.n`` of
 the stage in effect), builds a :class:`~rlvr_schedule.records.StepRecord` with
-:func:`rlvr_schedule.ingest.canonicalize`, asks the schedule for the next stage and hands
-a changed (batch, lr) to ``apply_fn``. Nothing here imports verl, so it is tested without it.
+:func:`rlvr_schedule.ingest.canonicalize` and hands it to a
+:class:`~rlvr_schedule.driver.ScheduleDriver`, whose ``apply`` checks the batch is whole groups
+and calls ``apply_fn`` (the trainer's: per-step config plus the workers' LR). Nothing here
+imports verl, so it is tested without it.
 
 Fault isolation: an exception anywhere (bad metric, a raising schedule or plugin, a failed
-apply) is logged, counted in :attr:`ScheduleController.faults`, and the run goes on with the
-stage already in effect; a decision that could not be applied is retried on the next step.
+apply) is logged, kept in :attr:`ScheduleController.faults` (the driver's fault log), and the run
+goes on with the stage already in effect; a stage that could not be applied is proposed again.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from rlvr_schedule.plugins import hookimpl
+from rlvr_schedule.driver import ScheduleDriver
 from rlvr_schedule.records import Decision, StepRecord
+from rlvr_schedule_adapters._common import as_number
 
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.plugins import PluginHost
@@ -32,7 +36,6 @@ log = logging.getLogger("rlvr_schedule.adapters.verl")
 STEP_KEY = "training/global_step"
 #: The LR the actor's scheduler returned after this step's update.
 LR_KEY = "actor/lr"
-_STATE_VERSION = 1
 
 ApplyFn = Callable[[int, float], None]
 
@@ -43,153 +46,84 @@ def is_training_metrics(metrics: Mapping[str, Any]) -> bool:
 
 
 class ScheduleController:
-    """Drives a :class:`~rlvr_schedule.records.BatchSchedule` from verl's step metrics.
+    """Drives a schedule from verl's step metrics through a :class:`ScheduleDriver`.
 
     ``apply_fn(batch, lr)`` makes ``batch`` rollouts per step and ``lr`` the actor's peak LR
     for the next step, and raises when it cannot (it must leave the old stage in effect then).
     ``running`` is the (batch, lr) in effect; ``samples`` the rollouts consumed so far.
-
-    When the schedule was built with the same :class:`PluginHost` (``TwoClockScheduler``) it
-    calls the observer hooks and ``rlvr_schedule_apply_decision`` itself; the controller is
-    registered on that host and applies through the hook. Otherwise (``StaticSchedule``) the
-    controller calls the observer hooks and applies a changed decision directly.
+    ``advisory``: decide and log, never call ``apply_fn``.
     """
 
-    def __init__(self, schedule: "BatchSchedule", *, group_size: int, running: tuple[int, float],
-                 apply_fn: ApplyFn, plugins: "PluginHost | None" = None,
-                 aliases: Mapping[str, str] | None = None) -> None:
+    def __init__(self, schedule: BatchSchedule, *, group_size: int, running: tuple[int, float],
+                 apply_fn: ApplyFn, plugins: PluginHost | None = None,
+                 aliases: Mapping[str, str] | None = None, advisory: bool = False) -> None:
         if group_size < 1:
             raise ValueError(f"group_size must be >= 1, got {group_size}")
-        self.schedule = schedule
         self.group_size = int(group_size)
-        self.running: tuple[int, float] = (int(running[0]), float(running[1]))
         self.apply_fn = apply_fn
-        self.plugins = plugins
         self.aliases = aliases
-        self.samples = 0
-        self.last_step: int | None = None
+        self.driver = ScheduleDriver(schedule, self._apply, plugins, advisory=advisory,
+                                     in_effect=(int(running[0]), float(running[1])))
+        self._launched = (int(running[0]), float(running[1]))
         self.last_record: StepRecord | None = None
-        self.last_decision: Decision | None = None
-        self.faults: list[tuple[str, BaseException]] = []
-        self._resume_target: tuple[int, float] | None = None
-        if plugins is not None:
-            plugins.register(self, name=f"verl-controller-{id(self)}")
 
-    # --- hooks -----------------------------------------------------------------------------
+    schedule = property(lambda self: self.driver.schedule)
+    samples = property(lambda self: self.driver.samples)
+    faults = property(lambda self: self.driver.faults)
+    last_decision = property(lambda self: self.driver.last_decision)
+    last_step = property(lambda self: self.driver.last_step)
+
     @property
-    def schedule_calls_hooks(self) -> bool:
-        """Whether the schedule itself calls the plugin hooks (it shares our host)."""
-        return self.plugins is not None and getattr(self.schedule, "plugins", None) is self.plugins
+    def running(self) -> tuple[int, float]:
+        """The (batch, lr) verl runs now (advisory: as launched)."""
+        return self.driver.in_effect or self._launched
 
-    @hookimpl
-    def rlvr_schedule_apply_decision(self, decision: Decision) -> bool:
-        """pluggy hook (registered per instance): apply a switched decision; raises on failure."""
-        self.apply(decision.batch, decision.lr)
-        return True
+    def fault(self, where: str, exc: BaseException) -> None:
+        """Log and keep a fault of the adapter itself (``where``: what failed)."""
+        log.exception("rlvr-schedule verl adapter: %s failed; keeping %d rollouts per step, lr %.4g",
+                      where, *self.running, exc_info=exc)
+        self.faults.append(("verl", where, exc))
 
-    # --- the loop --------------------------------------------------------------------------
-    def apply(self, batch: int, lr: float) -> None:
-        """Make (batch, lr) the running stage through ``apply_fn``; raises if it fails."""
-        batch, lr = int(batch), float(lr)
+    # --- the host's side ---------------------------------------------------------------------
+    def _apply(self, batch: int, lr: float) -> bool:
         if batch % self.group_size:
             raise ValueError(f"rollout batch {batch} is not a multiple of the group size "
                              f"(actor_rollout_ref.rollout.n={self.group_size})")
         self.apply_fn(batch, lr)
-        prev, self.running = self.running, (batch, lr)
-        if prev != self.running:
-            log.info("rlvr-schedule: now %d rollouts per step (%d prompts x %d), lr %.4g (was %d, %.4g)",
-                     batch, batch // self.group_size, self.group_size, lr, prev[0], prev[1])
+        return True
 
     def start(self) -> bool:
-        """Apply the stage to run first; False (logged) on failure, the run then goes on as launched.
-
-        That is the schedule's current stage, or after :meth:`load_state_dict` the stage that was
-        running when the state was saved (verl restores the optimizer's LR with its checkpoint,
-        but the per-step batch lives in the launch config, so it is always re-applied).
-        """
-        resumed = self._resume_target is not None
-        if resumed:
-            target = self._resume_target
-        else:
-            cur = self.schedule.current
-            target = (int(cur.batch), float(cur.lr))
-        if target == self.running and not resumed:
-            return True
-        ok = self._apply_safely(*target)
-        if ok:
-            self._resume_target = None
-        return ok
+        """Apply the stage to run first (the schedule's, or the one running when the state was saved:
+        verl restores the optimizer's LR with its checkpoint, but the per-step batch lives in the
+        launch config); False (logged) on failure, the run then goes on as launched."""
+        return self.driver.start()
 
     def observe(self, metrics: Mapping[str, Any], step: int) -> Decision | None:
-        """Feed one ``Tracking.log`` call; returns the decision (None for non-training logs
-        and when something failed: the running stage then stays)."""
+        """Feed one ``Tracking.log`` call; returns the decision (None for non-training logs and
+        when the metrics could not be read: the running stage then stays)."""
         if not is_training_metrics(metrics):
             return None
         batch, running_lr = self.running
-        self.samples += batch  # counted first: a failure below must not lose rollouts
-        self.last_step = int(step)
+        samples = self.driver.consume(batch)  # counted first: a failure below must not lose rollouts
         try:
             from rlvr_schedule.ingest import canonicalize
 
-            lr = None if _finite(metrics.get(LR_KEY)) else running_lr
-            record = canonicalize(metrics, step=int(step), samples=self.samples, batch=batch, lr=lr,
+            logged = as_number(metrics.get(LR_KEY))
+            lr = None if logged is not None and math.isfinite(logged) else running_lr
+            record = canonicalize(metrics, step=int(step), samples=samples, batch=batch, lr=lr,
                                   aliases=self.aliases)
-            self.last_record = record
-            own_hooks = self.plugins is not None and not self.schedule_calls_hooks
-            if own_hooks:
-                self.plugins.call("rlvr_schedule_on_record", record=record)
-            decision = self.schedule.step(record)
-            self.last_decision = decision
-            if own_hooks:
-                self.plugins.call("rlvr_schedule_on_decision", decision=decision, record=record)
         except Exception as exc:
-            self._fault("observe", exc)
+            self.driver.last_step = int(step)
+            self.fault("observe", exc)
             return None
-        if (decision.batch, decision.lr) != self.running:
-            self._apply_safely(decision.batch, decision.lr)
-        return decision
-
-    def _apply_safely(self, batch: int, lr: float) -> bool:
-        try:
-            self.apply(batch, lr)
-        except Exception as exc:
-            self._fault("apply", exc)
-            return False
-        return True
-
-    def _fault(self, where: str, exc: BaseException) -> None:
-        log.exception("rlvr-schedule verl adapter: %s failed; keeping %d rollouts per step, lr %.4g",
-                      where, self.running[0], self.running[1])
-        self.faults.append((where, exc))
+        self.last_record = record
+        return self.driver.observe(record)
 
     # --- state -----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        """JSON-able state: the schedule's plus the rollouts counted and the running stage."""
-        return {
-            "version": _STATE_VERSION,
-            "schedule": self.schedule.state_dict(),
-            "samples": self.samples,
-            "step": self.last_step,
-            "running": [self.running[0], self.running[1]],
-            "last_decision": None if self.last_decision is None else self.last_decision.to_dict(),
-        }
+        """JSON-able: the driver's (schedule state, rollouts counted, stage running)."""
+        return self.driver.state_dict()
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`; :meth:`start` then re-applies the stage that was running."""
-        version = state.get("version")
-        if version != _STATE_VERSION:
-            raise ValueError(f"unsupported verl adapter state version {version!r}")
-        self.schedule.load_state_dict(state["schedule"])
-        self.samples = int(state["samples"])
-        self.last_step = None if state.get("step") is None else int(state["step"])
-        batch, lr = state["running"]
-        self._resume_target = (int(batch), float(lr))
-        d = state.get("last_decision")
-        self.last_decision = None if d is None else Decision(**d)
-
-
-def _finite(value: Any) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except (TypeError, ValueError):
-        return False
+        self.driver.load_state_dict(state)

@@ -35,6 +35,9 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, l
     p.add_argument("--mini-batch-mode", choices=("per_step", "fixed"), default="per_step",
                    help="per_step: keep PPO mini-batches per step (default); fixed: keep ppo_mini_batch_size")
     p.add_argument("--jsonl", default=None, help="also write records and decisions to this JSONL file")
+    p.add_argument("--advisory", action="store_true",
+                   help="decide and log every decision with its reason, change nothing (batch and LR stay "
+                        "as launched)")
     p.add_argument("--config-name", default="ppo_trainer",
                    help="verl config to compose (default ppo_trainer)")
     p.add_argument("--config-dir", default=None, help="directory of the config (default: verl's own)")
@@ -51,7 +54,7 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, l
 def build_config(overrides: Sequence[str], schedule: str | os.PathLike[str], *,
                  mini_batch_mode: str = "per_step", jsonl: str | None = None,
                  config_name: str = "ppo_trainer", config_dir: str | None = None,
-                 validate: bool = True) -> Any:
+                 validate: bool = True, advisory: bool = False) -> Any:
     """verl's composed config with ``overrides`` and the ``rlvr_schedule`` section.
 
     The schedule file is parsed first (ConfigError on a bad one). ``validate`` runs verl's
@@ -83,6 +86,7 @@ def build_config(overrides: Sequence[str], schedule: str | os.PathLike[str], *,
             "schedule": schedule_path,
             "mini_batch_mode": mini_batch_mode,
             "jsonl": None if jsonl is None else str(Path(jsonl).resolve()),
+            "advisory": bool(advisory),
         }
     return config
 
@@ -116,7 +120,8 @@ def describe(config: Any) -> str:
     gen = pin_gen_batch_size(cfg, schedule)
     lay = read_layout(cfg)
     lines = [
-        f"schedule: {section.schedule} ({type(schedule).__name__})",
+        f"schedule: {section.schedule} ({type(schedule).__name__})"
+        + (" - advisory: decisions are logged, nothing is applied" if section.get("advisory") else ""),
         f"launch: {lay.train_batch_size} prompts x rollout.n {lay.group_size} = {lay.rollouts} "
         "rollouts per step, "
         f"ppo_mini_batch_size {lay.ppo_mini_batch_size}, data.gen_batch_size {gen}, {lay.world_size} ranks",
@@ -131,7 +136,7 @@ def main(argv: Sequence[str] | None = None, *, run: Callable[..., None] | None =
     """The command line: build the config, then :func:`launch` it (or print it: ``--dry-run``)."""
     args, overrides = parse_args(argv)
     config = build_config(overrides, args.schedule, mini_batch_mode=args.mini_batch_mode, jsonl=args.jsonl,
-                          config_name=args.config_name, config_dir=args.config_dir)
+                          config_name=args.config_name, config_dir=args.config_dir, advisory=args.advisory)
     if args.dry_run:
         print(describe(config))
         return 0

@@ -37,14 +37,12 @@ class ScheduleMetricsBackend:
         try:
             self.controller.observe(data, step)
         except Exception as exc:  # observe isolates faults itself; this is the last guard
-            log.exception("rlvr-schedule verl backend: observing step %s failed", step)
-            self.controller.faults.append(("backend", exc))
+            self.controller.fault("backend", exc)
         if self.after_log is not None:
             try:
                 self.after_log(int(step))
             except Exception as exc:
-                log.exception("rlvr-schedule verl backend: after-log hook failed at step %s", step)
-                self.controller.faults.append(("after_log", exc))
+                self.controller.fault("after_log", exc)
 
     def finish(self, *args: Any, **kwargs: Any) -> None:
         """Nothing to flush (``Tracking.finish`` skips unknown backends anyway)."""

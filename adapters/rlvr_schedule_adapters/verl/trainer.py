@@ -35,10 +35,9 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.engine_workers import ActorRolloutRefWorker
 
-from rlvr_schedule_adapters._common import scale_base_lr
+from rlvr_schedule_adapters._common import ScheduleSetupWarning, scale_base_lr
 from rlvr_schedule_adapters.verl.batch import (
     MINI_BATCH_MODES,
-    VerlSetupWarning,
     apply_rollout_batch,
     check_setup,
     pin_gen_batch_size,
@@ -63,7 +62,8 @@ log = logging.getLogger("rlvr_schedule.adapters.verl")
 #: The name the trainer is registered under in verl's TRAINER_REGISTRY.
 TRAINER_NAME = "rlvr_sync"
 #: Config section read by the trainer: ``schedule`` (path, required), ``mini_batch_mode``
-#: ("per_step" | "fixed"), ``jsonl`` (optional path: records and decisions), ``state_file``.
+#: ("per_step" | "fixed"), ``jsonl`` (optional path: records and decisions), ``state_file``,
+#: ``advisory`` (true: decide and log, change nothing).
 SETTINGS_KEY = "rlvr_schedule"
 
 
@@ -101,6 +101,7 @@ def _settings(config: Any) -> dict[str, Any]:
         "mini_batch_mode": mode,
         "jsonl": section.get("jsonl", None),
         "state_file": section.get("state_file", None) or STATE_FILE,
+        "advisory": bool(section.get("advisory", False)),
     }
 
 
@@ -111,7 +112,7 @@ def build_controller(config: Any, apply_fn: Callable[[int, float], None], *, sch
     from rlvr_schedule.plugins import PluginHost
     from rlvr_schedule.policy import load_schedule
 
-    settings = _settings(config) if schedule is None else {"jsonl": None}
+    settings = _settings(config) if schedule is None else {"jsonl": None, "advisory": False}
     if plugins is None:
         plugins = PluginHost()
     if settings.get("jsonl"):
@@ -123,15 +124,16 @@ def build_controller(config: Any, apply_fn: Callable[[int, float], None], *, sch
     layout = read_layout(config)
     lr0 = float(config.actor_rollout_ref.actor.optim.lr)
     return ScheduleController(schedule, group_size=layout.group_size, running=(layout.rollouts, lr0),
-                              apply_fn=apply_fn, plugins=plugins, aliases=collect_aliases(plugins))
+                              apply_fn=apply_fn, plugins=plugins, aliases=collect_aliases(plugins),
+                              advisory=settings["advisory"])
 
 
 @register_trainer(TRAINER_NAME)
 class RlvrSchedulePPOTrainer(PPOTrainerSync):
     """``PPOTrainerSync`` whose rollouts per step and actor LR follow a batch schedule.
 
-    Start-up: pins ``data.gen_batch_size`` and warns (:class:`VerlSetupWarning`) about planned
-    stages the set-up cannot hold. Each step: the metrics reach the schedule through a
+    Start-up: pins ``data.gen_batch_size`` and warns about planned
+    stages the set-up cannot hold (:class:`ScheduleSetupWarning`). Each step: the metrics reach the schedule through a
     ``Tracking`` backend; a new stage is written into the per-step config and sent to the
     workers' optimizers. Checkpoints get the scheduler state beside them; a resume restores it.
     """
@@ -189,9 +191,8 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
         super().on_train_begin()
         try:
             attach_backend(self.logger, ScheduleMetricsBackend(self.rlvr_controller, self._rlvr_after_log))
-        except Exception as exc:
-            log.exception("rlvr-schedule: cannot attach the metrics backend; the schedule will not run")
-            self.rlvr_controller.faults.append(("attach", exc))
+        except Exception as exc:  # the schedule will not run
+            self.rlvr_controller.fault("attach", exc)
             return
         self.rlvr_controller.start()
 
@@ -210,8 +211,7 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
             save_state(folder, self._rlvr_state(complete=False), name=self.rlvr_settings["state_file"])
             self._rlvr_pending_state = (int(self.global_steps), folder)
         except Exception as exc:
-            log.exception("rlvr-schedule: writing the scheduler state into %s failed", folder)
-            self.rlvr_controller.faults.append(("save_state", exc))
+            self.rlvr_controller.fault("save_state", exc)
 
     def _rlvr_after_log(self, step: int) -> None:
         pending = self._rlvr_pending_state
@@ -224,9 +224,8 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
         super()._load_checkpoint()
         try:
             self._rlvr_restore()
-        except Exception as exc:
-            log.exception("rlvr-schedule: restoring the scheduler state failed; starting the schedule afresh")
-            self.rlvr_controller.faults.append(("load_state", exc))
+        except Exception as exc:  # the schedule starts afresh
+            self.rlvr_controller.fault("load_state", exc)
 
     def _rlvr_restore(self) -> None:
         folder = checkpoint_folder(self.config, int(self.global_steps))
@@ -235,7 +234,7 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
         state = load_state(folder, name=self.rlvr_settings["state_file"])
         if state is None:
             warnings.warn(f"rlvr-schedule: no scheduler state in {folder}; the schedule restarts from its "
-                          "first stage and counts rollouts from zero", VerlSetupWarning, stacklevel=2)
+                          "first stage and counts rollouts from zero", ScheduleSetupWarning, stacklevel=2)
             return
         if not state.get("complete", True):
             # saved before step N's record reached the schedule: count its rollouts at least

@@ -42,6 +42,7 @@ class RunFit:
     failure_signal: str | None
     constant_batch: bool = True
     reached_target: bool = False
+    diverging: bool = False  # reward fell from the start without progress: no failure reading
 
     def to_dict(self) -> dict[str, Any]:
         return _clean(dict(self.__dict__))
@@ -81,8 +82,10 @@ def fit_sweep(runs: Sequence[Run], target: float | None = None, *, fraction: flo
 
     ``target=None``: ``fraction`` (default half) of the way from the initial reward (median over
     the constant-batch runs) to the best pre-failure smoothed reward of any of them, so every run's
-    samples-to-target refers to the same reward. Failure per run: first sustained alarm of
-    ``detectors`` (default :func:`~rlvr_schedule.clocks.failure.default_detectors`). Runs whose
+    samples-to-target refers to the same reward. Failure per run: onset of the first sustained
+    failure alarm of ``detectors`` (default
+    :func:`~rlvr_schedule.clocks.failure.default_detectors`); runs that diverged (reward falling
+    from the start) have none and stay out of the pooled failure samples. Runs whose
     batch changed are reported but left out of the critical-batch and failure-scaling fits.
     """
     runs = list(runs)
@@ -93,7 +96,8 @@ def fit_sweep(runs: Sequence[Run], target: float | None = None, *, fraction: flo
     cbf = CriticalBatchFit(target, fraction=fraction, level=level, n_boot=n_boot, seed=seed,
                            detectors=detectors).fit(runs, failure_samples=fs)
     const = [i for i, r in enumerate(runs) if r.constant_batch] or list(range(len(runs)))
-    fsf = FailureScalingFit(detectors, level).fit([runs[i] for i in const], [fs[i] for i in const])
+    fsf = FailureScalingFit(detectors, level).fit([runs[i] for i in const], [fs[i] for i in const],
+                                                  [fclocks[i].diverging_ for i in const])
     out = []
     nan = math.nan
     for r, fc, row, pc in zip(runs, fclocks, cbf.table_, cbf.clocks_):
@@ -104,7 +108,8 @@ def fit_sweep(runs: Sequence[Run], target: float | None = None, *, fraction: flo
             samples_to_target=row["samples_to_target"],
             samples_to_target_interval=row["samples_to_target_interval"],
             failure_samples=fc.failure_samples_, failure_signal=fc.signal_,
-            constant_batch=r.constant_batch, reached_target=row["reached_target"]))
+            constant_batch=r.constant_batch, reached_target=row["reached_target"],
+            diverging=fc.diverging_))
     return SweepFit(
         critical_batch=cbf.critical_batch_, critical_batch_interval=cbf.critical_batch_interval_,
         rate_at_zero=cbf.rate_at_zero_, failure_samples=fsf.failure_samples_,

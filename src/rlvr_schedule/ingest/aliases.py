@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "CANONICAL_FIELDS",
     "FIELD_ALIASES",
+    "FRAMEWORK_METRICS",
     "ALIASES",
     "KNOWN_EXTRA",
     "STRIP_PREFIXES",
@@ -136,6 +137,27 @@ FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
 ALIASES: Mapping[str, str] = MappingProxyType(
     {name: fld for fld, names in FIELD_ALIASES.items() for name in names}
 )
+
+#: What each framework logs, by canonical field (one key per field: the one its adapter reads and the
+#: synthetic writers write): TRL 1.16 ``on_log``, verl 0.9.1 ``Tracking.log``, OpenRLHF 0.11.2
+#: ``save_logs_and_checkpoints``. The one table of framework names; each is in :data:`FIELD_ALIASES`.
+FRAMEWORK_METRICS: Mapping[str, Mapping[str, str]] = MappingProxyType({
+    "trl": MappingProxyType({
+        "step": "step", "lr": "learning_rate", "reward_mean": "reward", "reward_std": "reward_std",
+        "entropy": "entropy", "kl": "kl", "grad_norm": "grad_norm", "clip_frac": "clip_ratio/region_mean",
+        "response_length": "completions/mean_length", "frac_zero_std": "frac_reward_zero_std",
+    }),
+    "verl": MappingProxyType({
+        "step": "training/global_step", "lr": "actor/lr", "reward_mean": "critic/score/mean",
+        "reward_std": "critic/score/std", "entropy": "actor/entropy", "kl": "actor/kl_loss",
+        "grad_norm": "actor/grad_norm", "clip_frac": "actor/pg_clipfrac", "response_length": "response_length/mean",
+    }),
+    "openrlhf": MappingProxyType({
+        "lr": "actor_lr", "reward_mean": "rollout/reward_mean", "reward_std": "rollout/reward_std",
+        "entropy": "entropy_loss", "kl": "kl", "grad_norm": "actor_grad_norm", "clip_frac": "ppo_clip_ratio",
+        "response_length": "rollout/response_length_mean",
+    }),
+})
 
 #: Names the frameworks log that have no canonical field: kept in ``extra`` without the
 #: "unknown columns" warning. Entries ending in ``/`` or ``_`` are prefixes.

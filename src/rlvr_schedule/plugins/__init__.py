@@ -11,6 +11,12 @@ from rlvr_schedule.plugins.hookspecs import PROJECT
 
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-from rlvr_schedule.plugins.manager import ENTRY_POINT_GROUP, PluginHost, get_plugin_host  # noqa: E402
+from rlvr_schedule.plugins.manager import (  # noqa: E402
+    ENTRY_POINT_GROUP,
+    DetectorFault,
+    IsolatedDetector,
+    PluginHost,
+    get_plugin_host,
+)
 
-__all__ = ["hookimpl", "PluginHost", "get_plugin_host", "ENTRY_POINT_GROUP"]
+__all__ = ["hookimpl", "PluginHost", "get_plugin_host", "ENTRY_POINT_GROUP", "DetectorFault", "IsolatedDetector"]

@@ -2,9 +2,10 @@
 
 Plugins are plain modules or classes with functions marked ``@hookimpl`` (see
 :data:`rlvr_schedule.plugins.hookimpl`) and are found through the entry-point group
-``rlvr_schedule``. The framework adapters implement :func:`rlvr_schedule_apply_decision`.
-A plugin that raises is logged with its traceback and the schedule keeps its current stage
-(``strict=True`` on the plugin manager re-raises, for tests).
+``rlvr_schedule``. :class:`~rlvr_schedule.driver.ScheduleDriver` calls the observer hooks around
+each schedule step; hosts apply decisions through the driver's ``apply`` callback, not a hook. A
+plugin that raises is logged with its traceback and skipped (``strict=True`` on the plugin
+manager re-raises, for tests); a raising failure detector holds the stage on that record.
 """
 
 from __future__ import annotations
@@ -42,19 +43,10 @@ def rlvr_schedule_progress_estimators() -> list[Any]:
 
 @hookspec
 def rlvr_schedule_on_record(record: "StepRecord") -> None:
-    """Observe every record the scheduler is fed (sinks: JSONL, TensorBoard)."""
+    """Observe every record the driver is fed, before the schedule steps (sinks: JSONL, TensorBoard)."""
 
 
 @hookspec
 def rlvr_schedule_on_decision(decision: "Decision", record: "StepRecord") -> None:
-    """Observe every decision, switched or not, with the record that produced it."""
-
-
-@hookspec(firstresult=True)
-def rlvr_schedule_apply_decision(decision: "Decision") -> bool | None:
-    """Apply a switched decision to the host trainer (rollouts per update and LR).
-
-    Called only when ``decision.switched``. Return True when applied; the first plugin that
-    returns a non-None value wins. Adapters implement this; a host without an adapter applies
-    decisions itself.
-    """
+    """Observe every decision, switched or not, with the record that produced it (after the host
+    applied it, or held: then ``decision.reason`` starts with "held")."""

@@ -1,7 +1,8 @@
 """Built-in observer plugins: write every record and decision to JSONL or TensorBoard.
 
 Register one on a :class:`~rlvr_schedule.plugins.PluginHost` (``host.register(JsonlSink(path))``);
-the scheduler then calls them through ``rlvr_schedule_on_record`` / ``rlvr_schedule_on_decision``.
+the host's :class:`~rlvr_schedule.driver.ScheduleDriver` then calls them through ``rlvr_schedule_on_record`` /
+``rlvr_schedule_on_decision``.
 """
 
 from __future__ import annotations

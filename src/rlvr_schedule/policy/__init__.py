@@ -1,10 +1,11 @@
 """Batch schedules: the two-clock policy, static multi-step schedules, their config files, and the
 baselines it is measured against (a linear ramp-up, a Pollux-style noise-scale rule).
 
-Hosts drive any of them the same way (``step(record) -> Decision``, ``state_dict()``), see
-:class:`rlvr_schedule.records.BatchSchedule`.
+All subclass :class:`~rlvr_schedule.policy.base.Schedule` (``propose``/``commit``/``hold``,
+``step``, ``state_dict``); hosts run them through :class:`rlvr_schedule.driver.ScheduleDriver`.
 """
 
+from rlvr_schedule.policy.base import Schedule
 from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
 from rlvr_schedule.policy.config import load_schedule, read_config, schedule_from_dict
 from rlvr_schedule.policy.constraints import BatchConstraints
@@ -16,6 +17,7 @@ __all__ = [
     "LinearRampSchedule",
     "NoiseScaleAdaptiveSchedule",
     "PolicyConfig",
+    "Schedule",
     "StaticSchedule",
     "TwoClockScheduler",
     "load_schedule",

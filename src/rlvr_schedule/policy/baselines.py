@@ -16,13 +16,13 @@ Both are :class:`~rlvr_schedule.records.BatchSchedule`\\ s with JSON-able ``stat
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from rlvr_schedule.clocks import GradientNoiseScale
 from rlvr_schedule.errors import ConfigError
+from rlvr_schedule.policy.base import Schedule
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.static import StaticSchedule
 from rlvr_schedule.records import Decision, Stage, StepRecord
@@ -105,7 +105,7 @@ def goodput(batch: float, phi: float, base_batch: float, t0: float, t1: float) -
     return batch / (t0 + t1 * batch) * pollux_efficiency(batch, phi, base_batch)
 
 
-class NoiseScaleAdaptiveSchedule:
+class NoiseScaleAdaptiveSchedule(Schedule):
     """Pollux/AdaptDL-style adaptive batch: every ``interval`` records, move to the runnable batch
     with the highest :func:`goodput` under the current B_simple estimate.
 
@@ -116,6 +116,8 @@ class NoiseScaleAdaptiveSchedule:
     at least ``min_gain`` (relative) so noise in the estimate does not make the batch flap.
     ``lr_rule``: "adascale" (gain r = efficiency x M / M0; SGD's rule) or "sqrt"/"linear"/"constant".
     """
+
+    kind = _NS_KIND
 
     def __init__(self, initial_batch: int, *, base_lr: float, t0: float, t1: float, lr_rule: str = "adascale",
                  max_batch: int | None = None, interval: int = 10, warmup: int = 50, grid: float = 2.0 ** 0.25,
@@ -149,7 +151,7 @@ class NoiseScaleAdaptiveSchedule:
         self.candidates = self._grid(initial_batch, hi)
         self.noise = GradientNoiseScale(beta=beta)
         self._records = 0
-        self._stages: list[Stage] = [Stage(batch=initial_batch, lr=self.base_lr, reason="initial")]
+        super().__init__([Stage(batch=initial_batch, lr=self.base_lr, reason="initial")])
 
     def _grid(self, lo: int, hi: int) -> tuple[int, ...]:
         c, out, b = self.constraints, set(), float(lo)
@@ -157,15 +159,6 @@ class NoiseScaleAdaptiveSchedule:
             out.add(c.snap(b, "nearest"))
             b *= self.grid
         return tuple(sorted(x for x in out if lo <= x <= hi and c.is_valid(x)))
-
-    # --- BatchSchedule -----------------------------------------------------------------------
-    @property
-    def stages(self) -> Sequence[Stage]:
-        return tuple(self._stages)
-
-    @property
-    def current(self) -> Stage:
-        return self._stages[-1]
 
     def lr_for(self, batch: int, phi: float) -> float:
         """The LR at ``batch`` given the noise scale ``phi`` (AdaScale gain or a scaling rule)."""
@@ -178,14 +171,14 @@ class NoiseScaleAdaptiveSchedule:
         """The candidate batch with the highest goodput at noise scale ``phi``."""
         return max(self.candidates, key=lambda m: (goodput(m, phi, self.base_batch, self.t0, self.t1), -m))
 
-    def step(self, record: StepRecord) -> Decision:
+    def propose(self, record: StepRecord) -> Decision:
         self._records += 1
         phi = self.noise.update(record)
         cur = self._stages[-1]
         index = len(self._stages) - 1
         ready = self.noise.n_updates >= self.warmup and math.isfinite(phi) and phi > 0
         if not ready or self._records % self.interval:
-            return Decision(step=record.step, samples=record.samples, batch=cur.batch, lr=cur.lr, stage=index)
+            return self._decision(record)
         best = self.best_batch(phi)
         g_cur = goodput(cur.batch, phi, self.base_batch, self.t0, self.t1)
         g_best = goodput(best, phi, self.base_batch, self.t0, self.t1)
@@ -195,18 +188,13 @@ class NoiseScaleAdaptiveSchedule:
         if move:
             reason = (f"goodput: B_simple {phi:.4g} -> batch {best} "
                       f"(efficiency {pollux_efficiency(best, phi, self.base_batch):.3f})")
-            self._stages[-1] = dataclasses.replace(cur, until_samples=record.samples)
-            self._stages.append(Stage(batch=best, lr=self.lr_for(best, phi), reason=reason,
-                                      start_samples=record.samples))
-            new = self._stages[-1]
-            return Decision(step=record.step, samples=record.samples, batch=new.batch, lr=new.lr,
+            return Decision(step=record.step, samples=record.samples, batch=best, lr=self.lr_for(best, phi),
                             stage=index + 1, switched=True, reason=reason)
         if self.lr_rule == "adascale" and not math.isclose(lr, cur.lr, rel_tol=1e-3):
             # AdaScale re-tunes the LR as the gain moves, within a stage (recorded as the stage's LR)
-            self._stages[-1] = dataclasses.replace(cur, lr=lr)
             return Decision(step=record.step, samples=record.samples, batch=cur.batch, lr=lr, stage=index,
                             switched=True, reason=f"adascale gain at B_simple {phi:.4g}")
-        return Decision(step=record.step, samples=record.samples, batch=cur.batch, lr=cur.lr, stage=index)
+        return self._decision(record)
 
     # --- state ---------------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
@@ -215,22 +203,17 @@ class NoiseScaleAdaptiveSchedule:
                 "candidates": list(self.candidates), "min_gain": self.min_gain,
                 "allow_decrease": self.allow_decrease}
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"kind": _NS_KIND, "version": 1, "settings": self._settings(), "records": self._records,
+    def _state(self) -> dict[str, Any]:
+        return {"settings": self._settings(), "records": self._records,
                 "stages": [s.to_dict() for s in self._stages], "noise": self.noise.state_dict()}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if state.get("kind") != _NS_KIND:
-            raise ConfigError(f"not a NoiseScaleAdaptiveSchedule state (kind {state.get('kind')!r})", field="kind")
+    def _load_state(self, state: Mapping[str, Any]) -> None:
         saved = state.get("settings")
         if saved is not None and saved != self._settings():
             changed = sorted(k for k, v in self._settings().items() if saved.get(k) != v)
             raise ConfigError(f"the saved state belongs to a schedule with other settings ({', '.join(changed)})",
                               field="settings")
-        stages = [Stage(**s) for s in state["stages"]]
-        if not stages:
-            raise ConfigError("a state needs at least one stage", field="stages")
-        self._stages = stages
+        self._stages = self._stages_from(state)
         self._records = int(state["records"])
         self.noise.load_state_dict(state["noise"])
 

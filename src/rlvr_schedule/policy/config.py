@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,13 +49,26 @@ __all__ = ["load_schedule", "read_config", "schedule_from_dict"]
 TYPES = ("static", "two_clock")
 _STATIC_KEYS = ("type", "stages", "constraints", "base_lr", "base_batch", "lr_rule")
 _STAGE_KEYS = ("batch", "lr", "until_samples")
-_INT_FIELDS = frozenset({
-    "batch", "until_samples", "initial_batch", "base_batch", "horizon_steps", "hysteresis",
-    "min_samples_between", "max_stages", "fallback_batch", "auto_records", "group_size", "min_batch",
-    "max_batch", "divisor"})
-_FLOAT_FIELDS = frozenset({
-    "lr", "base_lr", "growth", "margin", "failure_threshold", "failure_fraction", "forecast_half_life",
-    "critical_batch", "critical_fraction", "sample_tolerance", "track_step", "failure_exponent"})
+
+
+def _numeric_fields(*classes: type) -> tuple[frozenset[str], frozenset[str]]:
+    """(count fields, float fields) of dataclasses, from their type hints: a field typed with
+    ``float`` (alone or in a union) is a float field, one with ``int`` and no ``float`` a count."""
+    ints: set[str] = set()
+    floats: set[str] = set()
+    for cls in classes:
+        for name, tp in typing.get_type_hints(cls).items():
+            args = set(typing.get_args(tp)) or {tp}
+            if float in args:
+                floats.add(name)
+            elif int in args:
+                ints.add(name)
+    return frozenset(ints), frozenset(floats)
+
+
+#: What numeric strings and integral floats are coerced to, per key: the fields of the config classes
+#: (static files use Stage's fields and PolicyConfig's base_lr / base_batch).
+_INT_FIELDS, _FLOAT_FIELDS = _numeric_fields(PolicyConfig, BatchConstraints, Stage)
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -103,13 +117,17 @@ def read_config(path: str | Path) -> dict[str, Any]:
 
 
 def load_schedule(path: str | Path, *, plugins: PluginHost | None = None) -> BatchSchedule:
-    """A :class:`StaticSchedule` or :class:`TwoClockScheduler` from a YAML or JSON file."""
+    """A :class:`StaticSchedule` or :class:`TwoClockScheduler` from a YAML or JSON file.
+
+    ``plugins``: the two-clock policy also runs the plugins' failure detectors (fault-isolated)."""
     return schedule_from_dict(read_config(path), source=str(path), plugins=plugins)
 
 
 def schedule_from_dict(d: Mapping[str, Any], *, source: str | None = None,
                        plugins: PluginHost | None = None) -> BatchSchedule:
-    """A schedule from a config mapping (the parsed file); ConfigError names source and field."""
+    """A schedule from a config mapping (the parsed file); ConfigError names source and field.
+
+    ``plugins``: the two-clock policy also runs the plugins' failure detectors (fault-isolated)."""
     if not isinstance(d, Mapping):
         raise ConfigError(f"must be a mapping, got {type(d).__name__}", source=source)
     kind = d.get("type", "static" if "stages" in d else None)
@@ -121,8 +139,8 @@ def schedule_from_dict(d: Mapping[str, Any], *, source: str | None = None,
     body = {k: v for k, v in d.items() if k != "type"}
     if isinstance(body.get("constraints"), Mapping):
         body["constraints"] = _coerce_map(body["constraints"], "constraints.", source)
-    return TwoClockScheduler(PolicyConfig.from_dict(_coerce_map(body, "", source), source=source),
-                             plugins=plugins)
+    config = PolicyConfig.from_dict(_coerce_map(body, "", source), source=source)
+    return TwoClockScheduler(config, detectors=plugins.failure_detectors() if plugins is not None else ())
 
 
 def _static(d: Mapping[str, Any], source: str | None) -> StaticSchedule:

@@ -7,11 +7,15 @@ B = 2B* x 0.1/1.1 = 0.18 B* (``critical_fraction`` overrides it). B* is a known 
 B* ~ 1/lr, B_simple serves as a *relative* tracker (its ratio to its first value times the known
 B*). As B* rises the batch follows a continuous target (fraction x estimate, snapped), moving
 once the target is ``track_step`` above the current batch, as the Pollux rule re-optimises.
-Failure clock: the rollouts left before the failure signal reaches its collapse level are
-forecast online. Growing the batch postpones a failure only when failure samples grow with
-batch (``failure_exponent`` alpha > 0, e.g. ``FailureScalingFit.alpha_``); then the batch grows
-by ``growth`` once the forecast falls below ``margin`` x the next stage's horizon. For a sample
-clock (alpha <= 0, the default) the policy holds and says so ("failure forecast: hold").
+Failure clock (the seed's prescription): the failure signal's trend is followed online; once less
+than ``failure_switch_fraction`` (0.25) of the way from its level at the last (re)start to the
+collapse level remains, the batch grows by ``growth`` with the LR x growth^q
+(q = ``failure_lr_exponent``, default 0: the LR held) and the forecast restarts; at the largest
+batch the LR is divided by sqrt(growth) instead. In the local quadratic model a switch moves the
+remaining failure from F to F k^(alpha + e - q) rollouts (k the batch factor, e the LR rule's
+exponent, 1/2 for "sqrt", alpha = ``failure_exponent``): with q = 0 a sample clock (alpha = 0) is
+postponed too, which a square-root switch (q = e) cannot do; where the exponent is <= 0 the
+policy holds and says so ("failure forecast: hold").
 Every trigger must hold for ``hysteresis`` records, and switches respect ``min_samples_between``,
 ``min_stage_steps`` and ``max_stages``. Each record costs O(1) amortised work; the state is a
 bounded window plus at most ``max_stages`` stages.
@@ -22,9 +26,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rlvr_schedule.clocks import (
     EntropyCollapse,
@@ -36,12 +41,10 @@ from rlvr_schedule.clocks import (
     ZeroVarianceGroups,
 )
 from rlvr_schedule.errors import ConfigError
+from rlvr_schedule.policy.base import Schedule, decode_floats, encode_floats
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.records import Decision, Stage, StepRecord
 from rlvr_schedule.theory.scaling import RULES, lr_for_batch
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rlvr_schedule.plugins import PluginHost
 
 __all__ = ["PolicyConfig", "TwoClockScheduler"]
 
@@ -54,36 +57,82 @@ SIGNALS = ("entropy", "reward_mean", "kl", "grad_norm", "clip_frac", "frac_zero_
 DETECTORS = {c.name: c for c in (EntropyCollapse, RewardCrash, GradNormSpike, KLBlowup, ZeroVarianceGroups)}
 
 
+#: Keys kept for old schedule files (they still apply) and what replaces each: duplicated or
+#: overlapping triggers and rate limits.
+DEPRECATED = {
+    "margin": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
+              "margin x horizon_steps x the next batch remains a second, later trigger",
+    "horizon_steps": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
+                     "margin x horizon_steps x the next batch remains a second, later trigger",
+    "min_samples_between": "pace switches with min_stage_steps and hysteresis",
+    "failure_threshold": "give the collapse level relative to the early level with failure_fraction",
+}
+
+#: The knobs by what they set, for docs and files: start, tracking, failure, pacing, constraints.
+GROUPS = {
+    "start": ("initial_batch", "critical_batch", "sample_tolerance", "critical_fraction", "fallback_batch",
+              "auto_records", "base_lr", "base_batch", "lr_rule"),
+    "tracking": ("track_critical_batch", "track_step"),
+    "failure": ("failure_signal", "failure_fraction", "failure_threshold", "failure_switch_fraction",
+                "failure_lr_exponent", "failure_exponent", "growth", "margin", "horizon_steps", "forecast_window",
+                "detectors", "switch_on_alarm"),
+    "pacing": ("hysteresis", "min_stage_steps", "min_samples_between", "max_stages"),
+    "constraints": ("constraints",),
+}
+
+
 @dataclass
 class PolicyConfig:
-    """Settings of :class:`TwoClockScheduler` (all sample counts in rollouts).
+    """Settings of :class:`TwoClockScheduler` (all sample counts in rollouts), by group (:data:`GROUPS`).
 
+    Start (progress clock: where on E(B)/E(0) = 1/(1 - B/2B*) the run begins)
     initial_batch: an int, or "auto": the operating fraction x the critical batch, taken from
         ``critical_batch`` when given (e.g. ``fit_sweep``'s), else from the online gradient-noise
         estimate B_simple after ``auto_records`` records that carry both grad norms (running
         ``fallback_batch`` until then).
     sample_tolerance: extra rollouts accepted against B -> 0 (0.10: 10%); the operating fraction
-        of B* is 2 x tol / (1 + tol). critical_fraction: an explicit fraction (overrides it).
-    track_critical_batch: the critical batch rises as training progresses (Merrill et al. 2025);
-        move the batch to the fraction x the current B* estimate (known B* x B_simple / its first
-        value) once that target is at least ``track_step`` x the current batch.
-    failure_exponent: alpha in failure samples ~ B^alpha (``FailureScalingFit.alpha_``). With
-        alpha <= 0 (a sample clock) growing cannot postpone the failure, so forecast and alarm
-        triggers hold the batch ("failure forecast: hold"); with alpha > 0 they grow it.
+        of B* is 2 x tol / (1 + tol): larger spends rollouts to save updates. critical_fraction:
+        an explicit fraction (overrides it).
     base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
-        scales with batch ("sqrt" for Adam, "linear" for SGD, "constant").
-    growth: batch factor per switch. margin, horizon_steps: switch when the forecast samples to
-        failure fall below ``margin`` x ``horizon_steps`` x the next batch (the next stage must get
-        that many updates in before failure). hysteresis: the trigger must hold for this many
-        consecutive records. min_samples_between, min_stage_steps: rollouts and updates a stage
-        runs before the next switch (the forecast needs fresh records at the new batch).
-    max_stages: stages in all, the initial one included (so at most max_stages - 1 switches).
-    failure_signal, failure_threshold, failure_fraction, forecast_window: the forecast
-        (:class:`rlvr_schedule.clocks.FailureForecast`) follows this signal to its collapse level:
-        ``failure_threshold`` if given, else ``failure_fraction`` x its early level (default 0.1
-        for falling signals such as entropy, 10 for rising ones such as kl).
+        scales with batch on tracking switches ("sqrt" for Adam, "linear" for SGD, "constant"); on
+        the rule, drift per rollout (the failure clock's rate) is batch-invariant.
+
+    Tracking (progress clock: stay at the same fraction of a rising B*)
+    track_critical_batch: move the batch to the fraction x the current B* estimate (known B* x
+        B_simple / its first value, divided by the LR's ratio to the rule since B* ~ 1/r) once
+        that target is at least ``track_step`` x the current batch.
+
+    Failure (failure clock: switch before it runs out)
+    failure_signal, failure_fraction: the forecast (:class:`rlvr_schedule.clocks.FailureForecast`)
+        follows this signal to ``failure_fraction`` x its early level (default 0.1 for falling
+        signals such as entropy, 10 for rising ones such as kl). failure_threshold (deprecated):
+        an absolute level instead.
+    failure_switch_fraction: switch once the signal's fitted trend has less than this fraction of
+        the way left from its level at the last (re)start to the collapse level (0.25). Larger:
+        earlier, more switches. 0 gives policy v2: this trigger off, no forecast restart and no
+        LR division at the largest batch.
+    growth: batch factor per switch. failure_lr_exponent: q, the LR x growth^q at a failure switch.
+        0 (default): the LR held, so per-rollout drift falls by growth^-(e - q) (e: the rule's
+        exponent, 1/2 for sqrt) and the failure clock is postponed; q = e leaves the drift per
+        rollout (and a sample clock) unchanged. At the largest batch (or the last stage) the LR is
+        divided by sqrt(growth) instead.
+    failure_exponent: alpha in failure samples ~ B^alpha (``FailureScalingFit.alpha_``, 0: a
+        sample clock). It changes the arithmetic, not whether to switch: a failure switch postpones
+        the remaining failure by growth^(alpha + e - q); where that exponent is <= 0 the policy
+        holds ("failure forecast: hold").
+    margin, horizon_steps (deprecated): also switch when the forecast rollouts to failure fall
+        below ``margin`` x ``horizon_steps`` x the next batch (a later trigger than the fraction).
+    forecast_window: records in the forecast's regression window.
     detectors: built-in :mod:`rlvr_schedule.clocks` detectors to run (by name); with
-        ``switch_on_alarm`` their alarms, and those of plugin detectors, are triggers too.
+        ``switch_on_alarm`` their alarms, and those of plugin detectors, are failure triggers too.
+
+    Pacing (neither clock: how fast the policy may react)
+    hysteresis: a trigger must hold for this many consecutive records. min_stage_steps: updates a
+        stage runs before the next switch (the forecast needs fresh records at the new batch).
+        min_samples_between (deprecated): rollouts between switches.
+    max_stages: stages in all, the initial one included (so at most max_stages - 1 switches).
+
+    Constraints: :class:`BatchConstraints` (group size, divisor, min and max batch).
     """
 
     initial_batch: int | str = "auto"
@@ -107,6 +156,8 @@ class PolicyConfig:
     sample_tolerance: float = 0.10
     track_step: float = 2.0 ** 0.25
     failure_exponent: float = 0.0
+    failure_switch_fraction: float = 0.25
+    failure_lr_exponent: float = 0.0
     fallback_batch: int | None = None
     auto_records: int = 100
     track_critical_batch: bool = True
@@ -131,6 +182,13 @@ class PolicyConfig:
         if self.critical_fraction is not None:
             return float(self.critical_fraction)
         return 2.0 * self.sample_tolerance / (1.0 + self.sample_tolerance)
+
+    @property
+    def postpone_exponent(self) -> float:
+        """alpha + e - q: a failure switch by k moves the remaining failure by k^this (e: the LR
+        rule's exponent, 1/2 for sqrt)."""
+        e = {"sqrt": 0.5, "linear": 1.0}.get(self.lr_rule, 0.0)
+        return float(self.failure_exponent) + e - float(self.failure_lr_exponent)
 
     @property
     def fraction(self) -> float:
@@ -203,6 +261,13 @@ class PolicyConfig:
         if (isinstance(self.failure_exponent, bool) or not isinstance(self.failure_exponent, (int, float))
                 or not math.isfinite(self.failure_exponent)):
             raise bad("failure_exponent", f"must be a finite number, got {self.failure_exponent!r}")
+        pos_num("failure_switch_fraction", self.failure_switch_fraction, zero=True)
+        if self.failure_switch_fraction >= 1:
+            raise bad("failure_switch_fraction", f"must be below 1 (the part of the failure clock left at "
+                      f"a switch), got {self.failure_switch_fraction!r}")
+        if (isinstance(self.failure_lr_exponent, bool) or not isinstance(self.failure_lr_exponent, (int, float))
+                or not math.isfinite(self.failure_lr_exponent)):
+            raise bad("failure_lr_exponent", f"must be a finite number, got {self.failure_lr_exponent!r}")
         pos_int("fallback_batch", self.fallback_batch, optional=True)
         pos_int("auto_records", self.auto_records)
         for name in ("switch_on_alarm", "track_critical_batch"):
@@ -219,7 +284,15 @@ class PolicyConfig:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> PolicyConfig:
-        """From a config mapping; unknown keys and invalid values raise ConfigError naming them."""
+        """From a config mapping; unknown keys and invalid values raise ConfigError naming them.
+
+        Deprecated keys (:data:`DEPRECATED`) still apply, with a ``FutureWarning`` naming the file,
+        the key and what replaces it."""
+        for k in d:
+            if k in DEPRECATED:
+                where = f"{source}: " if source else ""
+                warnings.warn(f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; "
+                              f"{DEPRECATED[k]}", FutureWarning, stacklevel=2)
         names = {f.name for f in dataclasses.fields(cls)}
         for k in d:
             if k not in names:
@@ -238,22 +311,22 @@ class PolicyConfig:
         return cfg
 
 
-class TwoClockScheduler:
-    """A :class:`~rlvr_schedule.records.BatchSchedule` driven by the progress and failure clocks.
+class TwoClockScheduler(Schedule):
+    """A :class:`~rlvr_schedule.policy.base.Schedule` driven by the progress and failure clocks.
 
-    ``step(record)`` folds the record into the online estimates and answers the (batch, lr) of
-    the next update. With a :class:`~rlvr_schedule.plugins.PluginHost`, every record and decision
-    goes to the observer hooks, a switch goes to ``rlvr_schedule_apply_decision``, and plugin
-    failure detectors run beside the forecast. An observer that raises (``on_record``,
-    ``on_decision``: a sink that lost its file) is logged and does not change the decisions; a
-    raising plugin detector holds the stage on that record (its alarm may be missing), and a
-    raising ``apply_decision`` holds the stage until a switch is applied (a strict host re-raises).
+    ``propose(record)`` folds the record into the online estimates and answers the (batch, lr) of
+    the next update. ``detectors`` are extra failure detectors (plugins', see
+    :meth:`rlvr_schedule.plugins.PluginHost.failure_detectors`) that run beside the built-in ones
+    and whose alarms trigger too; one whose ``update`` returns a fault (an object with a true
+    ``fault`` attribute: it raised, so its alarm may be missing) holds the stage on that record.
     """
 
-    def __init__(self, config: PolicyConfig | None = None, plugins: PluginHost | None = None) -> None:
+    kind = _STATE_KIND
+    version = 2
+
+    def __init__(self, config: PolicyConfig | None = None, *, detectors: Sequence[Any] = ()) -> None:
         self.config = cfg = config if config is not None else PolicyConfig()
         cfg.validate()
-        self.plugins = plugins
         win = cfg.forecast_window
         self.forecast = FailureForecast(cfg.failure_signal, threshold=cfg.failure_threshold,
                                         fraction=cfg.fraction, window=win, min_points=min(20, win),
@@ -261,7 +334,7 @@ class TwoClockScheduler:
         self.noise = GradientNoiseScale()
         self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
         self._n_builtin = len(self.detectors)
-        self.detectors += self._plugin_detectors()
+        self.detectors += list(detectors)
         c = cfg.constraints
         self._auto_pending = cfg.initial_batch == "auto" and cfg.critical_batch is None
         if cfg.initial_batch != "auto":
@@ -275,7 +348,10 @@ class TwoClockScheduler:
             batch = c.snap(cfg.fallback_batch or cfg.base_batch or c.lowest)
             reason = "initial: fallback until the gradient-noise estimate"
         self.base_batch = cfg.base_batch or batch
-        self._stages: list[Stage] = [Stage(batch=batch, lr=self._lr(batch), reason=reason)]
+        # the forecast's early level: the first min(10, window) updates' worth of rollouts
+        self.forecast.warmup_samples = min(10, win) * batch
+        super().__init__([Stage(batch=batch, lr=self._lr(batch), reason=reason)])
+        self._failure_switch = False  # the last proposal was a failure switch (restart the forecast)
         self._streak = 0
         self._records = 0
         self._last_switch = 0
@@ -283,52 +359,26 @@ class TwoClockScheduler:
         self._bs_ref = math.nan  # B_simple when first estimated: the reference of the relative tracker
         self._holding = False  # a failure trigger is being held (sample clock); logged on entry
 
-    # --- BatchSchedule -------------------------------------------------------------------------
-    @property
-    def stages(self) -> Sequence[Stage]:
-        return tuple(self._stages)
-
-    @property
-    def current(self) -> Stage:
-        return self._stages[-1]
-
-    @property
-    def switches(self) -> int:
-        return len(self._stages) - 1
-
-    def step(self, record: StepRecord) -> Decision:
-        host = self.plugins
-        if host is not None:
-            host.call("rlvr_schedule_on_record", record=record)  # an observer fault is only logged
-        faults0 = len(host.faults) if host is not None else 0
+    def propose(self, record: StepRecord) -> Decision:
         self._records += 1
         stf = self.forecast.update(record)
         b_simple = self.noise.update(record)
-        alarm = self._run_detectors(record) if self.detectors else None
-        faulted = host is not None and len(host.faults) > faults0  # a detector raised: alarm may be missing
-
+        alarm, faulted = self._run_detectors(record) if self.detectors else (None, False)
         cur = self._stages[-1]
         target, reason = self._propose(record, cur, stf, b_simple, alarm)
-        if target is not None and faulted:
+        if target is not None and faulted:  # a detector raised: its alarm may be missing
             target, reason = None, "held: a plugin raised on this record"
-        decision = self._decision(record, cur, len(self._stages) - 1, False, reason)
-        if target is not None:
-            new = Decision(step=record.step, samples=record.samples, batch=target, lr=self._lr(target),
-                           stage=len(self._stages), switched=True, reason=reason)
-            applied = True
-            if host is not None:
-                n0 = len(host.faults)
-                host.call("rlvr_schedule_apply_decision", decision=new)
-                applied = len(host.faults) == n0
-            if applied:
-                self._commit(new)
-                decision = new
-            else:
-                decision = self._decision(record, cur, len(self._stages) - 1, False,
-                                          "held: rlvr_schedule_apply_decision raised")
-        if host is not None:
-            host.call("rlvr_schedule_on_decision", decision=decision, record=record)  # faults only logged
-        return decision
+        if target is None:
+            self._failure_switch = False
+            return self._decision(record, reason)
+        if isinstance(target, tuple):  # a failure switch: (batch, lr)
+            batch, lr = target
+            return Decision(step=record.step, samples=record.samples, batch=batch, lr=lr,
+                            stage=len(self._stages), switched=True, reason=reason)
+        self._failure_switch = False
+        return Decision(step=record.step, samples=record.samples, batch=target,
+                        lr=self._lr(target) * self._lr_scale(cur), stage=len(self._stages), switched=True,
+                        reason=reason)
 
     # --- policy --------------------------------------------------------------------------------
     def critical_estimate(self, b_simple: float | None = None) -> float:
@@ -339,10 +389,16 @@ class TwoClockScheduler:
         if math.isnan(ref) or math.isnan(bs) or ref <= 0:
             return math.nan
         known = self.config.critical_batch
-        return bs if known is None else known * bs / ref
+        est = bs if known is None else known * bs / ref
+        # B* ~ 1/r: an LR held below the rule (failure switches) raises it
+        return est / self._lr_scale(self.current)
+
+    def _lr_scale(self, stage: Stage) -> float:
+        """The stage's LR relative to the LR rule at its batch (1.0 until a failure switch)."""
+        return stage.lr / self._lr(stage.batch)
 
     def _propose(self, record: StepRecord, cur: Stage, stf: float, b_simple: float,
-                 alarm: str | None) -> tuple[int | None, str]:
+                 alarm: str | None) -> tuple[int | tuple[int, float] | None, str]:
         cfg = self.config
         c = cfg.constraints
         frac = cfg.operating_fraction
@@ -359,25 +415,45 @@ class TwoClockScheduler:
             self._auto_pending = False
         nxt = self._next_batch(cur.batch)
         failure = ""
-        if stf < cfg.margin * cfg.horizon_steps * (nxt if nxt is not None else cur.batch):
+        left = self.forecast.remaining_fraction if cfg.failure_switch_fraction > 0 else math.nan
+        if left < cfg.failure_switch_fraction:  # False on NaN
+            failure = (f"failure clock: {max(left, 0.0):.2f} of the way to the collapse level left "
+                       f"< {cfg.failure_switch_fraction:g}")
+        elif stf < cfg.margin * cfg.horizon_steps * (nxt if nxt is not None else cur.batch):
             failure = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
             failure = alarm
-        grow_for_failure = cfg.failure_exponent > 0
+        expo = cfg.postpone_exponent
+        grow_for_failure = expo > 0
         hold = ""
         if failure and not grow_for_failure:
-            hold = f"failure forecast: hold (failure_exponent {cfg.failure_exponent:g}: a sample clock; {failure})"
+            hold = (f"failure forecast: hold (failure_exponent {cfg.failure_exponent:g}, failure_lr_exponent "
+                    f"{cfg.failure_lr_exponent:g}: a switch cannot postpone the failure; {failure})")
             if not self._holding:
                 log.info("two-clock: %s", hold)
         self._holding = bool(hold)
         trigger, target = "", None
+        failure_switch = False
         if failure and grow_for_failure:
-            trigger, target = failure, nxt
+            failure_switch = True
+            if nxt is not None and room:
+                k = nxt / cur.batch
+                trigger = f"{failure}: batch x {k:g}, LR x {k:g}^{cfg.failure_lr_exponent:g}"
+                e = cfg.postpone_exponent - cfg.failure_exponent + cfg.failure_lr_exponent  # the rule's
+                q = cfg.failure_lr_exponent
+                lr = self._lr(nxt) * self._lr_scale(cur) if q == e else cur.lr * k ** q  # (exact on the rule)
+                target = (nxt, lr)
+            elif cfg.failure_switch_fraction > 0 and room:  # a stage of its own: max_stages bounds it
+                trigger = f"{failure}: no larger batch or stage left, LR / sqrt({cfg.growth:g})"
+                target = (cur.batch, cur.lr / math.sqrt(cfg.growth))
+            else:  # v2: the failure trigger only grows the batch
+                trigger, target = failure, None
         elif cfg.track_critical_batch and estimated:
             tracked = c.snap(frac * bstar, "down")
             if tracked > cur.batch and tracked >= cfg.track_step * cur.batch:
                 trigger, target = (f"critical batch estimate {bstar:.4g} rose: {frac:.3g} x it -> batch "
                                    f"{tracked}"), tracked
+        self._failure_switch = failure_switch
         if not trigger:
             self._streak = 0
             return None, hold
@@ -404,123 +480,149 @@ class TwoClockScheduler:
         cfg = self.config
         return float(lr_for_batch(batch, self.base_batch, cfg.base_lr, rule=cfg.lr_rule))
 
-    def _commit(self, d: Decision) -> None:
-        prev = self._stages[-1]
-        self._stages[-1] = dataclasses.replace(prev, until_samples=d.samples)
-        self._stages.append(Stage(batch=d.batch, lr=d.lr, reason=d.reason, start_samples=d.samples))
+    def _committed(self, d: Decision) -> None:
         self._streak = 0
         self._last_switch = d.samples
         self._last_switch_step = self._records
         self._auto_pending = False
+        # the trend changes with batch and LR: a fresh window, from which the part left is counted
+        # (with the failure-clock trigger off, v2's forecast runs on through switches)
+        if self._failure_switch and self.config.failure_switch_fraction > 0:
+            self.forecast.restart()
+            self._failure_switch = False
 
-    @staticmethod
-    def _decision(record: StepRecord, cur: Stage, index: int, switched: bool, reason: str) -> Decision:
-        return Decision(step=record.step, samples=record.samples, batch=cur.batch, lr=cur.lr, stage=index,
-                        switched=switched, reason=reason)
+    def reachable_batches(self, steps: int, *, samples: int | None = None,
+                          noise_estimate: bool = True) -> list[float]:
+        """The largest rollout batch each of the next ``steps`` updates can run at, the policy
+        switching as early and as far as its rules allow; ``math.inf`` where nothing bounds it.
 
-    # --- plugins -------------------------------------------------------------------------------
-    def _plugin_detectors(self) -> list[Any]:
-        if self.plugins is None:
-            return []
-        out: list[Any] = []
-        for group in self.plugins.call("rlvr_schedule_failure_detectors"):
-            out.extend(group or [])
+        What a host checks its data plan against before the run. The rules, one record per update
+        (the most a host can feed): a switch decided on an update's record applies from the next
+        update; at most ``max_stages`` stages; between switches ``min_stage_steps`` records, a
+        ``hysteresis`` streak and ``min_samples_between`` rollouts (``samples``: rollouts consumed so
+        far; None: taken as met). Where a switch may go:
+
+        - failure trigger: ``growth`` x the batch (snapped up), only where a switch postpones the
+          failure (:attr:`PolicyConfig.postpone_exponent` > 0: the default);
+        - B* tracking (``track_critical_batch``): to the fraction x the B* estimate, which nothing
+          bounds but ``constraints.max_batch``, once that is ``track_step`` x the batch;
+        - the one-off ``initial_batch: auto`` switch: any batch, at the first estimated record.
+
+        Tracking and ``auto`` need the gradient-noise estimate: ``auto_records`` records carrying
+        ``grad_norm_micro`` and ``micro_batch``; ``noise_estimate=False`` says the host's records
+        never carry them (so only the failure trigger can grow the batch).
+        """
+        cfg = self.config
+        cons = cfg.constraints
+        hi = float(cons.highest) if cons.highest is not None else math.inf
+        records0 = self._records
+        last, streak, auto = self._last_switch_step, self._streak, self._auto_pending
+        noise0 = int(self.noise.n_updates)
+        since = math.inf if samples is None else float(samples) - float(self._last_switch)
+        left = int(cfg.max_stages) - len(self._stages)
+        cur = float(self.current.batch)
+        out: list[float] = []
+        for i in range(max(int(steps), 0)):
+            out.append(cur)  # update i runs at the batch in effect; its record may switch the next one
+            k = records0 + i + 1
+            since += cur
+            streak += 1
+            if left <= 0:
+                continue
+            estimated = noise_estimate and noise0 + (k - records0) >= cfg.auto_records
+            target = cur
+            if auto and estimated:  # the auto switch skips hysteresis and the stage minimums
+                auto, target = False, hi
+            elif min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis,
+                     since - cfg.min_samples_between) >= 0:
+                if cfg.postpone_exponent > 0 and math.isfinite(cur):
+                    target = max(target, float(cons.snap(cur * cfg.growth, "up")))
+                if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
+                    target = max(target, hi)
+            if target > cur:
+                cur, last, streak, since, left, auto = target, k, 0, 0.0, left - 1, False
         return out
 
-    def _run_detectors(self, record: StepRecord) -> str | None:
-        """Update every detector; the first alarm as a reason string (None: no alarm)."""
-        alarm = None
+    def largest_reachable_batch(self, steps: int | None = None, *, samples: int | None = None,
+                                noise_estimate: bool = True) -> float | None:
+        """The largest batch the policy can switch to within ``steps`` more updates (None: any
+        number), ``math.inf`` when only an unset ``constraints.max_batch`` would bound it, or None
+        when it cannot grow. See :meth:`reachable_batches`."""
+        cfg = self.config
+        if steps is None:
+            # every remaining stage, each switch as late as the rules make it at most
+            per_switch = max(int(cfg.min_stage_steps), int(cfg.hysteresis), 1) + int(cfg.min_samples_between)
+            steps = int(cfg.auto_records) + (int(cfg.max_stages) + 1) * per_switch + 1
+        plan = self.reachable_batches(steps, samples=samples, noise_estimate=noise_estimate)
+        if not plan:
+            return None
+        top = max(plan)
+        return (top if math.isinf(top) else int(top)) if top > plan[0] else None
+
+    # --- detectors -----------------------------------------------------------------------------
+    def _run_detectors(self, record: StepRecord) -> tuple[str | None, bool]:
+        """Update every detector: (the first alarm as a reason string or None, whether one faulted)."""
+        alarm, faulted = None, False
         for i, det in enumerate(self.detectors):
+            a = det.update(record)
+            if a is None:
+                continue
             if i < self._n_builtin:
-                a = det.update(record)
-                if a is not None and alarm is None:
+                if alarm is None:
                     alarm = f"alarm {a.name}: {a.message}"
                 continue
-            try:
-                a = det.update(record)
-            except Exception as exc:
-                host = self.plugins
-                if host is None or host.strict:
-                    raise
-                name = getattr(det, "name", type(det).__name__)
-                log.exception("failure detector %r raised; keeping the current stage", name)
-                host.faults.append((str(name), "update", exc))
+            if getattr(a, "fault", False):
+                faulted = True
                 continue
-            if a is not None and alarm is None:
+            if alarm is None:
                 name = getattr(det, "name", None) or getattr(a, "name", None) or type(det).__name__
                 msg = getattr(a, "message", "")
                 alarm = f"alarm {name}" + (f": {msg}" if msg else "")
-        return alarm
+        return alarm, faulted
 
     # --- state ---------------------------------------------------------------------------------
-    def state_dict(self) -> dict[str, Any]:
+    def _state(self) -> dict[str, Any]:
         dets = {}
         for i, det in enumerate(self.detectors):
             if hasattr(det, "state_dict"):
-                dets[f"{i}:{getattr(det, 'name', type(det).__name__)}"] = _to_json(det.state_dict())
+                dets[f"{i}:{getattr(det, 'name', type(det).__name__)}"] = det.state_dict()
         return {
-            "kind": _STATE_KIND, "version": 2, "config": _to_json(self.config.to_dict()),
+            "config": self.config.to_dict(),
             "stages": [s.to_dict() for s in self._stages],
             "base_batch": self.base_batch,
             "streak": self._streak, "records": self._records, "last_switch": self._last_switch,
             "last_switch_step": self._last_switch_step,
-            "auto_pending": self._auto_pending, "bs_ref": _to_json(self._bs_ref), "holding": self._holding,
-            "forecast": _to_json(self.forecast.state_dict()), "noise": _to_json(self.noise.state_dict()),
+            "auto_pending": self._auto_pending, "bs_ref": self._bs_ref, "holding": self._holding,
+            "failure_switch": self._failure_switch,
+            "forecast": self.forecast.state_dict(), "noise": self.noise.state_dict(),
             "detectors": dets,
         }
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if state.get("kind") != _STATE_KIND:
-            raise ConfigError(f"not a TwoClockScheduler state (kind {state.get('kind')!r})", field="kind")
+    def _load_state(self, state: Mapping[str, Any]) -> None:
         saved_cfg = state.get("config")
-        if saved_cfg is not None and saved_cfg != _to_json(self.config.to_dict()):
-            changed = sorted(k for k, v in _to_json(self.config.to_dict()).items() if saved_cfg.get(k) != v)
+        mine = decode_floats(encode_floats(self.config.to_dict()))
+        if saved_cfg is not None and saved_cfg != mine:
+            changed = sorted(k for k, v in mine.items() if saved_cfg.get(k) != v)
             log.warning("loading a TwoClockScheduler state saved under another config (changed: %s); "
                         "decisions may differ from the uninterrupted run", ", ".join(changed))
-        stages = [Stage(**s) for s in state["stages"]]
-        if not stages:
-            raise ConfigError("a state needs at least one stage", field="stages")
-        self._stages = stages
+        self._stages = self._stages_from(state)
         self.base_batch = int(state["base_batch"])
         self._streak = int(state["streak"])
         self._records = int(state["records"])
         self._last_switch = int(state["last_switch"])
         self._last_switch_step = int(state["last_switch_step"])
         self._auto_pending = bool(state["auto_pending"])
-        self._bs_ref = float(_from_json(state.get("bs_ref", "NaN")))  # version 1 states: re-referenced
+        self._bs_ref = float(state.get("bs_ref", math.nan))  # version 1 states: re-referenced
         self._holding = bool(state.get("holding", False))
-        self.forecast.load_state_dict(_from_json(state["forecast"]))
-        self.noise.load_state_dict(_from_json(state["noise"]))
+        self._failure_switch = bool(state.get("failure_switch", False))
+        self.forecast.load_state_dict(state["forecast"])
+        self.noise.load_state_dict(state["noise"])
         saved = state.get("detectors", {})
         for i, det in enumerate(self.detectors):
             key = f"{i}:{getattr(det, 'name', type(det).__name__)}"
             if key in saved and hasattr(det, "load_state_dict"):
-                det.load_state_dict(_from_json(saved[key]))
+                det.load_state_dict(saved[key])
 
     def __repr__(self) -> str:
         cur = self.current
         return f"TwoClockScheduler(stage={len(self._stages) - 1}, batch={cur.batch}, lr={cur.lr:g})"
-
-
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _to_json(x: Any) -> Any:
-    """Non-finite floats as the strings "NaN"/"Infinity": strict JSON (checkpoints), exact round trip."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
-    if isinstance(x, Mapping):
-        return {k: _to_json(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_to_json(v) for v in x]
-    return x
-
-
-def _from_json(x: Any) -> Any:
-    if isinstance(x, str) and x in _NONFINITE:
-        return _NONFINITE[x]
-    if isinstance(x, Mapping):
-        return {k: _from_json(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_from_json(v) for v in x]
-    return x

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rlvr_schedule.errors import ConfigError
+from rlvr_schedule.policy.base import Schedule
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.records import Decision, Stage, StepRecord
 
@@ -71,13 +72,16 @@ def validate_stages(stages: Sequence[Stage], constraints: BatchConstraints | Non
         prev_until = u
 
 
-class StaticSchedule:
+class StaticSchedule(Schedule):
     """Stages run in order; stage ``i`` ends once ``record.samples >= stages[i].until_samples``.
 
     ``step(record)`` returns the decision for the next update; ``switched`` is True exactly
     when batch or lr differ from the previous decision (two equal consecutive stages do not
     count as a switch). Stages' ``start_samples`` are filled in from the previous ``until``.
+    A switch the host could not apply (:meth:`hold`) is proposed again at the next record.
     """
+
+    kind = _STATE_KIND
 
     def __init__(self, stages: Iterable[Stage | Mapping[str, Any]],
                  constraints: BatchConstraints | None = None, *, source: str | None = None) -> None:
@@ -90,18 +94,10 @@ class StaticSchedule:
             filled.append(Stage(batch=st.batch, lr=float(st.lr), reason=reason, start_samples=start,
                                 until_samples=st.until_samples))
             start = st.until_samples if st.until_samples is not None else start
-        self._stages: tuple[Stage, ...] = tuple(filled)
+        super().__init__(filled)
         self.constraints = constraints
         self._index = 0
         self._last = (filled[0].batch, filled[0].lr)
-
-    @property
-    def stages(self) -> Sequence[Stage]:
-        return self._stages
-
-    @property
-    def current(self) -> Stage:
-        return self._stages[self._index]
 
     @property
     def index(self) -> int:
@@ -114,7 +110,7 @@ class StaticSchedule:
                 return i
         return len(self._stages) - 1
 
-    def step(self, record: StepRecord) -> Decision:
+    def propose(self, record: StepRecord) -> Decision:
         i = self._index
         stages = self._stages
         last = len(stages) - 1
@@ -124,19 +120,18 @@ class StaticSchedule:
         st = stages[i]
         switched = (st.batch, st.lr) != self._last
         reason = st.reason if i != self._index else ""
-        self._index = i
-        self._last = (st.batch, st.lr)
-        return Decision(step=record.step, samples=record.samples, batch=st.batch, lr=st.lr, stage=i,
-                        switched=switched, reason=reason)
+        return self._decision(record, reason, switched=switched, stage=st, index=i)
 
-    def state_dict(self) -> dict[str, Any]:
-        return {"kind": _STATE_KIND, "version": 1, "index": self._index,
-                "last_batch": self._last[0], "last_lr": self._last[1],
+    def commit(self, decision: Decision) -> Decision:
+        self._index = decision.stage
+        self._last = (decision.batch, decision.lr)
+        return decision
+
+    def _state(self) -> dict[str, Any]:
+        return {"index": self._index, "last_batch": self._last[0], "last_lr": self._last[1],
                 "stages": [s.to_dict() for s in self._stages]}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        if state.get("kind") != _STATE_KIND:
-            raise ConfigError(f"not a StaticSchedule state (kind {state.get('kind')!r})", field="kind")
+    def _load_state(self, state: Mapping[str, Any]) -> None:
         saved = state.get("stages")
         if saved is not None and [(s["batch"], s["until_samples"]) for s in saved] != [
                 (s.batch, s.until_samples) for s in self._stages]:

@@ -68,6 +68,11 @@ class SyntheticEnvironment:
         self.health = 1.0
         #: rollouts consumed when collapse began (None while healthy)
         self.collapsed_at: float | None = None
+        #: what ended the run: "entropy" (budget spent) or "hazard" (a reward crash); None while healthy
+        self.crash_cause: str | None = None
+        # exponential draw for the crash hazard (drawn from its own stream: the metric noise is unchanged)
+        self._crash_budget = float(np.random.default_rng(
+            None if self.seed is None else [int(self.seed), 7]).exponential())
         self._reward_at_collapse = self.model.reward0
         direction = np.zeros(_GRAD_DIM)
         direction[0] = 1.0
@@ -96,14 +101,20 @@ class SyntheticEnvironment:
         self.samples += batch
         self.step_count += 1
         if not self.collapsed:
-            self.gain += m.progress_rate(batch, lr_used, self.progress) * batch
+            damp = m.damping(m.collapse_entropy + (m.entropy0 - m.collapse_entropy) * self.health)
+            self.gain += m.progress_rate(batch, lr_used, self.progress) * damp * batch
             span = m.failure_at(batch, lr_used)
-            if self.health - batch / span <= 0.0:
-                self.collapsed_at = before + self.health * span
+            hazard = m.crash_rate(batch, lr_used)
+            crash_in = (self._crash_budget / hazard) if hazard > 0 else math.inf  # rollouts to a crash
+            if self.health - batch / span <= 0.0 or crash_in <= batch:
+                by_entropy = self.health * span
+                self.collapsed_at = before + min(by_entropy, crash_in)
+                self.crash_cause = "entropy" if by_entropy <= crash_in else "hazard"
                 self._reward_at_collapse = m.reward_after(self.gain)
-                self.health = 0.0
+                self.health = max(0.0, self.health - min(by_entropy, crash_in) / span)
             else:
                 self.health -= batch / span
+                self._crash_budget -= hazard * batch
         return self._observe(batch, lr_used, ratio)
 
     def _observe(self, batch: int, lr: float, ratio: float) -> StepRecord:
@@ -112,7 +123,7 @@ class SyntheticEnvironment:
         if self.collapsed:
             crash = 1.0 - math.exp(-(self.samples - self.collapsed_at) / (m.crash_fraction * m.failure_samples))
             reward = self._reward_at_collapse * (1.0 - crash) + _REWARD_FLOOR * crash
-            entropy = m.collapse_entropy * (1.0 - 0.9 * crash)
+            entropy = (m.collapse_entropy + (m.entropy0 - m.collapse_entropy) * self.health) * (1.0 - 0.9 * crash)
         else:
             crash = 0.0
             reward = m.reward_after(self.gain)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from rlvr_schedule.ingest.aliases import FRAMEWORK_METRICS
 from rlvr_schedule.records import METRIC_FIELDS, Run, StepRecord
 from rlvr_schedule.synthetic.environment import SyntheticEnvironment
 
@@ -27,32 +28,8 @@ __all__ = ["FRAMEWORK_KEYS", "NAME_STYLES", "make_run", "make_sweep", "to_framew
 
 NAME_STYLES = ("canonical", "verl", "trl")
 
-#: canonical field -> key the framework logs it under (INTEGRATION notes: verl 0.9.1, TRL 1.16).
-FRAMEWORK_KEYS: Mapping[str, Mapping[str, str]] = {
-    "verl": {
-        "step": "training/global_step",
-        "lr": "actor/lr",
-        "reward_mean": "critic/score/mean",
-        "reward_std": "critic/score/std",
-        "entropy": "actor/entropy",
-        "kl": "actor/kl_loss",
-        "grad_norm": "actor/grad_norm",
-        "clip_frac": "actor/pg_clipfrac",
-        "response_length": "response_length/mean",
-    },
-    "trl": {
-        "step": "step",
-        "lr": "learning_rate",
-        "reward_mean": "reward",
-        "reward_std": "reward_std",
-        "entropy": "entropy",
-        "kl": "kl",
-        "grad_norm": "grad_norm",
-        "clip_frac": "clip_ratio/region_mean",
-        "response_length": "completions/mean_length",
-        "frac_zero_std": "frac_reward_zero_std",
-    },
-}
+#: canonical field -> key the framework logs it under (verl 0.9.1, TRL 1.16): the ingest table's.
+FRAMEWORK_KEYS: Mapping[str, Mapping[str, str]] = {k: FRAMEWORK_METRICS[k] for k in ("verl", "trl")}
 
 
 def _check_names(names: str) -> str:

@@ -12,7 +12,19 @@ so on the sqrt rule ``p(B) = p0 (1 - B / (2 B*))`` and the critical batch at ano
 Failure clock: policy entropy is consumed at a first-order rate proportional to the LR's
 per-sample drift ``r`` (Cui et al. 2025), so on the sqrt rule collapse arrives after
 ``failure_samples`` rollouts at any batch; ``failure_exponent`` alpha makes it
-``failure_samples (B / base_batch)**alpha`` instead (alpha = 1: a step clock).
+``failure_samples (B / base_batch)**alpha`` instead (alpha = 1: a step clock). With
+``failure_rates = (k1, k2, k3)`` the entropy budget (health h, 1 at the start) is spent as
+
+    dh/ds = -(k1 r + k2 r**2 + k3 r**2 B) / (F (k1 + k2 + k3 base_batch))
+
+per rollout s (normalised so that the sqrt rule at ``base_batch`` collapses after F =
+``failure_samples``); k3 B << k1 + k2 is a sample clock, (1, 0, 0) the default above.
+
+``entropy_damping`` damps progress by exp(H - H0) as the entropy H runs down from H0 =
+``entropy0``: along any constant run dR/dH is then -(p / kappa) exp(H - H0) (kappa: entropy per
+rollout), so reward follows Cui et al.'s R = b - a exp(H) and flattens as entropy runs out instead of
+climbing to a cliff. ``crash_hazard`` adds reward crashes as a separate hazard: expected crashes per F
+rollouts at r = 1, scaling as r**2 (a crash can come before the entropy budget is spent).
 """
 
 from __future__ import annotations
@@ -44,6 +56,9 @@ class ClockModel:
     b_simple: float | None = None
     group_size: int = 8
     crash_fraction: float = 0.1
+    failure_rates: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    entropy_damping: bool = False
+    crash_hazard: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("critical_batch", "failure_samples", "lr0", "base_batch", "entropy0", "crash_fraction"):
@@ -64,6 +79,11 @@ class ClockModel:
             raise ValueError(f"rate_at_zero must be > 0, got {self.rate_at_zero!r}")
         if self.b_simple is not None and not self.b_simple > 0:
             raise ValueError(f"b_simple must be > 0, got {self.b_simple!r}")
+        k = tuple(self.failure_rates)
+        if len(k) != 3 or any(not (math.isfinite(x) and x >= 0) for x in k) or k[0] + k[1] + k[2] <= 0:
+            raise ValueError(f"failure_rates must be three finite numbers >= 0, not all 0, got {self.failure_rates!r}")
+        if not (math.isfinite(self.crash_hazard) and self.crash_hazard >= 0):
+            raise ValueError(f"crash_hazard must be finite and >= 0, got {self.crash_hazard!r}")
         if int(self.group_size) < 1:
             raise ValueError(f"group_size must be >= 1, got {self.group_size!r}")
 
@@ -104,9 +124,22 @@ class ClockModel:
 
     # -- failure clock --------------------------------------------------------------------
     def failure_at(self, batch: float, lr: float | None = None) -> float:
-        """Rollouts until collapse at a constant ``(batch, lr)``."""
+        """Rollouts until the entropy budget runs out at a constant ``(batch, lr)``."""
         r = self.lr_ratio(batch, lr)
-        return self.failure_samples * (float(batch) / self.base_batch) ** self.failure_exponent / r
+        k1, k2, k3 = (float(x) for x in self.failure_rates)
+        rate = (k1 * r + k2 * r * r + k3 * r * r * float(batch)) / (k1 + k2 + k3 * self.base_batch)
+        return self.failure_samples * (float(batch) / self.base_batch) ** self.failure_exponent / rate
+
+    def crash_rate(self, batch: float, lr: float | None = None) -> float:
+        """Reward-crash hazard per rollout at ``(batch, lr)`` (0 without ``crash_hazard``)."""
+        if self.crash_hazard == 0:
+            return 0.0
+        r = self.lr_ratio(batch, lr)
+        return self.crash_hazard * r * r / self.failure_samples
+
+    def damping(self, entropy: float) -> float:
+        """Progress factor at policy entropy ``entropy``: exp(H - H0) with ``entropy_damping``, else 1."""
+        return math.exp(entropy - self.entropy0) if self.entropy_damping else 1.0
 
     def noise_scale(self, progress: float = 0.0) -> float:
         """B_simple = tr(Sigma) / |G|^2 (default: the critical batch; rises with drift like B*)."""
@@ -119,4 +152,6 @@ class ClockModel:
         return min(1.0, max(0.0, self.reward0 + span * (1.0 - math.exp(-gain / span))))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["failure_rates"] = list(self.failure_rates)
+        return d

@@ -39,7 +39,7 @@ __all__ = [
 
 @dataclass
 class SwitchCheck:
-    """Where the schedule first changed batch, and where the task collapsed (None: it did not)."""
+    """Where the schedule first grew the batch, and where the task collapsed under it (None: it did not)."""
 
     switch_samples: int | None
     switch_step: int | None
@@ -85,15 +85,27 @@ def samples_to_target(run: Run, target: float, *, window: float = 0) -> tuple[in
 
 def assert_switches_before_failure(schedule: BatchSchedule, env: SyntheticEnvironment,
                                    max_samples: float | None = None) -> SwitchCheck:
-    """Drive ``schedule`` on ``env``; assert it changed batch, and before the task collapsed.
+    """Drive ``schedule`` on ``env``; assert it grew the batch before the task collapsed.
 
-    ``max_samples`` defaults to 1.5 x the task's failure samples at its base batch.
+    What the name says, and not vacuously: first a constant run at the schedule's first stage
+    (its batch and LR) must collapse within ``max_samples`` (otherwise there is no failure to switch
+    before, and the helper says so); then the schedule's run must make an upward switch (a larger
+    batch; LR-only changes do not count) before its own collapse, if it collapses at all.
+    ``max_samples`` defaults to 1.5 x the rollouts a constant first stage takes to collapse.
     """
+    first_stage = schedule.current
     if max_samples is None:
-        max_samples = 1.5 * env.model.failure_samples
+        max_samples = 1.5 * env.model.failure_at(int(first_stage.batch), float(first_stage.lr))
+    const = env.run_constant(int(first_stage.batch), max_samples, lr=float(first_stage.lr))
+    const_collapse = env.collapsed_at
+    if const_collapse is None:
+        raise AssertionError(
+            f"a constant batch {first_stage.batch} at LR {first_stage.lr:g} (the schedule's first stage) does "
+            f"not collapse in {const.records[-1].samples} rollouts on this task: there is no failure to switch "
+            f"before (use a task with fewer failure_samples or a larger max_samples)")
     run = env.run(schedule, max_samples)
     batches = [r.batch for r in run.records]
-    first = next((i for i in range(1, len(batches)) if batches[i] != batches[i - 1]), None)
+    first = next((i for i in range(1, len(batches)) if batches[i] > batches[i - 1]), None)
     check = SwitchCheck(
         switch_samples=None if first is None else run.records[first - 1].samples,
         switch_step=None if first is None else run.records[first - 1].step,
@@ -103,11 +115,12 @@ def assert_switches_before_failure(schedule: BatchSchedule, env: SyntheticEnviro
     )
     if first is None:
         raise AssertionError(
-            f"schedule never changed batch (stayed at {batches[0]}) in {run.records[-1].samples} rollouts; "
-            f"the task collapsed at {_fmt(env.collapsed_at)} rollouts")
+            f"schedule never grew the batch (batches {check.batches}) in {run.records[-1].samples} rollouts; "
+            f"it collapsed at {_fmt(env.collapsed_at)} rollouts, a constant batch {first_stage.batch} "
+            f"at {const_collapse:.0f}")
     if env.collapsed_at is not None and check.switch_samples >= env.collapsed_at:
         raise AssertionError(
-            f"schedule switched batch {batches[first - 1]} -> {batches[first]} after "
+            f"schedule grew the batch {batches[first - 1]} -> {batches[first]} after "
             f"{check.switch_samples} rollouts, but the task collapsed at {env.collapsed_at:.0f}")
     return check
 

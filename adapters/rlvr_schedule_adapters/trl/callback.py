@@ -1,0 +1,527 @@
+"""TRL adapter: a ``transformers.TrainerCallback`` that runs a rollout-batch schedule inside ``GRPOTrainer``.
+
+:class:`RlvrScheduleCallback` turns each of TRL's ``on_log`` metric dicts into a
+:class:`~rlvr_schedule.records.StepRecord` (rollouts counted from the micro-steps the update really
+ran: per-device batch x world x micro-steps) and hands it to a :class:`~rlvr_schedule.driver.ScheduleDriver`,
+whose ``apply`` is :meth:`_ScheduleCallbackCore.request`. A new stage goes into the trainer the way
+TRL 1.16 is measured to honour mid-run (``docs/adapters_trl.md``):
+
+- rollouts per update: ``steps_per_generation`` S stays fixed and ``args.gradient_accumulation_steps``
+  becomes ``k x S``, set only at an update boundary where the micro-steps done in the epoch divide by
+  the new count (elsewhere the next update would be cut short); until then the old stage runs on;
+- LR: ``lr_scheduler.base_lrs``, the optimizer's ``param_groups`` and the scheduler's last LR together.
+
+The records carry the micro-batch gradient norm (``grad_norm_micro``, taken at the first
+``on_substep_end`` of each update, :mod:`rlvr_schedule_adapters.trl.noise`), so the online
+gradient-noise estimate forms. The driver's state rides in checkpoints as a transformers
+``ExportableState`` (``stateful_callbacks`` of ``trainer_state.json``); with
+``restore_callback_states_from_checkpoint=True`` a resumed run rebuilds the callback from it and
+re-applies the stage in ``on_train_begin`` (the accumulation count is not saved by transformers).
+Any failure inside the callback is logged and training goes on at the current stage. With
+``apply=False`` (advisory) the callback decides and logs but never touches the trainer.
+
+This module imports neither transformers nor TRL; the callback class is built on first access.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from rlvr_schedule.driver import ScheduleDriver
+from rlvr_schedule.plugins import PluginHost
+from rlvr_schedule.records import Decision, StepRecord
+from rlvr_schedule_adapters._common import build_schedule, scale_base_lr, schedule_spec, warn_setup
+from rlvr_schedule_adapters.trl.checks import check_plan
+from rlvr_schedule_adapters.trl.epochs import BatchUnit
+from rlvr_schedule_adapters.trl.noise import grad_norm, mean_over_ranks
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rlvr_schedule.records import BatchSchedule
+
+__all__ = ["RlvrScheduleCallback", "find_callback"]  # noqa: F822 (RlvrScheduleCallback: built lazily)
+
+log = logging.getLogger("rlvr_schedule.adapters.trl")
+
+#: Plugin hosts of live callbacks by name. On resume transformers builds a new instance from
+#: ``state()["args"]`` while the user's instance (same name, built in this process) is still alive:
+#: the new one takes its host, so sinks and other plugins registered by hand keep working.
+_HOSTS: weakref.WeakValueDictionary[str, PluginHost] = weakref.WeakValueDictionary()
+
+
+def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Log and swallow errors of a callback event (``strict`` re-raises): a broken schedule must not
+    stop a training run, which then continues at its current stage."""
+
+    def wrapper(self: _ScheduleCallbackCore, *args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            fn(self, *args, **kwargs)
+        except Exception as exc:
+            if self.strict:
+                raise
+            self._errors.append(f"{fn.__name__}: {type(exc).__name__}: {exc}")
+            log.exception(
+                "rlvr-schedule callback failed in %s; training continues at the current stage", fn.__name__
+            )
+        finally:
+            self.overhead_s += time.perf_counter() - t0
+        return None  # TrainerCallbackHandler keeps the control object when a callback returns None
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+class _ScheduleCallbackCore:
+    """Everything of :class:`RlvrScheduleCallback` except its transformers base classes."""
+
+    def __init__(
+        self,
+        schedule: Any = None,
+        *,
+        plugins: PluginHost | None = None,
+        strict: bool = False,
+        check_setup: bool = True,
+        apply: bool = True,
+        measure_noise: bool = True,
+        name: str = "default",
+        from_checkpoint: bool = False,
+    ) -> None:
+        """``schedule``: a YAML/JSON path, a config mapping (``schedule_from_dict``) or a schedule object.
+
+        ``plugins``: the host whose observer hooks (sinks) see every record and decision (a new one
+        with the entry-point plugins by default). ``strict``: re-raise errors (tests).
+        ``check_setup``: warn at train start when the data plan cannot hold the schedule.
+        ``apply``: False runs in advisory mode: decide, forecast and log every decision, change nothing.
+        ``measure_noise``: record the micro-batch gradient norm (needs gradient accumulation >= 2).
+        ``name``: a callback restored from a checkpoint (``from_checkpoint=True``, set in the saved args)
+        takes the plugin host of the live callback of the same name (the one given to the resumed trainer).
+        """
+        if schedule is None:
+            raise TypeError("RlvrScheduleCallback needs a schedule (a path, a config mapping or a schedule)")
+        self.strict = strict
+        self.check_setup = check_setup
+        self.advisory = not apply
+        self.measure_noise = measure_noise
+        self.name = str(name)
+        if plugins is None and from_checkpoint:
+            plugins = _HOSTS.get(self.name)
+        self.host = plugins if plugins is not None else PluginHost(strict=strict)
+        _HOSTS[self.name] = self.host
+        self.schedule: BatchSchedule = build_schedule(schedule, plugins=self.host)
+        self.driver = ScheduleDriver(self.schedule, self.request, self.host, advisory=self.advisory,
+                                     strict=strict)
+        self._spec = schedule_spec(schedule)
+        from rlvr_schedule.ingest.aliases import collect_aliases
+
+        self._aliases = collect_aliases(self.host)
+        # progress of the run (the rollout count and the stage asked for live in the driver)
+        self.start_samples = 0  # rollouts consumed when this train() call began (resume)
+        self.last_batch: int | None = None  # rollouts of the last update (measured micro-steps)
+        self.last_step = 0  # global step of the last record fed
+        self.applied: tuple[int, float] | None = None  # stage in effect in the trainer
+        self.pending: tuple[int, float] | None = None  # asked for, waiting for an aligned boundary
+        self._errors: list[str] = []
+        self.decisions: list[Decision] = []
+        self.overhead_s = 0.0
+        # trainer-side state (not saved)
+        self._args: Any = None
+        self._optimizer: Any = None
+        self._lr_scheduler: Any = None
+        self._unit: BatchUnit | None = None
+        self._micro = 0  # micro-steps of the update in progress
+        self._epoch_pos = 0  # micro-steps done in the current epoch
+        self._resume_pos: int | None = None
+        self._saved_epoch_pos: int | None = None
+        self._offset = 0  # micro-steps done in this epoch minus the Trainer's count of them (resume)
+        self._warned_spec = False
+        self._grad_norm_micro = math.nan  # of the last update's first micro-batch (GA >= 2)
+        self._micro_batch: int | None = None
+
+    # --- the run's counters, kept by the driver ----------------------------------------------------
+    @property
+    def samples(self) -> int:
+        """Rollouts consumed, the last update included."""
+        return self.driver.samples
+
+    @samples.setter
+    def samples(self, value: int) -> None:
+        self.driver.samples = int(value)
+
+    @property
+    def wanted(self) -> tuple[int, float] | None:
+        """The stage the schedule asked for (the driver's stage in effect; the trainer may still wait
+        for an aligned boundary, see :attr:`pending`)."""
+        return self.driver.in_effect
+
+    @wanted.setter
+    def wanted(self, value: tuple[int, float] | None) -> None:
+        self.driver.in_effect = None if value is None else (int(value[0]), float(value[1]))
+
+    @property
+    def errors(self) -> list[str]:
+        """Every fault of this run: the callback's own and the driver's (schedule, apply, plugins)."""
+        return self._errors + [f"{where}: {type(exc).__name__}: {exc}" for _, where, exc in self.driver.faults]
+
+    # --- ExportableState ---------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """``{"args", "attributes"}`` for ``trainer_state.json``: the rebuild spec and the run state."""
+        if self._spec is None and not self._warned_spec:
+            self._warned_spec = True
+            log.warning(
+                "the schedule %r has no config form (to_dict): a run resumed from a checkpoint in "
+                "another process cannot rebuild it",
+                type(self.schedule).__name__,
+            )
+        return {
+            "args": {
+                "schedule": self._spec,
+                "strict": self.strict,
+                "check_setup": self.check_setup,
+                "apply": not self.advisory,
+                "measure_noise": self.measure_noise,
+                "name": self.name,
+                "from_checkpoint": True,
+            },
+            "attributes": {"rlvr_state": self.rlvr_state},
+        }
+
+    @property
+    def rlvr_state(self) -> dict[str, Any]:
+        """The JSON-able run state (the driver's: schedule, samples, stage asked for; and the stage in
+        effect in the trainer) saved in checkpoints."""
+        return {
+            "version": 2,
+            "driver": self.driver.state_dict(),
+            "last_batch": self.last_batch,
+            "last_step": self.last_step,
+            "applied": list(self.applied) if self.applied else None,
+            "pending": list(self.pending) if self.pending else None,
+            "epoch_pos": self._epoch_pos,
+        }
+
+    @rlvr_state.setter
+    def rlvr_state(self, state: Mapping[str, Any]) -> None:
+        self.driver.load_state_dict(state["driver"])
+        self.wanted = self.driver.resume_target  # on_train_begin re-applies the stage itself
+        self.last_batch = state.get("last_batch")
+        self.last_step = int(state.get("last_step", 0))
+
+        def pair(v: Any) -> tuple[int, float] | None:
+            return (int(v[0]), float(v[1])) if v else None
+
+        self.applied, self.pending = pair(state.get("applied")), pair(state.get("pending"))
+        self._saved_epoch_pos = state.get("epoch_pos")
+
+    # --- applying decisions ------------------------------------------------------------------------
+    def request(self, batch: int, lr: float) -> bool:
+        """The driver's ``apply``: ask for ``batch`` rollouts per update at base LR ``lr``, put in effect
+        now if the boundary is aligned, else at the next aligned one.
+
+        Raises ValueError when ``batch`` is not runnable (not a multiple of per-device batch x world x
+        ``steps_per_generation``); the driver keeps the current stage.
+        """
+        if self._unit is not None:
+            self._unit.accumulation(batch)  # validate before accepting
+        self.wanted = self.pending = (int(batch), float(lr))
+        log.info("rlvr-schedule: stage %s rollouts/update, lr %g requested", batch, lr)
+        self._try_apply()
+        return True
+
+    def _try_apply(self) -> None:
+        if self.pending is None or self._args is None or self._unit is None:
+            return
+        batch, lr = self.pending
+        ga = self._unit.accumulation(batch)
+        if ga != self._stage_accumulation() and self._epoch_pos % ga:
+            return  # the next update would be cut short: wait for an aligned boundary
+        self._apply(batch, lr, ga)
+        self.pending = None
+
+    def _apply(self, batch: int, lr: float, ga: int | None = None) -> None:
+        """Put ``batch`` rollouts per update and base LR ``lr`` in effect in the trainer now."""
+        assert self._unit is not None and self._args is not None
+        ga = self._unit.accumulation(batch) if ga is None else ga
+        if self.applied is None or self.applied[1] != lr:
+            scale_base_lr(self._optimizer, self._lr_scheduler, lr)
+        self._args.gradient_accumulation_steps = ga
+        self.applied = (batch, lr)
+        log.info(
+            "rlvr-schedule: applied %s rollouts/update (gradient_accumulation_steps=%s), lr %g", batch, ga, lr
+        )
+
+    # --- trainer events ------------------------------------------------------------------------------
+    @_guarded
+    def on_train_begin(
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        optimizer: Any = None,
+        lr_scheduler: Any = None,
+        train_dataloader: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Bind to the trainer, re-apply the saved (or first) stage, and check the data plan."""
+        self._args, self._optimizer, self._lr_scheduler = args, optimizer, lr_scheduler
+        s = int(getattr(args, "steps_per_generation", None) or args.gradient_accumulation_steps)
+        ga0 = int(args.gradient_accumulation_steps)
+        if ga0 % s:
+            warnings.warn(
+                f"gradient_accumulation_steps {ga0} is not a multiple of steps_per_generation {s}: "
+                "updates and generations are misaligned",
+                ScheduleSetupWarning,
+                stacklevel=2,
+            )
+        self._unit = BatchUnit(
+            per_step=int(args.per_device_train_batch_size) * int(args.world_size), accumulation_multiple=s
+        )
+        if getattr(args, "num_iterations", 1) != 1:
+            log.warning(
+                "num_iterations=%s: each rollout is used %s times; samples count completions per update",
+                args.num_iterations,
+                args.num_iterations,
+            )
+        micro_per_epoch = (
+            len(train_dataloader)
+            if train_dataloader is not None and hasattr(train_dataloader, "__len__")
+            else None
+        )
+        self._micro = 0
+        if state.global_step == 0 and self.last_step > 0:
+            log.warning(
+                "the callback is reused for a new run: its counters restart, but the schedule keeps its "
+                "state (stage %s); build a new callback per run",
+                getattr(self.schedule, "index", "?"),
+            )
+            self.samples, self.last_step, self.last_batch = 0, 0, None
+            self.pending = None
+        self.start_samples = self.samples
+        restored = state.global_step > 0 and self.last_step > 0
+        if state.global_step > 0:
+            self._resume_pos = self._resume_position(args, state, micro_per_epoch, ga0)
+            self._epoch_pos = self._resume_pos
+            if not restored:
+                log.warning(
+                    "resumed at step %s without saved schedule state (set "
+                    "restore_callback_states_from_checkpoint=True): the schedule starts over",
+                    state.global_step,
+                )
+        # GA is not checkpointed (args hold the initial value again) and the LR is re-applied too
+        # (idempotent when scheduler.pt brought it back): nothing counts as in effect yet
+        in_effect, self.applied = self.applied, None
+        if restored and in_effect is not None and not self.advisory:
+            # the stage that ran the saved updates runs the next one too (the uninterrupted run did not
+            # stop between them); a stage still waiting for its boundary keeps waiting, as it would have
+            pending, wanted = self.pending, self.wanted
+            self._apply(*in_effect)
+            self.pending, self.wanted = pending, wanted
+            self._try_apply()
+            if self._offset:
+                self._check_first_micro()
+        elif not self.advisory:
+            target = (
+                self.pending or self.wanted or (self.schedule.current.batch, float(self.schedule.current.lr))
+            )
+            self.request(*target)
+        if self.check_setup and micro_per_epoch:
+            self._check_plan(state, micro_per_epoch, ga0)
+
+    def _check_plan(self, state: Any, micro_per_epoch: int, ga0: int) -> None:
+        assert self._unit is not None
+        epochs = max(
+            int(state.num_train_epochs) - int(state.global_step) // max(-(-micro_per_epoch // ga0), 1), 1
+        )
+        reasons = check_plan(
+            self.schedule, self._unit, remaining=int(state.max_steps) - int(state.global_step),
+            samples=self.samples, micro_per_epoch=micro_per_epoch, ga0=ga0, epochs=epochs,
+            # B* tracking can move the batch only when the records carry the noise estimate's input
+            noise_estimate=self._noise_measurable(ga0)
+            or getattr(getattr(self.schedule, "noise", None), "n_updates", 0) > 0,
+        )
+        warn_setup(reasons, framework="TRL", stacklevel=4)
+
+    def _noise_measurable(self, ga: int) -> bool:
+        return self.measure_noise and ga >= 2
+
+    def _resume_position(self, args: Any, state: Any, micro_per_epoch: int | None, ga0: int) -> int:
+        """Micro-steps of the current epoch behind the resumed run (saved), or the Trainer's guess.
+
+        The Trainer skips ``(global_step % updates_per_epoch) x gradient_accumulation_steps`` batches,
+        counted with the initial accumulation (``_init_training_state``, before any callback runs), and
+        ends an update whenever its micro-step count since the epoch began divides by the accumulation
+        in effect (``_run_epoch``). After a schedule has grown the batch its count is short of what the
+        run really did, so an update of the restored stage would end early. The difference is kept in
+        ``_offset`` and :meth:`_steer` keeps the updates whole for the rest of the epoch.
+        """
+        self._offset = 0
+        if not micro_per_epoch or getattr(args, "ignore_data_skip", False):
+            trainer_pos = 0
+        else:
+            trainer_pos = (state.global_step % max(-(-micro_per_epoch // ga0), 1)) * ga0
+        saved = self._saved_epoch_pos if self.last_step > 0 else None
+        if saved is None or int(saved) == trainer_pos:
+            return trainer_pos
+        self._offset = int(saved) - trainer_pos
+        log.info(
+            "resume: the Trainer counts %s micro-steps into the epoch (it assumes a constant "
+            "gradient_accumulation_steps) where the run had done %s: the prompts in between are seen "
+            "again (or skipped); the callback keeps updates whole until the epoch ends",
+            trainer_pos,
+            saved,
+        )
+        return int(saved)
+
+    def _stage_accumulation(self) -> int:
+        """The accumulation count of the stage in effect (``args`` may hold a steering value)."""
+        if self.applied is not None and self._unit is not None:
+            return self._unit.accumulation(self.applied[0])
+        return int(self._args.gradient_accumulation_steps)
+
+    def _steer(self, args: Any) -> None:
+        """Make the Trainer end the update after exactly the stage's micro-steps (offset count).
+
+        ``_run_epoch`` reads ``gradient_accumulation_steps`` at each update to fetch that many batches
+        (and to scale the loss), then ends the update at the first micro-step whose count
+        ``step + 1`` divides by the value read *at that micro-step*. With a count that is off by
+        ``_offset``, the stage's value would end updates early; so between micro-steps the callback
+        sets a value that divides the count only at the update's last micro-step, and puts the
+        stage's value back after the update (for the next fetch). Only a resumed epoch needs this.
+        """
+        ga = self._stage_accumulation()
+        if self._offset % ga == 0:
+            args.gradient_accumulation_steps = ga
+            return
+        count = self._epoch_pos - self._offset + self._micro + 1  # the Trainer's step + 1, next micro-step
+        args.gradient_accumulation_steps = count if self._micro + 1 >= ga else count + 1
+
+    @_guarded
+    def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._epoch_pos = self._resume_pos or 0
+        self._resume_pos = None
+        self._try_apply()
+
+    @_guarded
+    def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._offset:  # a new epoch: the Trainer's count and the callback's agree again
+            self._offset = 0
+            if self._args is not None:
+                self._args.gradient_accumulation_steps = self._stage_accumulation()
+
+    def on_substep_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+        if self._micro == 0 and self.measure_noise and model is not None:
+            self._measure_micro(args, model)
+        self._micro += 1  # hot path: no guard needed for an increment
+        if self._offset:
+            self._steer(args)
+
+    @_guarded
+    def _measure_micro(self, args: Any, model: Any) -> None:
+        """After the first micro-batch of an update the accumulated gradient is that micro-batch's,
+        scaled by the loss's 1/GA: its norm x GA is |G_small| for B_small = the local micro-batch
+        (the two-batch estimator's small batch; the update's ``grad_norm`` is the big one). With
+        several processes the gradient there is rank-local (DDP syncs at the last micro-batch): the
+        squared norms are averaged over the ranks, so every rank records the same number."""
+        ga = int(args.gradient_accumulation_steps)
+        self._grad_norm_micro = math.sqrt(mean_over_ranks((grad_norm(model) * ga) ** 2))
+        self._micro_batch = int(args.per_device_train_batch_size)
+
+    @_guarded
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """Count the update just done from its micro-steps; apply a waiting stage if now aligned."""
+        micro, self._micro = self._micro + 1, 0
+        self._epoch_pos += micro
+        if self._unit is not None:
+            self.last_batch = self._unit.batch(micro)
+            self.driver.consume(self.last_batch)
+        self._try_apply()
+        if self._offset and self._args is not None:
+            self._args.gradient_accumulation_steps = self._stage_accumulation()  # the next fetch
+            self._check_first_micro()
+
+    def _check_first_micro(self) -> None:
+        """The first micro-step of an update is tested with the stage's own value: warn if it divides."""
+        ga = self._stage_accumulation()
+        if ga > 1 and (self._epoch_pos - self._offset + 1) % ga == 0:
+            log.warning(
+                "resume: with steps_per_generation=1 the Trainer ends the next update after one "
+                "micro-step (count %s); updates stay whole from the next epoch",
+                self._epoch_pos - self._offset + 1,
+            )
+
+    @_guarded
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        """A training log after an update: record -> schedule -> (switch) -> host."""
+        if not logs or state.global_step <= self.last_step or self.last_batch is None:
+            return
+        if "train_runtime" in logs or any(str(k).startswith("eval_") for k in logs):
+            return
+        self.last_step = int(state.global_step)
+        record = self.record(logs, step=self.last_step)
+        self.feed(record)
+
+    def record(self, logs: Mapping[str, Any], *, step: int) -> StepRecord:
+        """TRL's log dict as a canonical record (samples and batch measured, not logged)."""
+        from rlvr_schedule.ingest import canonicalize
+
+        if math.isfinite(self._grad_norm_micro) and "grad_norm_micro" not in logs:
+            logs = {**logs, "grad_norm_micro": self._grad_norm_micro, "micro_batch": self._micro_batch}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # NaN metrics (a reward returned None) stay NaN, no warning spam
+            return canonicalize(
+                logs, step=step, samples=self.samples, batch=self.last_batch, aliases=self._aliases
+            )
+
+    def feed(self, record: StepRecord) -> Decision:
+        """One turn of the driver's loop (observers, schedule, :meth:`request` on a new stage)."""
+        decision = self.driver.observe(record)
+        self.decisions.append(decision)
+        return decision
+
+
+def find_callback(trainer: Any) -> Any:
+    """The schedule callback a trainer runs (after a checkpoint restore it is a new instance)."""
+    for cb in trainer.callback_handler.callbacks:
+        if isinstance(cb, _ScheduleCallbackCore):
+            return cb
+    return None
+
+
+_CLASS: type | None = None
+
+
+def _define() -> type:
+    """Build the callback class on top of transformers (imported here, not at module import)."""
+    global _CLASS
+    if _CLASS is None:
+        from transformers import TrainerCallback
+        from transformers.trainer_callback import ExportableState
+
+        class RlvrScheduleCallback(_ScheduleCallbackCore, TrainerCallback, ExportableState):
+            __doc__ = (
+                "Run a rollout-batch schedule inside a TRL ``GRPOTrainer`` (a ``TrainerCallback``).\n\n"
+                "``RlvrScheduleCallback(schedule)`` with a YAML/JSON path, a config mapping or a schedule; "
+                "pass it in ``callbacks=[...]``. Needs ``logging_steps=1`` for a decision after every update "
+                "(else decisions are taken at logging steps). Rollout batches must be multiples of "
+                "per_device_train_batch_size x world x steps_per_generation.\n\n"
+                + (_ScheduleCallbackCore.__init__.__doc__ or "")
+            )
+
+        RlvrScheduleCallback.__module__ = __name__
+        RlvrScheduleCallback.__qualname__ = "RlvrScheduleCallback"
+        _CLASS = RlvrScheduleCallback
+    return _CLASS
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RlvrScheduleCallback":
+        return _define()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

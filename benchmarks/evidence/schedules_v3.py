@@ -1,0 +1,186 @@
+"""Policy v3 against its baselines on the v3 synthetic tasks (docs/RESULTS.md section 3, issue 12).
+
+Tasks: :data:`rlvr_schedule.synthetic.tasks.TASKS` (committed before the policy was run on them).
+Per task and seed (paired: every schedule sees the same random numbers):
+
+- constants: every batch of the 16x range at the sweep's LR (the square-root rule from lr0 at 64);
+- the same constants with LR decay on the same trigger (the v3 policy pinned at one batch: each
+  failure trigger divides the LR by sqrt 2);
+- a 3-point LR grid of constants: each batch at 1, 1/2 and 1/4 x the sweep's LR;
+- the linear ramp 16 -> 256 over F/2 rollouts and the noise-scale rule (Pollux goodput, sqrt LR);
+- the v3 two-clock policy with its defaults (start 1/4 x the known B* of 64 = 16).
+
+Measures: best smoothed reward before failure (collapse or crash), smoothed reward at F, 1.5F and
+2F rollouts, rollouts and updates to the target (the smoothed reward reaching 0.9 x the best
+constant's mean best-before-failure reward). Smoothing: the trailing 5% of F rollouts.
+Non-inferiority: the lower 95% t-bound of the paired difference >= -0.01.
+
+    python benchmarks/evidence/schedules_v3.py --seeds 20 [--tasks c2_drift3,...] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from rlvr_schedule.clocks._stats import t_quantile
+from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
+from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
+from rlvr_schedule.records import BatchSchedule
+from rlvr_schedule.synthetic import SyntheticEnvironment
+from rlvr_schedule.synthetic.tasks import BATCHES, COMMON, TASKS
+from rlvr_schedule.theory.scaling import lr_for_batch
+
+GROUP = 8
+LR0, BASE = COMMON["lr0"], COMMON["base_batch"]
+F = COMMON["failure_samples"]
+BUDGETS = (1.0, 1.5, 2.0)
+LR_GRID = (1.0, 0.5, 0.25)
+
+
+def smoothed(run, window: float) -> tuple[np.ndarray, np.ndarray]:
+    """(rollouts, trailing-window mean reward weighted by batch) per record."""
+    r = np.nan_to_num(run.array("reward_mean"), nan=0.0)
+    b = run.array("batch")
+    cs = np.concatenate([[0.0], np.cumsum(b)])
+    cr = np.concatenate([[0.0], np.cumsum(b * r)])
+    ends = np.arange(1, len(r) + 1)
+    starts = np.clip(np.searchsorted(cs, cs[1:] - window, side="right") - 1, 0, ends - 1)
+    return cs[1:], (cr[ends] - cr[starts]) / (cs[ends] - cs[starts])
+
+
+def v3(batch_lo: int, hi: int, **kw: Any) -> TwoClockScheduler:
+    cfg = dict(initial_batch="auto", critical_batch=COMMON["critical_batch"], critical_fraction=batch_lo / 64,
+               base_batch=BASE, base_lr=LR0, constraints=BatchConstraints(group_size=GROUP, max_batch=hi))
+    cfg.update(kw)
+    return TwoClockScheduler(PolicyConfig(**cfg))
+
+
+def makers() -> dict[str, Callable[[], BatchSchedule | tuple[int, float]]]:
+    lo, hi = BATCHES[0], BATCHES[-1]
+    out: dict[str, Callable[[], Any]] = {}
+    for b in BATCHES:
+        for g in LR_GRID:
+            out[f"constant {b} x{g:g} LR"] = (lambda b=b, g=g: (b, g * lr_for_batch(b, BASE, LR0)))
+        out[f"decay {b}"] = (lambda b=b: TwoClockScheduler(PolicyConfig(
+            initial_batch=b, base_batch=BASE, base_lr=LR0, track_critical_batch=False,
+            constraints=BatchConstraints(group_size=GROUP, min_batch=b, max_batch=b))))
+    out["linear ramp"] = lambda: LinearRampSchedule(lo, lo, int(F // 2), hi, base_lr=LR0, base_batch=BASE,
+                                                    constraints=BatchConstraints(group_size=GROUP, max_batch=hi))
+    out["noise-scale"] = lambda: NoiseScaleAdaptiveSchedule(
+        lo, base_lr=lr_for_batch(lo, BASE, LR0), t0=40.0, t1=1.0, lr_rule="sqrt", max_batch=hi,
+        constraints=BatchConstraints(group_size=GROUP, max_batch=hi))
+    out["v3 two-clock"] = lambda: v3(lo, hi)
+    return out
+
+
+def run_task(name: str, seeds: int) -> dict[str, Any]:
+    kw = dict(COMMON, **TASKS[name])
+    window = 0.05 * F
+    horizon = max(BUDGETS) * F
+    curves: dict[str, list[dict[str, Any]]] = {}
+    for seed in range(seeds):
+        env = SyntheticEnvironment(seed=seed, **kw)
+        for label, make in makers().items():
+            obj = make()
+            if isinstance(obj, tuple):
+                run = env.run_constant(obj[0], horizon, lr=obj[1])
+                switches = 0
+            else:
+                run = env.run(obj, horizon)
+                switches = sum(d.switched for d in env.decisions)
+            s, r = smoothed(run, window)
+            fail = env.collapsed_at
+            before = r[s <= fail] if fail is not None else r
+            curves.setdefault(label, []).append(dict(
+                s=s, r=r, steps=np.arange(1, len(s) + 1), fail=fail, cause=env.crash_cause,
+                best=float(before.max()) if before.size else float(r[0]), switches=switches,
+                at={f: float(r[min(np.searchsorted(s, f * F), len(r) - 1)]) for f in BUDGETS}))
+    return curves
+
+
+def t_ci(x: np.ndarray) -> tuple[float, float, float]:
+    m = float(np.mean(x))
+    if len(x) < 2:
+        return m, math.nan, math.nan
+    h = float(t_quantile(0.975, len(x) - 1) * np.std(x, ddof=1) / math.sqrt(len(x)))
+    return m, m - h, m + h
+
+
+def to_target(c: dict[str, Any], target: float) -> tuple[float, float]:
+    hit = np.flatnonzero(c["r"] >= target)
+    if not hit.size or (c["fail"] is not None and c["s"][hit[0]] > c["fail"]):
+        return math.nan, math.nan
+    return float(c["s"][hit[0]]), float(c["steps"][hit[0]])
+
+
+def summarise(name: str, curves: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    sweep = [f"constant {b} x1 LR" for b in BATCHES]
+    grid = [k for k in curves if k.startswith("constant")]
+    best_const = max(sweep, key=lambda k: np.mean([c["best"] for c in curves[k]]))
+    target = 0.9 * float(np.mean([c["best"] for c in curves[best_const]]))
+    tt = {k: np.array([to_target(c, target) for c in v]) for k, v in curves.items()}
+    # the most sample-efficient constant: fewest mean rollouts to target among those reaching it in every seed
+    reach = [k for k in sweep if not np.isnan(tt[k][:, 0]).any()]
+    eff = min(reach, key=lambda k: tt[k][:, 0].mean()) if reach else None
+    pol = "v3 two-clock"
+    P = curves[pol]
+    res: dict[str, Any] = dict(task=name, target=target, best_constant=best_const, efficient_constant=eff)
+    res["table"] = {k: dict(best=float(np.mean([c["best"] for c in v])),
+                            **{f"at{f:g}F": float(np.mean([c["at"][f] for c in v])) for f in BUDGETS},
+                            rollouts=float(np.nanmean(tt[k][:, 0])) if not np.isnan(tt[k][:, 0]).all() else None,
+                            updates=float(np.nanmean(tt[k][:, 1])) if not np.isnan(tt[k][:, 1]).all() else None,
+                            reached=int((~np.isnan(tt[k][:, 0])).sum()),
+                            failed=int(sum(c["fail"] is not None for c in v)),
+                            switches=float(np.mean([c["switches"] for c in v])))
+                    for k, v in curves.items()}
+
+    def diff(key: Callable[[dict[str, Any]], float], other: str) -> tuple[float, float, float]:
+        return t_ci(np.array([key(a) - key(b) for a, b in zip(P, curves[other])]))
+
+    res["best_vs_best_constant"] = diff(lambda c: c["best"], best_const)
+    res["at1.5F_vs_sweep_constants"] = {k: diff(lambda c: c["at"][1.5], k) for k in sweep}
+    best_grid = max(grid, key=lambda k: np.mean([c["at"][1.5] for c in curves[k]]))
+    res["best_grid_at1.5F"] = best_grid
+    res["at1.5F_vs_best_grid"] = diff(lambda c: c["at"][1.5], best_grid)
+    if eff is not None:
+        ok = ~np.isnan(tt[pol][:, 0])
+        res["policy_reached"] = int(ok.sum())
+        res["rollouts_ratio"] = float(np.nanmean(tt[pol][:, 0]) / tt[eff][:, 0].mean()) if ok.any() else None
+        res["updates_ratio"] = float(np.nanmean(tt[pol][:, 1]) / tt[eff][:, 1].mean()) if ok.any() else None
+    decays = [f"decay {b}" for b in BATCHES]
+    best_decay = max(decays, key=lambda k: np.mean([c["best"] for c in curves[k]]))
+    res["best_decay"] = best_decay
+    res["best_vs_best_decay"] = diff(lambda c: c["best"], best_decay)
+    ok = ~np.isnan(tt[best_decay][:, 1]) & ~np.isnan(tt[pol][:, 1])
+    res["updates_vs_decay"] = float(tt[pol][ok, 1].mean() / tt[best_decay][ok, 1].mean()) if ok.any() else None
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    out = []
+    for name in args.tasks.split(","):
+        t = time.perf_counter()
+        res = summarise(name, run_task(name, args.seeds))
+        res["seconds"] = time.perf_counter() - t
+        out.append(res)
+        print(json.dumps({k: v for k, v in res.items() if k != "table"}, default=float), file=sys.stderr)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(dict(seeds=args.seeds, results=out), fh, indent=1, default=float)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""The offline failure clock: rollouts a run consumed before the onset of its collapse."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable, Sequence
+
+from rlvr_schedule.clocks.failure.base import Alarm, Detector
+from rlvr_schedule.clocks.failure.detectors import default_detectors
+from rlvr_schedule.records import Run, StepRecord
+
+__all__ = ["FailureClock"]
+
+
+class FailureClock:
+    """``fit(run)``: rollouts consumed before collapse = onset of the first sustained failure alarm.
+
+    The same causal rules as online (each detector sees records up to the current one), so ``fit``,
+    a live forecast and a policy agree on where a run failed. Only failure-kind alarms (entropy
+    exhausted, reward fallen from its best and staying down, a sustained blow-up) set the clock;
+    warnings (spikes, KL rising from ~0, recovered dips, length/clip/mismatch signals) are reported
+    in ``warnings_`` with their ``lead_`` (rollouts before the failure point, when there is one).
+
+    Fitted: ``failure_samples_`` (None if no failure, or if the run diverged), ``failure_step_``,
+    ``signal_`` (name of the detector that fired first), ``failure_alarm_`` (its :class:`Alarm`,
+    which says why: signal, value, baseline, threshold, step, rollouts), ``alarms_`` (first
+    failure alarm of every detector that fired), ``warnings_`` (time-ordered), ``diverging_`` and
+    ``divergence_``: a run whose reward fell from the start without ever progressing is reported
+    as diverging, not as a failure-clock reading (at a batch above 2B* per-rollout progress is
+    negative; its early "failure" would drag a sweep's pooled failure samples).
+    Detectors are copied per fit, so one clock can fit many runs.
+    """
+
+    def __init__(self, detectors: Sequence[Detector] | None = None, *, stop_at_failure: bool = True) -> None:
+        self.detectors = list(detectors) if detectors is not None else None
+        self.stop_at_failure = stop_at_failure
+
+    def fit(self, run: Run | Iterable[StepRecord]) -> "FailureClock":
+        """With ``stop_at_failure`` (default) reading stops once no later alarm can have an earlier
+        onset (``max patience`` records after the first confirmation), so ``alarms_`` and
+        ``warnings_`` hold what came up to the failure; False reads the whole run."""
+        dets = copy.deepcopy(self.detectors) if self.detectors is not None else default_detectors()
+        left = -1
+        horizon = max((d.patience for d in dets), default=1)
+        for rec in run:
+            for d in dets:
+                a = d.update(rec)
+                if a is not None and a.kind == "failure" and left < 0 and self.stop_at_failure:
+                    left = horizon
+            if left >= 0:
+                left -= 1
+                if left < 0:
+                    break
+        firsts = [d.first_alarm for d in dets if d.first_alarm is not None]
+        failures = sorted((a for a in firsts if a.kind == "failure"), key=lambda a: (a.samples, a.step))
+        divergences = sorted((a for a in firsts if a.kind == "divergence"), key=lambda a: (a.samples, a.step))
+        # a detector whose first alarm was a divergence may have a later failure alarm: only its first
+        # alarm is kept, which is what decides here (a run that fell from the start first diverged)
+        self.divergence_: Alarm | None = divergences[0] if divergences else None
+        first = failures[0] if failures else None
+        self.diverging_ = self.divergence_ is not None and (first is None
+                                                            or self.divergence_.samples <= first.samples)
+        self.alarms_ = failures
+        self.warnings_ = sorted((w for d in dets for w in d.warnings), key=lambda a: (a.samples, a.step))
+        if self.diverging_:
+            first = None
+        self.failure_alarm_ = first
+        self.failure_samples_ = None if first is None else first.samples
+        self.failure_step_ = None if first is None else first.step
+        self.signal_ = None if first is None else first.name
+        return self
+
+    def lead_(self, alarm: Alarm) -> float | None:
+        """Rollouts from ``alarm``'s onset to the failure point (None without a failure)."""
+        if self.failure_samples_ is None:
+            return None
+        return float(self.failure_samples_ - alarm.samples)
+
+    def report(self) -> dict[str, Any]:
+        """What was found and why, JSON-ready: the failure (or divergence) and every warning with
+        its lead."""
+        def row(a: Alarm) -> dict[str, Any]:
+            d = a.to_dict()
+            d["lead"] = self.lead_(a)
+            return d
+        return {"failure": None if self.failure_alarm_ is None else self.failure_alarm_.to_dict(),
+                "diverging": self.diverging_,
+                "divergence": None if self.divergence_ is None else self.divergence_.to_dict(),
+                "warnings": [row(w) for w in self.warnings_]}

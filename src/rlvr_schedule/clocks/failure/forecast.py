@@ -1,0 +1,176 @@
+"""The online failure forecast: samples left until a signal's trend reaches its threshold."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from rlvr_schedule.clocks._stats import SlidingOLS, finite, t_quantile
+from rlvr_schedule.records import StepRecord
+
+__all__ = ["FailureForecast"]
+
+_DIRECTION = {"entropy": "down", "reward_mean": "down", "kl": "up", "grad_norm": "up",
+              "frac_zero_std": "up", "clip_frac": "up"}
+
+
+class FailureForecast:
+    """Online forecast of rollouts left until a failure signal's trend reaches its threshold.
+
+    A regression of the signal (``model="linear"``) or its log (``"loglinear"``, exponential
+    decay/growth) on cumulative samples over the last ``window`` records is extrapolated to the
+    threshold: ``threshold`` if given, else ``fraction`` x the early level (median of the first
+    ``warmup`` records; the default 0.1 matches :class:`EntropyCollapse`). ``interval`` takes the
+    slope's ``level`` confidence band through the window's mean point; its upper end is inf when
+    the band includes no trend. ``samples_to_failure`` is inf while the trend points away from the
+    threshold and 0 once the smoothed signal has crossed it.
+    """
+
+    def __init__(self, signal: str = "entropy", *, threshold: float | None = None, fraction: float = 0.1,
+                 direction: str | None = None, window: int = 200, min_points: int = 20, warmup: int = 10,
+                 model: str = "linear", level: float = 0.9,
+                 warmup_samples: int | None = None) -> None:
+        if model not in ("linear", "loglinear"):
+            raise ValueError(f"model must be 'linear' or 'loglinear', got {model!r}")
+        direction = direction or _DIRECTION.get(signal)
+        if direction not in ("up", "down"):
+            raise ValueError(f"direction must be 'up' or 'down' for signal {signal!r}")
+        if threshold is None and not fraction > 0:
+            raise ValueError(f"fraction must be > 0, got {fraction}")
+        if not 3 <= min_points <= window:
+            raise ValueError(f"min_points must be in [3, window], got {min_points}")
+        self.signal, self.fixed_threshold, self.fraction = signal, threshold, fraction
+        self.direction, self.window, self.min_points = direction, int(window), int(min_points)
+        self.warmup, self.model, self.level = max(1, int(warmup)), model, float(level)
+        self.warmup_samples = None if warmup_samples is None else int(warmup_samples)
+        self._ols = SlidingOLS(self.window)
+        self._early: list[float] = []
+        self.reference = math.nan
+        self.samples = 0
+        self.start_level = math.nan  # the fitted level at the last restart (NaN: the early level)
+        self.restarts = 0
+
+    @property
+    def threshold(self) -> float:
+        if self.fixed_threshold is not None:
+            return float(self.fixed_threshold)
+        return self.fraction * self.reference if finite(self.reference) else math.nan
+
+    def _y(self, v: float) -> float:
+        return math.log(max(v, 1e-12)) if self.model == "loglinear" else v
+
+    def update(self, record: StepRecord) -> float:
+        """Consume one record; returns the current ``samples_to_failure``."""
+        self.samples = int(record.samples)
+        v = getattr(record, self.signal)
+        if finite(v):
+            if (len(self._early) < self.warmup if self.warmup_samples is None
+                    else not self._early or self.samples <= self.warmup_samples):
+                self._early.append(float(v))
+                self.reference = float(np.median(self._early))
+            self._ols.add(float(record.samples), self._y(float(v)))
+        return self.samples_to_failure
+
+    def restart(self) -> None:
+        """Forget the window (a switch changed the trend) but keep the early level; the level
+        fitted now becomes the start of :attr:`remaining_fraction`."""
+        lvl = self.fitted_level
+        self.start_level = lvl if finite(lvl) else self.start_level
+        self._ols.clear()
+        self.restarts += 1
+
+    @property
+    def fitted_level(self) -> float:
+        """The trend's value at the current sample count (signal units; NaN before a fit)."""
+        f = self._fit()
+        if f is None:
+            return math.nan
+        slope, _se, xm, ym = f
+        y = ym + slope * (self.samples - xm)
+        return math.exp(y) if self.model == "loglinear" else y
+
+    @property
+    def remaining_fraction(self) -> float:
+        """(fitted level - threshold) / (start level - threshold), in the model's space: 1 at the
+        (re)start, 0 at the threshold; NaN before a fit."""
+        thr = self.threshold
+        start = self.start_level if finite(self.start_level) else self.reference
+        lvl = self.fitted_level
+        if not (finite(thr) and finite(start) and finite(lvl)):
+            return math.nan
+        span = self._y(start) - self._y(thr)
+        if span == 0:
+            return 0.0
+        return (self._y(lvl) - self._y(thr)) / span
+
+    def _crossing(self, slope: float, xm: float, ym: float) -> float:
+        thr = self.threshold
+        if not finite(thr):
+            return math.nan
+        yt = self._y(thr)
+        sign = -1.0 if self.direction == "down" else 1.0
+        if sign * (ym - yt) >= 0:  # the window's mean is already past the threshold
+            return 0.0
+        if not finite(slope) or sign * slope <= 0:
+            return math.inf
+        return max(0.0, xm + (yt - ym) / slope - self.samples)
+
+    def _fit(self) -> tuple[float, float, float, float] | None:
+        if len(self._ols) < self.min_points:
+            return None
+        slope, intercept, se, _ = self._ols.fit()
+        if not finite(slope):
+            return None
+        xm, ym = self._ols.mean_point()
+        return slope, se, xm, ym
+
+    @property
+    def samples_to_failure(self) -> float:
+        """Rollouts left until the trend reaches the threshold (NaN until ``min_points`` records)."""
+        f = self._fit()
+        return math.nan if f is None else self._crossing(f[0], f[2], f[3])
+
+    @property
+    def failure_samples(self) -> float:
+        """Forecast cumulative samples at failure."""
+        return self.samples + self.samples_to_failure
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """(low, high) of ``samples_to_failure`` from the slope's confidence band."""
+        f = self._fit()
+        if f is None or not finite(f[1]):
+            return (math.nan, math.nan)
+        slope, se, xm, ym = f
+        h = t_quantile(0.5 + self.level / 2, len(self._ols) - 2) * se
+        ends = sorted((self._crossing(slope - h, xm, ym), self._crossing(slope + h, xm, ym)))
+        return (ends[0], ends[1])
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "signal": self.signal, "threshold": self.fixed_threshold, "fraction": self.fraction,
+            "direction": self.direction, "window": self.window, "min_points": self.min_points,
+            "warmup": self.warmup, "model": self.model, "level": self.level,
+            "ols": self._ols.state_dict(), "early": list(self._early),
+            "reference": self.reference if finite(self.reference) else None, "samples": self.samples,
+            "warmup_samples": self.warmup_samples, "restarts": self.restarts,
+            "start_level": self.start_level if finite(self.start_level) else None,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.signal, self.fixed_threshold = state["signal"], state["threshold"]
+        self.fraction, self.direction = float(state["fraction"]), state["direction"]
+        self.window, self.min_points = int(state["window"]), int(state["min_points"])
+        self.warmup, self.model, self.level = int(state["warmup"]), state["model"], float(state["level"])
+        self._ols = SlidingOLS(self.window)
+        self._ols.load_state_dict(state["ols"])
+        self._early = [float(x) for x in state["early"]]
+        self.reference = math.nan if state["reference"] is None else float(state["reference"])
+        self.samples = int(state["samples"])
+        ws = state.get("warmup_samples")
+        self.warmup_samples = None if ws is None else int(ws)
+        self.restarts = int(state.get("restarts", 0))
+        sl = state.get("start_level")
+        self.start_level = math.nan if sl is None else float(sl)

@@ -1,0 +1,256 @@
+"""The one loop every host runs: record -> observers -> schedule -> apply -> commit or hold -> observers.
+
+A host (the TRL callback, the verl and OpenRLHF controllers, the reference trainer, a plain torch
+loop) builds a :class:`ScheduleDriver` from a schedule, its own ``apply(batch, lr)`` and optionally a
+:class:`~rlvr_schedule.plugins.PluginHost`, and hands it one
+:class:`~rlvr_schedule.records.StepRecord` per optimizer update. The driver does the rest the same way
+for every host:
+
+1. ``rlvr_schedule_on_record`` observers (sinks) see the record;
+2. the schedule proposes the (batch, LR) of the next update (:meth:`Schedule.propose`);
+3. a stage that differs from the one in effect goes to ``apply``; applied, the schedule commits it,
+   refused (``apply`` returned False or raised), the schedule holds its stage and proposes again while
+   the trigger lasts;
+4. ``rlvr_schedule_on_decision`` observers see the decision.
+
+Faults are isolated: a raising observer, plugin detector, schedule or ``apply`` is logged and kept in
+:attr:`ScheduleDriver.faults`, and the run goes on at the stage in effect (``strict=True`` re-raises,
+for tests). In advisory mode (``advisory=True``) nothing is applied: the schedule decides as if its
+decisions were applied, and every switch is logged with its reason, so a practitioner can watch what
+it would do before trusting it with a run.
+
+The driver owns what every host used to keep: the rollout count, the stage in effect, the fault log
+and one ``state_dict()`` (schedule state included) for checkpoints. It also keeps the live progress
+rate (:class:`~rlvr_schedule.clocks.OnlineProgress`: reward per rollout at the batch in effect, and
+the measured effect of each switch) and feeds the plugins' progress estimators
+(``rlvr_schedule_progress_estimators``), whatever the schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from rlvr_schedule.clocks import OnlineProgress
+from rlvr_schedule.records import Decision, StepRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rlvr_schedule.plugins import PluginHost
+    from rlvr_schedule.policy.base import Schedule
+
+__all__ = ["ApplyFn", "ScheduleDriver"]
+
+log = logging.getLogger("rlvr_schedule.driver")
+
+#: The host's side: put ``batch`` rollouts per update and base LR ``lr`` in effect for the next update.
+#: Return False (or raise) when it cannot; the old stage must then stay in effect.
+ApplyFn = Callable[[int, float], "bool | None"]
+
+_STATE_VERSION = 1
+
+
+class ScheduleDriver:
+    """Runs a schedule inside a host: ``observe(record) -> Decision`` once per optimizer update.
+
+    ``schedule``: a :class:`~rlvr_schedule.policy.base.Schedule` (``propose``/``commit``/``hold``);
+    ``apply``: the host's ``apply(batch, lr) -> bool`` (None counts as applied); ``plugins``: the
+    :class:`~rlvr_schedule.plugins.PluginHost` whose observer hooks see every record and decision
+    (None: no observers). ``in_effect``: the (batch, lr) the host runs now (None: unknown, the first
+    decision is applied). ``advisory``: decide and log, apply nothing.
+    """
+
+    def __init__(self, schedule: Schedule, apply: ApplyFn | None = None, plugins: PluginHost | None = None,
+                 *, in_effect: tuple[int, float] | None = None, advisory: bool = False,
+                 strict: bool | None = None) -> None:
+        if apply is None and not advisory:
+            raise TypeError("ScheduleDriver needs the host's apply(batch, lr), or advisory=True")
+        self.schedule = schedule if callable(getattr(schedule, "propose", None)) else _StepOnly(schedule)
+        self.apply_fn = apply
+        self.plugins = plugins
+        self.advisory = bool(advisory)
+        self.strict = bool(plugins.strict if strict is None and plugins is not None else strict)
+        self.faults: list[tuple[str, str, BaseException]] = plugins.faults if plugins is not None else []
+        self.in_effect: tuple[int, float] | None = _pair(in_effect)
+        self.samples = 0  # rollouts consumed, the last observed update included
+        self.last_step: int | None = None
+        self.last_decision: Decision | None = None
+        self.resume_target: tuple[int, float] | None = None
+        self.progress = OnlineProgress()  # the live progress rate, whatever the schedule
+        self.estimators: list[Any] = plugins.progress_estimators() if plugins is not None else []
+
+    # --- the loop ------------------------------------------------------------------------------
+    def consume(self, rollouts: int) -> int:
+        """Count ``rollouts`` more (the update just done); the cumulative count for its record."""
+        self.samples += int(rollouts)
+        return self.samples
+
+    def observe(self, record: StepRecord) -> Decision:
+        """Run the loop once for ``record``; the decision for the next update (never raises, unless strict)."""
+        self.samples = max(self.samples, int(record.samples))
+        self.last_step = int(record.step)
+        self._notify("rlvr_schedule_on_record", record=record)
+        self._estimate(record)
+        try:
+            proposal = self.schedule.propose(record)
+        except Exception as exc:
+            self._fault("<schedule>", "propose", exc)
+            decision = self._held(record, f"the schedule raised ({type(exc).__name__}: {exc})")
+        else:
+            decision = self._settle(proposal)
+        self.last_decision = decision
+        self._notify("rlvr_schedule_on_decision", decision=decision, record=record)
+        return decision
+
+    def _estimate(self, record: StepRecord) -> None:
+        try:
+            self.progress.update(record)
+        except Exception as exc:
+            self._fault("<progress>", "update", exc)
+        for est in self.estimators:
+            est.update(record)  # fault-isolated by the plugin host
+
+    def _settle(self, proposal: Decision) -> Decision:
+        target = (int(proposal.batch), float(proposal.lr))
+        if self.advisory:
+            if proposal.switched:
+                log.info("rlvr-schedule (advisory, not applied): step %s, %s rollouts/update, lr %g: %s "
+                         "(progress %.3g reward per rollout at the batch in effect)",
+                         proposal.step, target[0], target[1], proposal.reason, self.progress.rate)
+            return self.schedule.commit(proposal)
+        if target == self.in_effect:
+            return self.schedule.commit(proposal)
+        why = self._apply(*target)
+        if why is None:
+            return self.schedule.commit(proposal)
+        return self.schedule.hold(proposal, why)
+
+    def _apply(self, batch: int, lr: float) -> str | None:
+        """Apply through the host; None when applied, else why not (logged, in the fault log)."""
+        assert self.apply_fn is not None
+        try:
+            ok = self.apply_fn(batch, lr)
+        except Exception as exc:
+            self._fault("<host>", "apply", exc)
+            return f"the host could not apply it ({type(exc).__name__}: {exc})"
+        if ok is False:
+            log.warning("rlvr-schedule: the host refused %s rollouts/update, lr %g; keeping the stage in effect",
+                        batch, lr)
+            return "the host refused it"
+        prev, self.in_effect = self.in_effect, (batch, lr)
+        if prev != self.in_effect:
+            log.info("rlvr-schedule: now %s rollouts/update, lr %g (was %s)", batch, lr, prev)
+        return None
+
+    def start(self) -> bool:
+        """Apply the stage to run first: the schedule's current one, or after :meth:`load_state_dict`
+        the one in effect when the state was saved (hosts do not save their batch). False when the
+        host refused it (logged); the run then goes on as launched."""
+        target = self.resume_target or (int(self.schedule.current.batch), float(self.schedule.current.lr))
+        if self.advisory:
+            return True
+        if self.resume_target is None and target == self.in_effect:
+            return True
+        ok = self._apply(*target) is None
+        if ok:
+            self.resume_target = None
+        return ok
+
+    def _held(self, record: StepRecord, why: str) -> Decision:
+        cur = self.schedule.current
+        batch, lr = self.in_effect or (int(cur.batch), float(cur.lr))
+        return Decision(step=record.step, samples=record.samples, batch=batch, lr=lr,
+                        stage=int(getattr(self.schedule, "index", 0)), switched=False, reason=f"held: {why}")
+
+    def _notify(self, hook: str, **kwargs: Any) -> None:
+        if self.plugins is None:
+            return
+        try:
+            getattr(self.plugins.hook, hook)(**kwargs)  # each implementation is fault-isolated
+        except Exception as exc:  # a hook wrapper that raised
+            self._fault("<hook>", hook, exc)
+
+    def _fault(self, who: str, where: str, exc: BaseException) -> None:
+        if self.strict:
+            raise exc
+        log.error("rlvr-schedule: %s raised in %s; training continues at the stage in effect", who, where,
+                  exc_info=exc)
+        self.faults.append((who, where, exc))
+
+    # --- state ---------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-able: the schedule's state, the rollouts counted and the stage in effect."""
+        from rlvr_schedule.policy.base import encode_floats
+
+        estimators = {f"{i}:{e.name}": e.state_dict() for i, e in enumerate(self.estimators)
+                      if hasattr(e, "state_dict")}
+        return {"version": _STATE_VERSION, "schedule": self.schedule.state_dict(), "samples": self.samples,
+                "step": self.last_step, "in_effect": None if self.in_effect is None else list(self.in_effect),
+                "last_decision": None if self.last_decision is None else self.last_decision.to_dict(),
+                "progress": encode_floats(self.progress.state_dict()), "estimators": encode_floats(estimators)}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`; :meth:`start` then re-applies the stage that was in effect."""
+        if state.get("version") != _STATE_VERSION:
+            raise ValueError(f"unsupported schedule driver state version {state.get('version')!r}")
+        self.schedule.load_state_dict(state["schedule"])
+        self.samples = int(state["samples"])
+        self.last_step = None if state.get("step") is None else int(state["step"])
+        # the stage in effect when saved: :meth:`start` re-applies it (the host runs as launched until
+        # then; one that re-applies its stage itself, like the TRL callback, reads ``resume_target``)
+        self.resume_target = _pair(state.get("in_effect"))
+        d = state.get("last_decision")
+        self.last_decision = None if d is None else Decision(**d)
+        from rlvr_schedule.policy.base import decode_floats
+
+        if state.get("progress") is not None:
+            self.progress.load_state_dict(decode_floats(state["progress"]))
+        saved = decode_floats(state.get("estimators") or {})
+        for i, e in enumerate(self.estimators):
+            key = f"{i}:{e.name}"
+            if key in saved and hasattr(e, "load_state_dict"):
+                e.load_state_dict(saved[key])
+
+    # --- a driver is a BatchSchedule too (the synthetic environment and testing helpers drive it) ----
+    def step(self, record: StepRecord) -> Decision:
+        """:meth:`observe` (``BatchSchedule`` protocol)."""
+        return self.observe(record)
+
+    @property
+    def current(self) -> Any:
+        return self.schedule.current
+
+    @property
+    def stages(self) -> Any:
+        return self.schedule.stages
+
+    def __repr__(self) -> str:
+        mode = ", advisory" if self.advisory else ""
+        return f"ScheduleDriver({self.schedule!r}, in_effect={self.in_effect}, samples={self.samples}{mode})"
+
+
+class _StepOnly:
+    """A schedule with ``step`` only (a user's ``BatchSchedule``): it commits as it decides, so a
+    switch the host refuses cannot be held; the driver logs the refusal and retries the stage."""
+
+    def __init__(self, schedule: Any) -> None:
+        self.inner = schedule
+
+    def propose(self, record: StepRecord) -> Decision:
+        return self.inner.step(record)
+
+    def commit(self, decision: Decision) -> Decision:
+        return decision
+
+    def hold(self, decision: Decision, why: str) -> Decision:
+        return Decision(step=decision.step, samples=decision.samples, batch=decision.batch, lr=decision.lr,
+                        stage=decision.stage, switched=False, reason=f"held: {why}")
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "inner":
+            raise AttributeError(attr)
+        return getattr(self.inner, attr)
+
+
+def _pair(v: Any) -> tuple[int, float] | None:
+    return None if v is None else (int(v[0]), float(v[1]))
