@@ -95,7 +95,6 @@ def policy_config(cfg: TrainConfig, *, batches: Sequence[int] | None = None, cri
     hi = max(batches) if batches else cfg.max_batch
     kw: dict[str, Any] = dict(
         initial_batch=cfg.batch, base_lr=cfg.base_lr, base_batch=cfg.base_batch, lr_rule=cfg.lr_rule,
-        growth=2.0, horizon_steps=8, hysteresis=2, max_stages=4, failure_signal="entropy",
         constraints=BatchConstraints(group_size=cfg.group_size, min_batch=lo, max_batch=hi),
     )
     if critical_batch is not None and math.isfinite(critical_batch) and critical_batch > 0:

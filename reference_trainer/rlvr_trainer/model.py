@@ -35,11 +35,11 @@ class TinyModelConfig:
     num_heads: int = 4
     intermediate_size: int = 256
     max_position: int = 64
-    warm_steps: int = 300
+    warm_steps: int = 800
     warm_batch: int = 64
     warm_lr: float = 3e-3
     label_smoothing: float = 0.03
-    boxed_fraction: float = 1.0  # share of warm-start answers written as \boxed{..} (else bare)
+    boxed_fraction: float = 0.2  # share of warm-start answers written as \boxed{..} (else bare)
     seed: int = 0
     version: int = 3  # bump when the recipe changes
 
