@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
         s = sub.add_parser(name, help=help_)
         s.add_argument("--preset", default="tiny", help="tiny (default) or qwen2.5-math-1.5b")
         s.add_argument("--out", type=Path, default=Path("runs") / name, help="output directory")
-        s.add_argument("--seeds", type=int, nargs="+", default=[0])
+        s.add_argument("--seeds", type=int, nargs="+",
+                       help="run seeds (default: 0; demo: 0 1, the schedule on the first; evidence: 0 1 2)")
         s.add_argument("--batches", type=int, nargs="+", help="sweep batches (rollouts per update)")
         s.add_argument("--batch", type=int, help="(initial) rollouts per update")
         s.add_argument("--base-batch", type=int)
@@ -175,7 +176,7 @@ def _main(args: argparse.Namespace) -> int:
 
     resume, progress = not args.no_resume, not args.no_progress
     if args.command == "evidence":
-        seeds = args.seeds if args.seeds != [0] else [0, 1, 2]
+        seeds = args.seeds or [0, 1, 2]
         lrs = args.lrs or [cfg.base_lr / 2, cfg.base_lr, cfg.base_lr * 2]
         report = ex.evidence(cfg, args.out, batches=batches, lrs=lrs, seeds=seeds,
                              chunk_minutes=args.chunk_minutes, progress=progress)
@@ -184,22 +185,27 @@ def _main(args: argparse.Namespace) -> int:
             return 3
         print(f"report: {report.resolve()}")
     elif args.command in ("demo", "compare"):
-        report = ex.compare(cfg, args.out, batches=batches, seeds=args.seeds, resume=resume, progress=progress)
+        # the demo: two seeds of the sweep (a finite B* interval needs more than 5 runs to resample)
+        # and the live schedule on the first
+        demo = args.command == "demo" and not args.seeds
+        seeds = args.seeds or ([0, 1] if demo else [0])
+        report = ex.compare(cfg, args.out, batches=batches, seeds=seeds, resume=resume, progress=progress,
+                            schedule_seeds=seeds[:1] if demo else None)
         print(f"report: {report.resolve()}")
     elif args.command == "sweep":
         from rlvr_schedule.clocks import fit_sweep
         from rlvr_schedule.report import write_report
 
-        runs = ex.sweep(cfg, batches, args.out, seeds=args.seeds, resume=resume, progress=progress)
+        runs = ex.sweep(cfg, batches, args.out, seeds=args.seeds or [0], resume=resume, progress=progress)
         report = write_report(runs, args.out / "report", fit=fit_sweep(runs), title="rlvr-trainer sweep")
         print(f"report: {report.resolve()}")
     elif args.command == "schedule":
-        runs = ex.schedule(cfg, args.out, seeds=args.seeds, resume=resume, progress=progress,
+        runs = ex.schedule(cfg, args.out, seeds=args.seeds or [0], resume=resume, progress=progress,
                            policy=ex.policy_config(cfg, batches=batches))
         print(ex.summarize(runs, None))
         print(f"logs: {(Path(args.out) / 'schedule').resolve()}")
     else:  # train
-        for seed in args.seeds:
+        for seed in args.seeds or [0]:
             run = ex.run_one(cfg.replace(seed=seed), args.out / f"s{seed}", resume=resume, progress=progress)
             print(ex.summarize([run], None))
         print(f"logs: {Path(args.out).resolve()}")

@@ -140,7 +140,7 @@ def summarize(runs: Sequence[Run], target: float | None) -> str:
 
 def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds: Sequence[int] = (0,),
             resume: bool = True, progress: bool = True, use_fit: bool = True,
-            fits_by_lr: dict[float, dict] | None = None) -> Path:
+            fits_by_lr: dict[float, dict] | None = None, schedule_seeds: Sequence[int] | None = None) -> Path:
     """Sweep, then the live schedule (seeded with the sweep's critical batch when ``use_fit`` and
     the fit is finite, else from the online gradient-noise estimate), then the report; returns
     the report's index.html."""
@@ -165,6 +165,7 @@ def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds:
         # gradient-noise estimate (grad_norm_micro) pick the batch live
         start = cfg.replace(batch=cfg.base_batch)
         policy = policy_config(start, batches=batches, initial_batch="auto", fallback_batch=cfg.base_batch)
+    seeds = list(seeds if schedule_seeds is None else schedule_seeds)  # the live schedule's seeds
     sched_runs = schedule(start, out, seeds=seeds, resume=resume, progress=progress, policy=policy)
     table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None))
     from rlvr_schedule.verdicts import verdicts
@@ -205,16 +206,20 @@ def evidence(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], lrs: 
     lrs = sorted(set(float(x) for x in lrs) | {float(cfg.base_lr)})
     t0 = time.monotonic()
     todo = [(lr, seed, b) for seed in seeds for lr in lrs for b in batches]
+    ran = 0
     for i, (lr, seed, b) in enumerate(todo):
         c = cfg.replace(base_lr=lr, batch=b, seed=seed)
         d = out / f"lr{lr:g}" / "sweep" / f"b{b}-s{seed}"
         if _finished(d, c):
             continue
-        if (time.monotonic() - t0) / 60 > chunk_minutes:
+        if ran and (time.monotonic() - t0) / 60 > chunk_minutes:  # at least one run per call
             log.warning("evidence: chunk of %.0f min used, %d of %d sweep runs left; run again to continue",
                         chunk_minutes, len(todo) - i, len(todo))
             return None
         run_one(c, d, resume=True, progress=progress, desc=f"lr {lr:g} b{b}-s{seed}")
+        ran += 1
+    if ran and (time.monotonic() - t0) / 60 > chunk_minutes:
+        return None  # the schedule runs and the report in the next chunk
     fits = {}
     for lr in lrs:
         runs = [read_run(out / f"lr{lr:g}" / "sweep" / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds for b in batches]
