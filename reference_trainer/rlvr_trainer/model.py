@@ -136,7 +136,7 @@ def warm_start(model, tokenizer, cfg: TinyModelConfig, *, progress: bool = False
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     model.eval()
     return {"loss_first": losses[0], "loss_last": sum(losses[-10:]) / min(10, len(losses))}
 
