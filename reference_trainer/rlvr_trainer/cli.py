@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="validate the config, count parameters and estimate memory; load no weights")
         if name == "evidence":
             s.add_argument("--lrs", type=float, nargs="+",
-                           help="base LRs of the constant-batch sweeps (default: base LR x 1/2, 1, 2)")
+                           help="base LRs of the constant-batch sweeps (default: base LR x 1/4, 1/2, 1; above "
+                                "the default base LR the tiny model crashes before it learns)")
             s.add_argument("--chunk-minutes", type=float, default=45.0,
                            help="stop starting runs after this long; run again to continue (default 45)")
     return p
@@ -177,7 +178,7 @@ def _main(args: argparse.Namespace) -> int:
     resume, progress = not args.no_resume, not args.no_progress
     if args.command == "evidence":
         seeds = args.seeds or [0, 1, 2]
-        lrs = args.lrs or [cfg.base_lr / 2, cfg.base_lr, cfg.base_lr * 2]
+        lrs = args.lrs or [cfg.base_lr / 4, cfg.base_lr / 2, cfg.base_lr]
         report = ex.evidence(cfg, args.out, batches=batches, lrs=lrs, seeds=seeds,
                              chunk_minutes=args.chunk_minutes, progress=progress)
         if report is None:
