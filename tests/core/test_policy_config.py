@@ -157,15 +157,24 @@ def test_numeric_coercion_follows_the_dataclass_fields():
 
 
 def test_a_v2_schedule_file_still_loads_and_says_what_is_deprecated(tmp_path):
-    # the shipped two_clock.yaml of policy v2 (before issue 12), verbatim but for comments
+    # the shipped two_clock.yaml of policy v2 (before issue 12), without comments,
+    # margin 2 -> 3 (a non-default)
     old = tmp_path / "v2.yaml"
     old.write_text(
         "type: two_clock\ninitial_batch: auto\ncritical_batch: 1024\nsample_tolerance: 0.10\n"
         "base_lr: 1.0e-6\nlr_rule: sqrt\ntrack_critical_batch: true\ntrack_step: 1.19\n"
-        "failure_exponent: 0.0\ngrowth: 2.0\nmargin: 2.0\nhorizon_steps: 10\nhysteresis: 3\n"
+        "failure_exponent: 0.0\ngrowth: 2.0\nmargin: 3.0\nhorizon_steps: 10\nhysteresis: 3\n"
         "min_stage_steps: 10\nmax_stages: 16\nfailure_signal: entropy\nfailure_fraction: 0.1\n"
         "detectors: [entropy_collapse, reward_crash]\nconstraints:\n  group_size: 16\n  max_batch: 8192\n")
-    with pytest.warns(FutureWarning, match=r"v2.yaml: schedule key 'margin' is deprecated.*failure_switch_fraction"):
+    msg = r"v2.yaml: schedule key 'margin' is deprecated.*failure_switch_fraction"
+    with pytest.warns(FutureWarning, match=msg):
         s = load_schedule(old)
-    assert s.config.margin == 2.0 and s.config.failure_switch_fraction == 0.25  # old keys apply, new defaults
+    assert s.config.margin == 3.0 and s.config.failure_switch_fraction == 0.25  # old keys apply, new defaults
+    # a full saved config (every key, deprecated ones at their defaults) loads without a warning
+    import warnings
+
+    from rlvr_schedule.policy import PolicyConfig
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        PolicyConfig.from_dict(PolicyConfig().to_dict())
     assert s.current.batch == 176

@@ -171,7 +171,8 @@ def test_hysteresis_needs_consecutive_triggers():
 
 
 def test_at_max_batch_the_lr_is_divided_instead():
-    cfg = PolicyConfig(initial_batch=64, hysteresis=1, max_stages=3, constraints=BatchConstraints(max_batch=64))
+    cfg = PolicyConfig(initial_batch=64, hysteresis=1, max_stages=3,
+                       constraints=BatchConstraints(max_batch=64))
     _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)
     sw = [d for d in decs if d.switched]
     assert [d.batch for d in sw] == [64, 64]

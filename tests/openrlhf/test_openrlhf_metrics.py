@@ -166,7 +166,8 @@ TWO_CLOCK = {
     "max_stages": 2,
     "failure_signal": "entropy",
     "failure_threshold": 0.5,
-    "failure_exponent": 0.5,  # policy v2: grow on the failure forecast only when alpha > 0
+    "failure_exponent": 0.5,
+    "failure_lr_exponent": 0.5,  # a square-root switch (policy v3's default holds the LR)
     "constraints": {"group_size": 4},
 }
 

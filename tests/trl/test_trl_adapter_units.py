@@ -165,7 +165,8 @@ def test_two_clock_switch_is_applied_through_the_driver():
         "max_stages": 2,
         "hysteresis": 1,
         "failure_threshold": 1.0,
-        "failure_exponent": 0.5,  # policy v2: grow on the failure forecast only when alpha > 0
+        "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
+        "failure_lr_exponent": 0.5,
         "constraints": {"group_size": 4, "divisor": 8},
     }
     cb = RlvrScheduleCallback(spec, strict=True)
@@ -189,7 +190,8 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
         "max_stages": 2,
         "hysteresis": 1,
         "failure_threshold": 1.0,
-        "failure_exponent": 0.5,  # policy v2: grow on the failure forecast only when alpha > 0
+        "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
+        "failure_lr_exponent": 0.5,
         "constraints": {"group_size": 4},
     }
     cb = RlvrScheduleCallback(spec)
@@ -211,7 +213,9 @@ def test_largest_reachable_batch_of_the_two_clock_policy():
     # v2 grows by `growth` only on a failure trigger with failure_exponent > 0 ...
     grow = {"max_stages": 4, "failure_exponent": 0.5}
     assert _two(**grow).largest_reachable_batch(noise_estimate=False) == 64  # 8 -> 16 -> 32 -> 64
-    assert _two(max_stages=4).largest_reachable_batch(noise_estimate=False) is None  # a sample clock holds
+    # policy v3: on a sample clock the default held-LR switch grows too; a square-root one holds
+    assert _two(max_stages=4).largest_reachable_batch(noise_estimate=False) == 64
+    assert _two(max_stages=4, failure_lr_exponent=0.5).largest_reachable_batch(noise_estimate=False) is None
     # ... and B* tracking moves to wherever the estimate goes: only max_batch bounds it
     assert _two(max_stages=4).largest_reachable_batch() == math.inf
     assert _two(max_stages=4, constraints={"group_size": 4, "max_batch": 40}).largest_reachable_batch() == 40
@@ -285,12 +289,14 @@ def test_may_end_early_warning_fires_exactly_when_the_data_cannot_hold_the_reach
     # 10 updates cannot reach a switch (min_stage_steps 10): the plan at 8 is all there is, so no
     # warning however little room the data leaves (the old x growth^stages bound warned here)
     assert _check(spec, remaining=10, micro_per_epoch=20) == []
-    # a sample clock (failure_exponent 0) never grows without a B* estimate, which TRL cannot feed
-    assert _check({**spec, "failure_exponent": 0.0}, remaining=25, micro_per_epoch=50) == []
+    # a sample clock (failure_exponent 0) under square-root switches (failure_lr_exponent 0.5) never
+    # grows without a B* estimate, which TRL cannot feed
+    sqrt_switch = {"failure_exponent": 0.0, "failure_lr_exponent": 0.5}
+    assert _check({**spec, **sqrt_switch}, remaining=25, micro_per_epoch=50) == []
     # ... unless the logs carry one: then tracking may go anywhere below max_batch
-    (msg,) = _check({**spec, "failure_exponent": 0.0}, remaining=25, micro_per_epoch=50, noise_updates=95)
+    (msg,) = _check({**spec, **sqrt_switch}, remaining=25, micro_per_epoch=50, noise_updates=95)
     assert "without bound" in msg
-    capped = {**spec, "failure_exponent": 0.0,
+    capped = {**spec, **sqrt_switch,
               "constraints": {"group_size": 4, "divisor": 8, "max_batch": 64}}
     # estimate ready at record 5 (95 + 5 = auto_records 100), tracking from record 10: 10 x 8 + 15 x 64
     assert _check(capped, remaining=25, micro_per_epoch=20 + 15 * 16, noise_updates=95) == []

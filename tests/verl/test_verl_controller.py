@@ -63,7 +63,7 @@ class DetectorPlugin:
 
 def two_clock(host):
     cfg = PolicyConfig(initial_batch=32, base_lr=1e-6, hysteresis=1, min_stage_steps=0, max_stages=3,
-                       failure_exponent=0.5,  # policy v2: alarms grow the batch only when alpha > 0
+                       failure_exponent=0.5, failure_lr_exponent=0.5,  # a square-root switch (policy v3 knob)
                        constraints=BatchConstraints(group_size=4))
     return TwoClockScheduler(cfg, detectors=host.failure_detectors())
 

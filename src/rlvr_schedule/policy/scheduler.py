@@ -74,8 +74,8 @@ GROUPS = {
               "auto_records", "base_lr", "base_batch", "lr_rule"),
     "tracking": ("track_critical_batch", "track_step"),
     "failure": ("failure_signal", "failure_fraction", "failure_threshold", "failure_switch_fraction",
-                "failure_lr_exponent", "failure_exponent", "growth", "margin", "horizon_steps", "forecast_window",
-                "detectors", "switch_on_alarm"),
+                "failure_lr_exponent", "failure_exponent", "growth", "margin", "horizon_steps",
+                "forecast_window", "detectors", "switch_on_alarm"),
     "pacing": ("hysteresis", "min_stage_steps", "min_samples_between", "max_stages"),
     "constraints": ("constraints",),
 }
@@ -265,8 +265,8 @@ class PolicyConfig:
         if self.failure_switch_fraction >= 1:
             raise bad("failure_switch_fraction", f"must be below 1 (the part of the failure clock left at "
                       f"a switch), got {self.failure_switch_fraction!r}")
-        if (isinstance(self.failure_lr_exponent, bool) or not isinstance(self.failure_lr_exponent, (int, float))
-                or not math.isfinite(self.failure_lr_exponent)):
+        q = self.failure_lr_exponent
+        if isinstance(q, bool) or not isinstance(q, (int, float)) or not math.isfinite(q):
             raise bad("failure_lr_exponent", f"must be a finite number, got {self.failure_lr_exponent!r}")
         pos_int("fallback_batch", self.fallback_batch, optional=True)
         pos_int("auto_records", self.auto_records)
@@ -286,10 +286,11 @@ class PolicyConfig:
     def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> PolicyConfig:
         """From a config mapping; unknown keys and invalid values raise ConfigError naming them.
 
-        Deprecated keys (:data:`DEPRECATED`) still apply, with a ``FutureWarning`` naming the file,
-        the key and what replaces it."""
+        Deprecated keys (:data:`DEPRECATED`) still apply; set to other than their default they give
+        a ``FutureWarning`` naming the file, the key and what replaces it."""
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         for k in d:
-            if k in DEPRECATED:
+            if k in DEPRECATED and d[k] != defaults[k]:  # a saved full config (to_dict) stays quiet
                 where = f"{source}: " if source else ""
                 warnings.warn(f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; "
                               f"{DEPRECATED[k]}", FutureWarning, stacklevel=2)
@@ -352,6 +353,8 @@ class TwoClockScheduler(Schedule):
         self.forecast.warmup_samples = min(10, win) * batch
         super().__init__([Stage(batch=batch, lr=self._lr(batch), reason=reason)])
         self._failure_switch = False  # the last proposal was a failure switch (restart the forecast)
+        self._scale = 1.0
+        self._expo = cfg.postpone_exponent
         self._streak = 0
         self._records = 0
         self._last_switch = 0
@@ -391,7 +394,7 @@ class TwoClockScheduler(Schedule):
         known = self.config.critical_batch
         est = bs if known is None else known * bs / ref
         # B* ~ 1/r: an LR held below the rule (failure switches) raises it
-        return est / self._lr_scale(self.current)
+        return est / self._scale  # the current stage's _lr_scale, kept on commit and load
 
     def _lr_scale(self, stage: Stage) -> float:
         """The stage's LR relative to the LR rule at its batch (1.0 until a failure switch)."""
@@ -423,7 +426,7 @@ class TwoClockScheduler(Schedule):
             failure = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
             failure = alarm
-        expo = cfg.postpone_exponent
+        expo = self._expo
         grow_for_failure = expo > 0
         hold = ""
         if failure and not grow_for_failure:
@@ -487,6 +490,7 @@ class TwoClockScheduler(Schedule):
         self._auto_pending = False
         # the trend changes with batch and LR: a fresh window, from which the part left is counted
         # (with the failure-clock trigger off, v2's forecast runs on through switches)
+        self._scale = self._lr_scale(self.current)
         if self._failure_switch and self.config.failure_switch_fraction > 0:
             self.forecast.restart()
             self._failure_switch = False
@@ -511,7 +515,19 @@ class TwoClockScheduler(Schedule):
         Tracking and ``auto`` need the gradient-noise estimate: ``auto_records`` records carrying
         ``grad_norm_micro`` and ``micro_batch``; ``noise_estimate=False`` says the host's records
         never carry them (so only the failure trigger can grow the batch).
+
+        Failure switches may use up the stages before tracking is ready, or never come; the answer
+        is the larger, update by update, of the plans with and without them.
         """
+        plan = self._plan(steps, samples, noise_estimate, failure=True)
+        if self.config.postpone_exponent > 0 and self.config.track_critical_batch and noise_estimate:
+            other = self._plan(steps, samples, noise_estimate, failure=False)
+            plan = [max(x, y) for x, y in zip(plan, other)]
+        return plan
+
+    def _plan(self, steps: int, samples: int | None, noise_estimate: bool, *, failure: bool) -> list[float]:
+        """One greedy plan of :meth:`reachable_batches` (``failure``: with failure switches)."""
+
         cfg = self.config
         cons = cfg.constraints
         hi = float(cons.highest) if cons.highest is not None else math.inf
@@ -535,7 +551,7 @@ class TwoClockScheduler(Schedule):
                 auto, target = False, hi
             elif min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis,
                      since - cfg.min_samples_between) >= 0:
-                if cfg.postpone_exponent > 0 and math.isfinite(cur):
+                if failure and cfg.postpone_exponent > 0 and math.isfinite(cur):
                     target = max(target, float(cons.snap(cur * cfg.growth, "up")))
                 if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
                     target = max(target, hi)
@@ -615,6 +631,7 @@ class TwoClockScheduler(Schedule):
         self._bs_ref = float(state.get("bs_ref", math.nan))  # version 1 states: re-referenced
         self._holding = bool(state.get("holding", False))
         self._failure_switch = bool(state.get("failure_switch", False))
+        self._scale = self._lr_scale(self.current)
         self.forecast.load_state_dict(state["forecast"])
         self.noise.load_state_dict(state["noise"])
         saved = state.get("detectors", {})

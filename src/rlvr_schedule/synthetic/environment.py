@@ -123,7 +123,8 @@ class SyntheticEnvironment:
         if self.collapsed:
             crash = 1.0 - math.exp(-(self.samples - self.collapsed_at) / (m.crash_fraction * m.failure_samples))
             reward = self._reward_at_collapse * (1.0 - crash) + _REWARD_FLOOR * crash
-            entropy = (m.collapse_entropy + (m.entropy0 - m.collapse_entropy) * self.health) * (1.0 - 0.9 * crash)
+            level = m.collapse_entropy + (m.entropy0 - m.collapse_entropy) * self.health
+            entropy = level * (1.0 - 0.9 * crash)
         else:
             crash = 0.0
             reward = m.reward_after(self.gain)

@@ -81,7 +81,8 @@ class ClockModel:
             raise ValueError(f"b_simple must be > 0, got {self.b_simple!r}")
         k = tuple(self.failure_rates)
         if len(k) != 3 or any(not (math.isfinite(x) and x >= 0) for x in k) or k[0] + k[1] + k[2] <= 0:
-            raise ValueError(f"failure_rates must be three finite numbers >= 0, not all 0, got {self.failure_rates!r}")
+            raise ValueError(
+                f"failure_rates must be three finite numbers >= 0, not all 0, got {self.failure_rates!r}")
         if not (math.isfinite(self.crash_hazard) and self.crash_hazard >= 0):
             raise ValueError(f"crash_hazard must be finite and >= 0, got {self.crash_hazard!r}")
         if int(self.group_size) < 1:

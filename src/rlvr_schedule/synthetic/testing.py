@@ -100,9 +100,9 @@ def assert_switches_before_failure(schedule: BatchSchedule, env: SyntheticEnviro
     const_collapse = env.collapsed_at
     if const_collapse is None:
         raise AssertionError(
-            f"a constant batch {first_stage.batch} at LR {first_stage.lr:g} (the schedule's first stage) does "
-            f"not collapse in {const.records[-1].samples} rollouts on this task: there is no failure to switch "
-            f"before (use a task with fewer failure_samples or a larger max_samples)")
+            f"a constant batch {first_stage.batch} at LR {first_stage.lr:g} (the schedule's first stage) "
+            f"does not collapse in {const.records[-1].samples} rollouts on this task: there is no failure "
+            f"to switch before (use a task with fewer failure_samples or a larger max_samples)")
     run = env.run(schedule, max_samples)
     batches = [r.batch for r in run.records]
     first = next((i for i in range(1, len(batches)) if batches[i] > batches[i - 1]), None)

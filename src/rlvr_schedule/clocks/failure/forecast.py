@@ -51,6 +51,7 @@ class FailureForecast:
         self.samples = 0
         self.start_level = math.nan  # the fitted level at the last restart (NaN: the early level)
         self.restarts = 0
+        self._cache: tuple[Any, Any] | None = None
 
     @property
     def threshold(self) -> float:
@@ -71,6 +72,7 @@ class FailureForecast:
                 self._early.append(float(v))
                 self.reference = float(np.median(self._early))
             self._ols.add(float(record.samples), self._y(float(v)))
+            self._cache = None
         return self.samples_to_failure
 
     def restart(self) -> None:
@@ -80,6 +82,7 @@ class FailureForecast:
         self.start_level = lvl if finite(lvl) else self.start_level
         self._ols.clear()
         self.restarts += 1
+        self._cache = None
 
     @property
     def fitted_level(self) -> float:
@@ -95,15 +98,19 @@ class FailureForecast:
     def remaining_fraction(self) -> float:
         """(fitted level - threshold) / (start level - threshold), in the model's space: 1 at the
         (re)start, 0 at the threshold; NaN before a fit."""
-        thr = self.threshold
-        start = self.start_level if finite(self.start_level) else self.reference
-        lvl = self.fitted_level
-        if not (finite(thr) and finite(start) and finite(lvl)):
+        f = self._fit()
+        if f is None:
             return math.nan
-        span = self._y(start) - self._y(thr)
+        thr = self.fixed_threshold if self.fixed_threshold is not None else self.fraction * self.reference
+        start = self.start_level if self.start_level == self.start_level else self.reference  # NaN check
+        y = f[3] + f[0] * (self.samples - f[2])  # the fitted level, in the model's space
+        if not (math.isfinite(thr) and math.isfinite(start) and math.isfinite(y)):
+            return math.nan
+        yt = self._y(thr)
+        span = self._y(start) - yt
         if span == 0:
             return 0.0
-        return (self._y(lvl) - self._y(thr)) / span
+        return (y - yt) / span
 
     def _crossing(self, slope: float, xm: float, ym: float) -> float:
         thr = self.threshold
@@ -118,6 +125,14 @@ class FailureForecast:
         return max(0.0, xm + (yt - ym) / slope - self.samples)
 
     def _fit(self) -> tuple[float, float, float, float] | None:
+        # one fit per record: the forecast, its interval and the remaining fraction share it
+        if self._cache is not None:
+            return self._cache[0]
+        fit = self._fit_now()
+        self._cache = (fit,)
+        return fit
+
+    def _fit_now(self) -> tuple[float, float, float, float] | None:
         if len(self._ols) < self.min_points:
             return None
         slope, intercept, se, _ = self._ols.fit()
@@ -166,6 +181,7 @@ class FailureForecast:
         self.warmup, self.model, self.level = int(state["warmup"]), state["model"], float(state["level"])
         self._ols = SlidingOLS(self.window)
         self._ols.load_state_dict(state["ols"])
+        self._cache = None
         self._early = [float(x) for x in state["early"]]
         self.reference = math.nan if state["reference"] is None else float(state["reference"])
         self.samples = int(state["samples"])
