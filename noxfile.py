@@ -87,8 +87,9 @@ def openrlhf(session: nox.Session) -> None:
 
 @nox.session(python=PY)
 def demo(session: nox.Session) -> None:
-    """`make demo`: the reference trainer's sweep + live two-clock schedule + report on the embedded
-    tiny model (vLLM CPU rollouts); prints the report's path. Extra args go to `rlvr-trainer demo`."""
+    """`make demo`: the reference trainer's sweep (batches 8-128, two seeds) + live two-clock schedule +
+    report with a verdict per prediction, on the embedded tiny model (vLLM CPU rollouts); prints the
+    report's path. Extra args go to `rlvr-trainer demo`; `rlvr-trainer evidence` is the full experiment."""
     session.install(TORCH)
     session.install("-r", "requirements/trainer.txt")
     session.run("python", "-m", "pip", "uninstall", "-y", "-q",

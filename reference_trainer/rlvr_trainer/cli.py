@@ -5,6 +5,7 @@
     rlvr-trainer schedule --batch 16
     rlvr-trainer compare --out runs/cmp
     rlvr-trainer train --batch 32 --max-samples 2048
+    rlvr-trainer evidence --out runs/evidence   # 3 LRs x 16x batches x 3 seeds + schedule; resumable chunks
     rlvr-trainer sweep --preset qwen2.5-math-1.5b --model /path/to/Qwen2.5-Math-1.5B --dry-run
 
 Each command writes canonical JSONL logs, checkpoints and (sweep/compare/demo) a report, and
@@ -34,11 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
                         ("sweep", "constant-batch runs over a 16x range, sqrt LR, same seed and budget"),
                         ("schedule", "the two-clock policy live in the loop"),
                         ("compare", "sweep, then the schedule seeded by the sweep's fit, then the report"),
-                        ("train", "one run at a constant batch")]:
+                        ("train", "one run at a constant batch"),
+                        ("evidence", "the full experiment (sweeps at 3 base LRs x 3 seeds, schedule vs constants, "
+                                     "verdicts), resumable in chunks")]:
         s = sub.add_parser(name, help=help_)
         s.add_argument("--preset", default="tiny", help="tiny (default) or qwen2.5-math-1.5b")
         s.add_argument("--out", type=Path, default=Path("runs") / name, help="output directory")
-        s.add_argument("--seeds", type=int, nargs="+", default=[0])
+        s.add_argument("--seeds", type=int, nargs="+",
+                       help="run seeds (default: 0; demo: 0 1, the schedule on the first; evidence: 0 1 2)")
         s.add_argument("--batches", type=int, nargs="+", help="sweep batches (rollouts per update)")
         s.add_argument("--batch", type=int, help="(initial) rollouts per update")
         s.add_argument("--base-batch", type=int)
@@ -54,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--no-progress", action="store_true", help="no progress bars")
         s.add_argument("--dry-run", action="store_true",
                        help="validate the config, count parameters and estimate memory; load no weights")
+        if name == "evidence":
+            s.add_argument("--lrs", type=float, nargs="+",
+                           help="base LRs of the constant-batch sweeps (default: base LR x 1/4, 1/2, 1; above "
+                                "the default base LR the tiny model crashes before it learns)")
+            s.add_argument("--chunk-minutes", type=float, default=45.0,
+                           help="stop starting runs after this long; run again to continue (default 45)")
     return p
 
 
@@ -166,23 +176,37 @@ def _main(args: argparse.Namespace) -> int:
     from rlvr_trainer import experiments as ex
 
     resume, progress = not args.no_resume, not args.no_progress
-    if args.command in ("demo", "compare"):
-        report = ex.compare(cfg, args.out, batches=batches, seeds=args.seeds, resume=resume, progress=progress)
+    if args.command == "evidence":
+        seeds = args.seeds or [0, 1, 2]
+        lrs = args.lrs or [cfg.base_lr / 4, cfg.base_lr / 2, cfg.base_lr]
+        report = ex.evidence(cfg, args.out, batches=batches, lrs=lrs, seeds=seeds,
+                             chunk_minutes=args.chunk_minutes, progress=progress)
+        if report is None:
+            print(f"evidence: chunk done, not finished; run the same command again to continue ({args.out})")
+            return 3
+        print(f"report: {report.resolve()}")
+    elif args.command in ("demo", "compare"):
+        # the demo: two seeds of the sweep (a finite B* interval needs more than 5 runs to resample)
+        # and the live schedule on the first
+        demo = args.command == "demo" and not args.seeds
+        seeds = args.seeds or ([0, 1] if demo else [0])
+        report = ex.compare(cfg, args.out, batches=batches, seeds=seeds, resume=resume, progress=progress,
+                            schedule_seeds=seeds[:1] if demo else None)
         print(f"report: {report.resolve()}")
     elif args.command == "sweep":
         from rlvr_schedule.clocks import fit_sweep
         from rlvr_schedule.report import write_report
 
-        runs = ex.sweep(cfg, batches, args.out, seeds=args.seeds, resume=resume, progress=progress)
+        runs = ex.sweep(cfg, batches, args.out, seeds=args.seeds or [0], resume=resume, progress=progress)
         report = write_report(runs, args.out / "report", fit=fit_sweep(runs), title="rlvr-trainer sweep")
         print(f"report: {report.resolve()}")
     elif args.command == "schedule":
-        runs = ex.schedule(cfg, args.out, seeds=args.seeds, resume=resume, progress=progress,
+        runs = ex.schedule(cfg, args.out, seeds=args.seeds or [0], resume=resume, progress=progress,
                            policy=ex.policy_config(cfg, batches=batches))
         print(ex.summarize(runs, None))
         print(f"logs: {(Path(args.out) / 'schedule').resolve()}")
     else:  # train
-        for seed in args.seeds:
+        for seed in args.seeds or [0]:
             run = ex.run_one(cfg.replace(seed=seed), args.out / f"s{seed}", resume=resume, progress=progress)
             print(ex.summarize([run], None))
         print(f"logs: {Path(args.out).resolve()}")

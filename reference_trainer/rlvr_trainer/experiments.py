@@ -23,7 +23,7 @@ from rlvr_schedule.records import Run
 
 from rlvr_trainer.config import TrainConfig
 
-__all__ = ["run_one", "sweep", "schedule", "compare", "policy_config", "read_run", "summarize"]
+__all__ = ["run_one", "sweep", "schedule", "compare", "evidence", "policy_config", "read_run", "summarize"]
 
 log = logging.getLogger("rlvr_trainer")
 
@@ -95,7 +95,6 @@ def policy_config(cfg: TrainConfig, *, batches: Sequence[int] | None = None, cri
     hi = max(batches) if batches else cfg.max_batch
     kw: dict[str, Any] = dict(
         initial_batch=cfg.batch, base_lr=cfg.base_lr, base_batch=cfg.base_batch, lr_rule=cfg.lr_rule,
-        growth=2.0, horizon_steps=8, hysteresis=2, max_stages=4, failure_signal="entropy",
         constraints=BatchConstraints(group_size=cfg.group_size, min_batch=lo, max_batch=hi),
     )
     if critical_batch is not None and math.isfinite(critical_batch) and critical_batch > 0:
@@ -140,7 +139,8 @@ def summarize(runs: Sequence[Run], target: float | None) -> str:
 
 
 def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds: Sequence[int] = (0,),
-            resume: bool = True, progress: bool = True, use_fit: bool = True) -> Path:
+            resume: bool = True, progress: bool = True, use_fit: bool = True,
+            fits_by_lr: dict[float, dict] | None = None, schedule_seeds: Sequence[int] | None = None) -> Path:
     """Sweep, then the live schedule (seeded with the sweep's critical batch when ``use_fit`` and
     the fit is finite, else from the online gradient-noise estimate), then the report; returns
     the report's index.html."""
@@ -165,18 +165,65 @@ def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds:
         # gradient-noise estimate (grad_norm_micro) pick the batch live
         start = cfg.replace(batch=cfg.base_batch)
         policy = policy_config(start, batches=batches, initial_batch="auto", fallback_batch=cfg.base_batch)
+    seeds = list(seeds if schedule_seeds is None else schedule_seeds)  # the live schedule's seeds
     sched_runs = schedule(start, out, seeds=seeds, resume=resume, progress=progress, policy=policy)
     table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None))
-    decisions = []
+    from rlvr_schedule.verdicts import verdicts
+
+    decisions, records = [], []
     for seed in seeds:
         p = out / "schedule" / f"s{seed}" / "decisions.jsonl"
         for line in p.read_text().splitlines():
             d = json.loads(line)
+            records.append(d)
             if d.get("switched"):
                 decisions.append(f"seed {seed}: step {d['step']} samples {d['samples']} -> batch {d['batch']} "
                                  f"lr {d['lr']:.3g} ({d['reason']})")
+    verdict = "\n".join(verdicts(fit.to_dict(), decisions=records, fits_by_lr=fits_by_lr))
     return write_report(sweep_runs + sched_runs, out / "report", fit=fit,
                         title="rlvr-trainer: sweep vs two-clock schedule",
-                        extra_sections=[("Schedule vs constant batches", table),
+                        extra_sections=[("Verdicts on the predictions", verdict),
+                                        ("Schedule vs constant batches", table),
                                         ("Schedule switches", "\n".join(decisions) or "no switch")])
 
+
+
+def evidence(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], lrs: Sequence[float],
+             seeds: Sequence[int] = (0, 1, 2), chunk_minutes: float = 45.0, progress: bool = True) -> Path | None:
+    """The full experiment, resumable in chunks: constant-batch sweeps at every base LR in ``lrs``
+    (``seeds`` each), then the live schedule against the constants at ``cfg.base_lr`` and the report
+    with a verdict per prediction (B* ~ 1/lr from the per-LR fits).
+
+    Stops starting runs once ``chunk_minutes`` have passed (a run in progress finishes; a killed one
+    resumes from its checkpoint) and returns None; call again to continue. Returns the report's
+    index.html when everything is done. ``out/lr<base_lr>/`` has :func:`compare`'s layout.
+    """
+    import time
+
+    from rlvr_schedule.clocks import fit_sweep
+
+    out = Path(out)
+    lrs = sorted(set(float(x) for x in lrs) | {float(cfg.base_lr)})
+    t0 = time.monotonic()
+    todo = [(lr, seed, b) for seed in seeds for lr in lrs for b in batches]
+    ran = 0
+    for i, (lr, seed, b) in enumerate(todo):
+        c = cfg.replace(base_lr=lr, batch=b, seed=seed)
+        d = out / f"lr{lr:g}" / "sweep" / f"b{b}-s{seed}"
+        if _finished(d, c):
+            continue
+        if ran and (time.monotonic() - t0) / 60 > chunk_minutes:  # at least one run per call
+            log.warning("evidence: chunk of %.0f min used, %d of %d sweep runs left; run again to continue",
+                        chunk_minutes, len(todo) - i, len(todo))
+            return None
+        run_one(c, d, resume=True, progress=progress, desc=f"lr {lr:g} b{b}-s{seed}")
+        ran += 1
+    if ran and (time.monotonic() - t0) / 60 > chunk_minutes:
+        return None  # the schedule runs and the report in the next chunk
+    fits = {}
+    for lr in lrs:
+        runs = [read_run(out / f"lr{lr:g}" / "sweep" / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds for b in batches]
+        fits[lr] = fit_sweep(runs).to_dict()
+    (out / "fits_by_lr.json").write_text(json.dumps({f"{lr:g}": f for lr, f in fits.items()}, indent=2))
+    return compare(cfg, out / f"lr{cfg.base_lr:g}", batches=batches, seeds=seeds, resume=True,
+                   progress=progress, fits_by_lr=fits)

@@ -45,10 +45,14 @@ def test_vllm_generates_and_tracks_weight_pushes(tiny_model_dir, tmp_path):
         texts = [r.text for g in groups for r in g]
         assert all(len(g) == 2 for g in groups)
         assert all(r.completion_ids and r.prompt_ids for g in groups for r in g)
-        # the warm-started model writes \boxed{} answers and solves a non-trivial share
-        assert sum("\\boxed{" in t for t in texts) > 0.6 * len(texts)
-        pass_rate = sum(score(texts, [p.answer for p in probs for _ in range(2)])) / len(texts)
-        assert 0.1 < pass_rate < 0.95
+        # the warm-started model answers a non-trivial share right but boxes only some of its
+        # answers (1 in 5 of its warm-start answers was boxed: the format is what RL learns first)
+        golds = [p.answer for p in probs for _ in range(2)]
+        right = sum(t.replace("\\boxed{", "").split("}")[0].strip() == g for t, g in zip(texts, golds)) / len(texts)
+        boxed = sum("\\boxed{" in t for t in texts) / len(texts)
+        assert 0.3 < right < 0.95 and 0.05 < boxed < 0.5
+        pass_rate = sum(score(texts, golds)) / len(texts)
+        assert 0.02 < pass_rate < boxed
 
         prompts = ["3+4=", "12+5=", "7*13=", "45-67="]
         assert _max_err(trainer, engine, prompts) < TOL

@@ -1,0 +1,115 @@
+"""One-line verdicts on the seed's predictions from a sweep fit, for a report read at a glance.
+
+The report's tables hold the numbers; these lines say what they mean for each prediction
+("per-sample progress falls above B*: yes, by 61% from B=8 to B=128"), with the interval that
+decides it, so a reader does not have to compare intervals by eye. Pure Python on
+:meth:`rlvr_schedule.clocks.SweepFit.to_dict`'s JSON (no numpy needed).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+__all__ = ["verdicts", "progress_verdict", "failure_verdict", "lr_verdict", "switch_verdict"]
+
+
+def _fin(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _iv(iv: Any) -> str:
+    if not iv or len(iv) != 2:
+        return "[-, -]"
+    return "[" + ", ".join(f"{x:.3g}" if _fin(x) else "-" for x in iv) + "]"
+
+
+def _rates_by_batch(fit: Mapping[str, Any]) -> dict[int, list[float]]:
+    out: dict[int, list[float]] = {}
+    for r in fit.get("runs", []):
+        if r.get("constant_batch", True) and _fin(r.get("rate")):
+            out.setdefault(int(r["batch"]), []).append(float(r["rate"]))
+    return out
+
+
+def progress_verdict(fit: Mapping[str, Any]) -> str:
+    """Prediction 1: per-rollout progress is flat below B* and falls above it.
+
+    "yes" when B* is finite with a finite interval inside the sweep's range, and the mean rate at
+    the largest batch is below the mean at the smallest; the fall is quoted in percent.
+    """
+    rates = _rates_by_batch(fit)
+    if len(rates) < 2:
+        return "per-sample progress falls above B*: not testable (fewer than 2 batches with a rate)"
+    lo, hi = min(rates), max(rates)
+    r_lo, r_hi = (sum(rates[b]) / len(rates[b]) for b in (lo, hi))
+    cb, iv = fit.get("critical_batch"), fit.get("critical_batch_interval") or [None, None]
+    fall = 1.0 - r_hi / r_lo if r_lo > 0 else math.nan
+    by = f"rate at B={hi} is {100 * (1 - fall):.0f}% of B={lo}'s" if _fin(fall) else "no progress at the small batch"
+    if not _fin(cb):
+        return f"per-sample progress falls above B*: no (no finite B* in {lo}-{hi}; {by})"
+    inside = all(_fin(x) for x in iv) and lo / 2 <= iv[0] and iv[1] <= 2 * hi
+    ok = inside and _fin(fall) and fall > 0
+    return (f"per-sample progress falls above B*: {'yes' if ok else 'not shown'} "
+            f"(B* = {cb:.3g} {_iv(iv)} rollouts/update; {by})")
+
+
+def failure_verdict(fit: Mapping[str, Any]) -> str:
+    """Prediction 2: failure arrives after a batch-independent number of rollouts (alpha ~ 0)."""
+    runs = [r for r in fit.get("runs", []) if r.get("constant_batch", True)]
+    failed = [r for r in runs if _fin(r.get("failure_samples"))]
+    if not failed:
+        return f"failure on a sample clock (alpha ~ 0): not testable (no run of {len(runs)} failed)"
+    signals = sorted({str(r.get("failure_signal")) for r in failed})
+    a, iv = fit.get("failure_exponent"), fit.get("failure_exponent_interval") or [None, None]
+    where = (f"{len(failed)}/{len(runs)} runs failed ({', '.join(signals)}) after "
+             f"{fit.get('failure_samples', math.nan):.4g} {_iv(fit.get('failure_samples_interval'))} rollouts")
+    if not _fin(a) or not all(_fin(x) for x in iv):
+        return f"failure on a sample clock (alpha ~ 0): undetermined ({where}; no exponent interval)"
+    zero, one = iv[0] <= 0 <= iv[1], iv[0] <= 1 <= iv[1]
+    word = "yes" if zero and not one else "no, a step clock" if one and not zero else "undetermined"
+    return f"failure on a sample clock (alpha ~ 0): {word} (alpha = {a:.2f} {_iv(iv)}; {where})"
+
+
+def lr_verdict(fits: Mapping[float, Mapping[str, Any]]) -> str:
+    """Prediction 3: B* ~ 1/lr, from fits at several base LRs (log-log slope of B* on LR; -1 predicted)."""
+    pts = [(lr, f["critical_batch"]) for lr, f in sorted(fits.items())
+           if _fin(lr) and lr > 0 and _fin(f.get("critical_batch")) and f["critical_batch"] > 0]
+    if len(pts) < 2:
+        return f"B* ~ 1/lr: not testable (finite B* at {len(pts)} of {len(fits)} learning rates)"
+    xs = [math.log(lr) for lr, _ in pts]
+    ys = [math.log(b) for _, b in pts]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else math.nan
+    word = "yes" if _fin(slope) and -1.5 <= slope <= -0.5 else "no"
+    listing = ", ".join(f"{b:.3g} at {lr:.3g}" for lr, b in pts)
+    return f"B* ~ 1/lr: {word} (log-log slope {slope:.2f}, -1 predicted; B* = {listing})"
+
+
+def switch_verdict(decisions: Sequence[Mapping[str, Any]], failure_samples: float | None = None) -> str:
+    """The schedule acts: did the live run switch, and before the sweep's pooled failure point?"""
+    sw = [d for d in decisions if d.get("switched")]
+    if not sw:
+        return "the schedule switched: no"
+    first = sw[0]
+    tail = ""
+    if _fin(failure_samples):
+        tail = (", before the sweep's failure point" if first.get("samples", math.inf) < failure_samples
+                else ", after the sweep's failure point")
+    steps = " -> ".join(str(d.get("batch")) for d in sw)
+    return (f"the schedule switched: yes, {len(sw)} time(s) (batch -> {steps}; first at "
+            f"{first.get('samples')} rollouts{tail}; {first.get('reason', '')})")
+
+
+def verdicts(fit: Mapping[str, Any], *, decisions: Sequence[Mapping[str, Any]] = (),
+             fits_by_lr: Mapping[float, Mapping[str, Any]] | None = None) -> list[str]:
+    """All verdicts that the given data can decide, one line each (markdown list items)."""
+    out = [progress_verdict(fit), failure_verdict(fit)]
+    if fits_by_lr:
+        out.append(lr_verdict(fits_by_lr))
+    else:
+        out.append("B* ~ 1/lr: not testable with one learning rate (`rlvr-trainer evidence` runs three)")
+    if decisions:
+        out.append(switch_verdict(decisions, fit.get("failure_samples")))
+    return [f"- {line}" for line in out]

@@ -1,0 +1,65 @@
+"""Verdict lines read the fit the way the seed's predictions are stated (rlvr_schedule.verdicts)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvr_schedule.clocks import fit_sweep
+from rlvr_schedule.verdicts import failure_verdict, lr_verdict, progress_verdict, switch_verdict, verdicts
+
+BATCHES = [32, 64, 128, 256, 512]
+
+
+@pytest.fixture(scope="module")
+def fit() -> dict:
+    from rlvr_schedule.synthetic import make_sweep
+
+    # a sample-clock task with B* = 128 inside the sweep: both predictions hold by construction
+    return fit_sweep(make_sweep(BATCHES, critical_batch=128, failure_samples=60_000, seed=4)).to_dict()
+
+
+def test_a_sweep_with_its_critical_batch_inside_and_a_sample_clock_reads_yes(fit: dict) -> None:
+    p = progress_verdict(fit)
+    assert p.startswith("per-sample progress falls above B*: yes"), p
+    assert "B=512" in p and "B=32" in p
+    f = failure_verdict(fit)
+    assert f.startswith("failure on a sample clock (alpha ~ 0): yes"), f
+    assert "5/5 runs failed" in f
+
+
+def test_no_finite_critical_batch_and_no_failure_read_no_and_not_testable(fit: dict) -> None:
+    flat = dict(fit, critical_batch=None, critical_batch_interval=[None, None])
+    assert progress_verdict(flat).startswith("per-sample progress falls above B*: no (no finite B*")
+    healthy = dict(fit, runs=[dict(r, failure_samples=None) for r in fit["runs"]])
+    assert failure_verdict(healthy).startswith("failure on a sample clock (alpha ~ 0): not testable")
+
+
+def test_a_step_clock_exponent_reads_no() -> None:
+    fit = {"failure_exponent": 1.02, "failure_exponent_interval": [0.7, 1.3], "failure_samples": 5000.0,
+           "failure_samples_interval": [4000.0, 6000.0],
+           "runs": [{"batch": b, "failure_samples": 100.0 * b, "failure_signal": "reward_crash"} for b in BATCHES]}
+    assert failure_verdict(fit).startswith("failure on a sample clock (alpha ~ 0): no, a step clock")
+
+
+def test_critical_batch_against_lr() -> None:
+    inverse = {1e-4: {"critical_batch": 400.0}, 2e-4: {"critical_batch": 210.0}, 4e-4: {"critical_batch": 95.0}}
+    assert lr_verdict(inverse).startswith("B* ~ 1/lr: yes (log-log slope -1.04")
+    flat = {1e-4: {"critical_batch": 270.0}, 2e-4: {"critical_batch": 330.0}, 4e-4: {"critical_batch": 266.0}}
+    assert lr_verdict(flat).startswith("B* ~ 1/lr: no")
+    assert lr_verdict({1e-4: {"critical_batch": None}}).startswith("B* ~ 1/lr: not testable")
+
+
+def test_switch_verdict_names_the_first_switch_and_the_failure_point() -> None:
+    decisions = [{"step": 1, "samples": 8, "batch": 8, "switched": False},
+                 {"step": 90, "samples": 720, "batch": 16, "switched": True, "reason": "failure forecast"},
+                 {"step": 91, "samples": 736, "batch": 16, "switched": False}]
+    line = switch_verdict(decisions, failure_samples=5000.0)
+    assert line.startswith("the schedule switched: yes, 1 time(s)")
+    assert "before the sweep's failure point" in line and "720 rollouts" in line
+    assert switch_verdict(decisions[:1]) == "the schedule switched: no"
+
+
+def test_verdicts_lists_every_prediction(fit: dict) -> None:
+    lines = verdicts(fit, decisions=[{"samples": 10, "batch": 64, "switched": True}])
+    assert len(lines) == 4 and all(line.startswith("- ") for line in lines)
+    assert "not testable with one learning rate" in lines[2]

@@ -1,0 +1,48 @@
+"""The embedded model's warm start: reproducible, and its share of boxed answers is what RL learns."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rlvr_trainer.model import TinyModelConfig, ensure_tiny_model
+
+
+def _first_tokens(path, n: int = 40) -> list[str]:
+    """Greedy completions of the first ``n`` problems of the default task."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rlvr_trainer.tasks import ArithmeticTask
+
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    probs = [ArithmeticTask(seed=7, max_level=1).problem(i) for i in range(n)]
+    enc = tok([p.prompt for p in probs], return_tensors="pt", padding=True, add_special_tokens=False)
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=10, do_sample=False, pad_token_id=tok.pad_token_id,
+                             eos_token_id=tok.eos_token_id)
+    return tok.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+@pytest.mark.slow
+def test_boxed_fraction_sets_the_format_rl_has_to_learn(tmp_path):
+    boxed = ensure_tiny_model(TinyModelConfig(warm_steps=60, boxed_fraction=1.0), root=tmp_path)
+    bare = ensure_tiny_model(TinyModelConfig(warm_steps=60, boxed_fraction=0.0), root=tmp_path)
+    assert boxed != bare  # the recipe names the cache entry
+    assert all(t.startswith("\\boxed{") for t in _first_tokens(boxed))
+    assert not any("\\boxed{" in t for t in _first_tokens(bare))
+    meta = json.loads((bare / "warm_start.json").read_text())
+    assert meta["config"]["boxed_fraction"] == 0.0 and meta["loss_last"] < meta["loss_first"]
+
+
+@pytest.mark.slow
+def test_warm_start_is_reproducible(tmp_path):
+    import torch
+    from safetensors.torch import load_file
+
+    cfg = TinyModelConfig(warm_steps=5)
+    a = load_file(ensure_tiny_model(cfg, root=tmp_path / "a") / "model.safetensors")
+    b = load_file(ensure_tiny_model(cfg, root=tmp_path / "b") / "model.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
