@@ -1,0 +1,180 @@
+"""Readers on committed logs that trainers wrote (tests/data/real/formats/*/ORIGIN.md says whose).
+
+The numbers asserted are the ones the log files show (grep them): nothing here was converted.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+from rlvr_schedule.errors import IngestError
+from rlvr_schedule.ingest import ReadOptions, detect_format, load_run, load_runs, training_lr
+
+FORMATS_DIR = Path(__file__).resolve().parents[1] / "data" / "real" / "formats"
+VERL = FORMATS_DIR / "verl_console"
+QWEN = VERL / "Qwen2.5-0.5B-bsz256_2-prompt1024-resp512-0.567.log.gz"
+GEMMA = VERL / "gemma-2-2b-it-ppo-bsz512_4-prompt1024-resp-512-0.640.log.gz"
+TRL = FORMATS_DIR / "trl_local"
+
+
+def _quiet(fn, *a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*a, **k)
+
+
+# -- verl console ------------------------------------------------------------------------------
+
+def test_verl_console_qwen_baseline_reads_unconverted() -> None:
+    assert detect_format(QWEN) == "verl-console"
+    run = _quiet(load_run, QWEN)
+    # step:0 .. step:434 in the log, 256 prompts x 1 response per update (the printed config)
+    assert [r.step for r in run.records[:2]] == [0, 1] and run.records[-1].step == 434
+    assert len(run) == 435 and run.constant_batch and run.batch == 256
+    assert run.records[-1].samples == 435 * 256
+    assert "config in the log" in run.meta["batch_source"] and "256 x rollout.n 1" in run.meta["batch_source"]
+    first, last = run.records[0], run.records[-1]
+    assert first.reward_mean == pytest.approx(0.012)   # critic/score/mean:0.012
+    assert first.entropy == pytest.approx(0.526)       # actor/entropy_loss:0.526 (old name)
+    assert first.grad_norm == pytest.approx(8.138)     # actor/grad_norm:8.138
+    assert last.kl == pytest.approx(0.203)             # critic/kl:0.203 at step 434
+    assert first.lr == pytest.approx(1e-6)             # actor/lr(1e-4):0.010
+    assert run.meta["setup"]["model"] == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+def test_verl_console_gemma_config_garbled_by_ray_falls_back_to_command_line() -> None:
+    run = _quiet(load_run, GEMMA)
+    assert run.batch == 512 and "command line in the log" in run.meta["batch_source"]
+    assert run.records[0].step == 0 and run.records[-1].step == 105
+    # the 'step:0 - test_score/openai/gsm8k:0.521' line joins the step-0 training record
+    assert run.records[0].extra["test_score/openai/gsm8k"] == pytest.approx(0.521)
+    assert run.records[0].reward_mean == pytest.approx(0.416)
+
+
+def test_verl_console_plain_text_with_ansi_and_ray_prefixes(tmp_path: Path) -> None:
+    plain = tmp_path / "train.log"
+    with gzip.open(QWEN, "rt", encoding="utf-8") as fh:
+        text = fh.read()
+    assert "\x1b[36m(main_task pid=" in text  # the colour codes and Ray prefix are really there
+    plain.write_text(text, encoding="utf-8")
+    run = _quiet(load_run, plain)
+    assert len(run) == 435 and run.batch == 256
+
+
+def test_verl_console_batch_option_wins_with_a_warning() -> None:
+    with pytest.warns(UserWarning, match="--batch 128 differs"):
+        run = load_runs([QWEN], options=ReadOptions(batch=128))[0]
+    assert run.batch == 128 and run.meta["batch_source"] == "option --batch"
+
+
+def test_verl_console_without_config_needs_batch(tmp_path: Path) -> None:
+    with gzip.open(QWEN, "rt", encoding="utf-8") as fh:
+        steps = [line for line in fh if "step:" in line and " - " in line]
+    log = tmp_path / "steps_only.log"
+    log.write_text("".join(steps[:20]), encoding="utf-8")
+    with pytest.raises(IngestError, match=r"steps_only.log.*--batch N"):
+        load_run(log)
+    run = _quiet(load_run, log, options=ReadOptions(batch=256))
+    assert len(run) == 20 and run.records[-1].samples == 20 * 256
+
+
+def test_verl_console_lr_printed_as_zero_comes_from_the_config(tmp_path: Path) -> None:
+    """Newer verl prints 'actor/lr:0.000': the LR is the config's, through its warm-up."""
+    log = tmp_path / "new.log"
+    log.write_text(
+        "(TaskRunner pid=7) {'actor_rollout_ref': {'actor': {'optim': {'lr': 1e-06}},\n"
+        "(TaskRunner pid=7)                        'rollout': {'n': 5}},\n"
+        "(TaskRunner pid=7)  'data': {'train_batch_size': 1024}}\n"
+        "(WorkerDict pid=8) Total steps: 105, num_warmup_steps: 4\n"
+        "(TaskRunner pid=7) step:0 - val-core/openai/gsm8k/reward/mean@1:0.229\n"
+        + "".join(f"(TaskRunner pid=7) step:{s} - actor/lr:0.000 - critic/score/mean:0.{s}\n" for s in range(1, 7)),
+        encoding="utf-8")
+    run = _quiet(load_run, log)
+    assert run.batch == 5120 and [r.step for r in run.records] == [1, 2, 3, 4, 5, 6]
+    assert [r.lr for r in run.records] == pytest.approx([0.25e-6, 0.5e-6, 0.75e-6, 1e-6, 1e-6, 1e-6])
+    assert "warm-up over 4 steps" in run.meta["lr_source"]
+    assert training_lr(run).lr == pytest.approx(1e-6)
+
+
+# -- TRL / transformers (written here by TRL's own loggers) ------------------------------------
+
+def test_trl_console_header_tqdm_and_string_values() -> None:
+    log = TRL / "train.log"
+    assert detect_format(log) == "trl-console"
+    run = _quiet(load_run, log)
+    # logging_steps=2: the dicts follow the bars at 2/24, 4/24, ... 24/24
+    assert [r.step for r in run.records] == list(range(2, 25, 2))
+    assert run.batch == 8 and "Total train batch size 8" in run.meta["batch_source"]
+    assert "num_iterations" in run.meta["batch_source"]  # says what it cannot know
+    assert run.records[0].lr == pytest.approx(0.0001667)  # 'learning_rate': '0.0001667' (a string)
+    assert run.records[-1].samples == 24 * 8
+
+
+def test_trainer_state_needs_batch_and_matches_the_console() -> None:
+    state = TRL / "trainer_state.json"
+    assert detect_format(state) == "trainer-state"
+    with pytest.raises(IngestError, match="--batch"):
+        _quiet(load_run, state)
+    run = _quiet(load_run, state, options=ReadOptions(batch=8))
+    console = _quiet(load_run, TRL / "train.log")
+    assert [r.step for r in run.records] == [r.step for r in console.records]
+    for a, b in zip(run.records, console.records):  # the console rounds to 4 significant digits
+        assert a.reward_mean == pytest.approx(b.reward_mean, rel=1e-3, abs=1e-4)
+        assert a.lr == pytest.approx(b.lr, rel=1e-3)
+    assert run.meta["batch_source"] == "option --batch"
+    # the end-of-training summary entry (train_runtime) is not an update
+    assert "train_runtime" in run.records[-1].extra and len(run) == 12
+
+
+def test_hf_tensorboard_train_tags() -> None:
+    tb = TRL / "tb"
+    pytest.importorskip("tensorboard")
+    assert detect_format(tb) == "tensorboard"
+    run = _quiet(load_run, tb, options=ReadOptions(batch=8))
+    console = _quiet(load_run, TRL / "train.log")
+    assert [r.step for r in run.records] == [r.step for r in console.records]
+    assert run.records[3].lr == pytest.approx(console.records[3].lr, rel=1e-3)
+    assert run.meta["lr_source"] == "logged (train/learning_rate)"
+
+
+def test_trl_lr_after_warm_up_and_decay() -> None:
+    run = _quiet(load_run, TRL / "train.log")
+    info = training_lr(run)
+    # 6-step warm-up to 1e-3, then cosine: logged 1.667e-4, 5e-4, 8.333e-4, 9.924e-4 (step 8), ...
+    assert info.first_lr == pytest.approx(1.667e-4)
+    assert info.lr == pytest.approx(9.924e-4) and info.warms_up and info.decays
+    assert info.lr / 1e-3 == pytest.approx(1, abs=0.01)
+
+
+def test_gz_of_any_format(tmp_path: Path) -> None:
+    gz = tmp_path / "trainer_state.json.gz"
+    with open(TRL / "trainer_state.json", "rb") as src, gzip.open(gz, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    assert detect_format(gz) == "trainer-state"
+    run = _quiet(load_run, gz, options=ReadOptions(batch=8))
+    assert len(run) == 12 and ".json" not in run.name  # generic stem: named by its folder
+
+
+def test_format_option_skips_detection(tmp_path: Path) -> None:
+    odd = tmp_path / "run.dat"
+    shutil.copy(TRL / "train.log", odd)
+    run = _quiet(load_run, odd, options=ReadOptions(format="trl-console"))
+    assert len(run) == 12
+    with pytest.raises(IngestError, match="unknown format 'nope'"):
+        load_run(odd, options=ReadOptions(format="nope"))
+
+
+def test_same_file_twice_is_refused() -> None:
+    with pytest.raises(IngestError, match="given twice"):
+        _quiet(load_runs, [QWEN, str(QWEN)])
+
+
+def test_nan_free_numbers() -> None:
+    run = _quiet(load_run, QWEN)
+    assert all(math.isfinite(r.reward_mean) for r in run.records)
