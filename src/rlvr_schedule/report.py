@@ -50,8 +50,32 @@ def _num(x: Any) -> float:
     return v
 
 
-def _label(run: Run) -> str:
-    return f"B={run.batch}" + ("" if run.constant_batch else " (switched)")
+def _label(run: Run, runs: Sequence[Run] = ()) -> str:
+    """``B=64``; with the run's name when another run has the same batch (seeds, LRs, models)."""
+    same = sum(1 for r in runs if r.batch == run.batch) > 1
+    return (f"B={run.batch}" + (f" {run.name}" if same else "")
+            + ("" if run.constant_batch else " (switched)"))
+
+
+#: failure detector name -> the record field it watches (what the failure plot should show).
+SIGNAL_FIELDS = {"entropy_collapse": "entropy", "reward_crash": "reward_mean", "grad_norm_spike": "grad_norm",
+                 "kl_blowup": "kl", "zero_variance_groups": "frac_zero_std"}
+
+
+def fired_signal(run_rows: Sequence[dict[str, Any]], runs: Sequence[Run] = ()) -> str:
+    """The field to plot for the failure clock: that of the detector that fired most often
+    (entropy when none fired, or the first signal the runs log)."""
+    counts: dict[str, int] = {}
+    for r in run_rows:
+        fld = SIGNAL_FIELDS.get(str(r.get("failure_signal")))
+        if fld:
+            counts[fld] = counts.get(fld, 0) + 1
+    if counts:
+        return max(counts, key=lambda k: counts[k])
+    for fld in ("entropy", "reward_mean"):
+        if any(np.isfinite(run.array(fld)).any() for run in runs):
+            return fld
+    return "entropy"
 
 
 def plot_reward_vs_samples(runs: Sequence[Run], path: Path, *, target: float | None = None,
@@ -64,7 +88,7 @@ def plot_reward_vs_samples(runs: Sequence[Run], path: Path, *, target: float | N
         run = runs[i]
         x, y = run.samples, run.array("reward_mean")
         ok = np.isfinite(y)
-        ax.plot(x[ok], _smooth(y[ok]), color=c, lw=1.4, label=_label(run))
+        ax.plot(x[ok], _smooth(y[ok]), color=c, lw=1.4, label=_label(run, runs))
         fs = failure_samples[i] if failure_samples is not None else None
         if fs is not None and math.isfinite(_num(fs)):
             ax.axvline(float(fs), color=c, ls=":", lw=1)
@@ -140,7 +164,7 @@ def plot_failure_signal(runs: Sequence[Run], path: Path, *, signal: str = "entro
         y = run.array(signal)
         ok = np.isfinite(y)
         if ok.any():
-            ax.plot(run.samples[ok], y[ok], color=c, lw=1.2, label=_label(run))
+            ax.plot(run.samples[ok], y[ok], color=c, lw=1.2, label=_label(run, runs))
     fs = _num(failure_samples)
     if math.isfinite(fs):
         ax.axvline(fs, color="C3", ls="--", lw=1.2, label=f"pooled failure ~ {fs:,.0f} samples")
@@ -212,6 +236,7 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, *, fit: Any = None, p
     run_rows = fd.get("runs", [])
     fails = [r.get("failure_samples") for r in run_rows] if len(run_rows) == len(runs) else None
 
+    signal = fired_signal(run_rows, runs)
     pngs = [
         ("Reward vs samples", plot_reward_vs_samples(runs, out / "reward_vs_samples.png",
                                                      target=fd.get("target"), failure_samples=fails)),
@@ -219,10 +244,10 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, *, fit: Any = None, p
             [r.get("batch") for r in run_rows], [_num(r.get("rate")) for r in run_rows],
             out / "progress_vs_batch.png", critical_batch=fd.get("critical_batch"),
             rate_at_zero=fd.get("rate_at_zero"), interval=fd.get("critical_batch_interval"))),
-        ("Failure signal vs samples", plot_failure_signal(
-            runs, out / "failure_signal.png", failure_samples=fd.get("failure_samples"),
+        (f"Failure signal ({signal}) vs samples", plot_failure_signal(
+            runs, out / "failure_signal.png", signal=signal, failure_samples=fd.get("failure_samples"),
             failure_interval=fd.get("failure_samples_interval"),
-            forecast=_forecast(runs, fd.get("failure_samples")))),
+            forecast=_forecast(runs, fd.get("failure_samples"), signal))),
     ]
     summary: dict[str, Any] = {"fit": fd}
     if plan is not None:

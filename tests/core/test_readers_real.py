@@ -38,7 +38,7 @@ def test_verl_console_qwen_baseline_reads_unconverted() -> None:
     assert [r.step for r in run.records[:2]] == [0, 1] and run.records[-1].step == 434
     assert len(run) == 435 and run.constant_batch and run.batch == 256
     assert run.records[-1].samples == 435 * 256
-    assert "config in the log" in run.meta["batch_source"] and "256 x rollout.n 1" in run.meta["batch_source"]
+    assert "config in the log" in run.meta["batch_source"] and "train_batch_size 256 x rollout.n 1" in run.meta["batch_source"]
     first, last = run.records[0], run.records[-1]
     assert first.reward_mean == pytest.approx(0.012)   # critic/score/mean:0.012
     assert first.entropy == pytest.approx(0.526)       # actor/entropy_loss:0.526 (old name)

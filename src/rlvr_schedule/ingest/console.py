@@ -122,7 +122,7 @@ def find_verl_config(lines: list[tuple[int, str, str]]) -> tuple[dict[str, Any] 
 
 def looks_like_verl_console(head: str) -> bool:
     return bool(re.search(r"(?m)^(?:\x1b\[[0-9;]*m|\[[0-9;]*m)*(?:\([^)]*pid=\d+[^)]*\)\s?)?(?:\x1b\[[0-9;]*m)*"
-                          r"\s*step:\d+ - \S+:", head)) or "verl.trainer.main_ppo" in head
+                          r"\s*step:\d+ - \S+:", head)) or "verl.trainer.main_ppo" in head or "{'actor_rollout_ref'" in head
 
 
 def looks_like_trl_console(head: str) -> bool:
@@ -250,8 +250,8 @@ def _verl_batch(cfg: dict[str, Any] | None, overrides: Mapping[str, str],
         return None, None
     n_note = ""
     if n is None:
-        n, n_note = 1, " (rollout.n not printed: verl's default 1)"
-    return tbs * n, f"{where}: data.train_batch_size {tbs} x rollout.n {n}{n_note}"
+        n, n_note = 1, " (verl's default)"
+    return tbs * n, f"{where}: train_batch_size {tbs} x rollout.n {n}{n_note}"
 
 
 def _verl_setup(cfg: dict[str, Any] | None, overrides: Mapping[str, str]) -> dict[str, Any]:

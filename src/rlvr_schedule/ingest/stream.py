@@ -249,6 +249,12 @@ class RecordStream:
     def to_run(self, *, name: str | None = None, require_reward: bool = True) -> Run:
         """The validated :class:`Run`; errors when empty or (``require_reward``) without any reward."""
         if not self.records:
+            if self._skipped:
+                seen = ", ".join(list(self._unknown)[:12]) or "none"
+                raise IngestError(
+                    f"{len(self._skipped)} row(s) but none with a known metric (unknown names: {seen}); "
+                    "name yours with --alias KEY=FIELD (e.g. --alias acc=reward_mean)",
+                    source=self.source or "<stream>")
             raise IngestError("no records (empty log)", source=self.source or "<stream>")
         if require_reward and not any(math.isfinite(r.reward_mean) for r in self.records):
             raise IngestError(
