@@ -178,3 +178,25 @@ def test_same_file_twice_is_refused() -> None:
 def test_nan_free_numbers() -> None:
     run = _quiet(load_run, QWEN)
     assert all(math.isfinite(r.reward_mean) for r in run.records)
+
+
+# -- verl console, newer Ray TaskRunner format -------------------------------------------------
+
+TASKRUNNER = FORMATS_DIR / "verl_console_taskrunner" / "qwen2-7b-fsdp2.excerpt.log"
+
+
+def test_verl_taskrunner_excerpt_batch_from_command_line_and_lr_lost_to_rounding() -> None:
+    assert detect_format(TASKRUNNER) == "verl-console"
+    run = _quiet(load_run, TASKRUNNER)
+    # step:0 is validation only; step:3 was cut from the excerpt
+    assert [r.step for r in run.records] == [1, 2, 4, 5, 6]
+    assert run.batch == 1024 * 5 and "train_batch_size 1024 x rollout.n 5" in run.meta["batch_source"]
+    assert [r.samples for r in run.records] == [5120, 10240, 20480, 25600, 30720]
+    assert [r.reward_mean for r in run.records] == pytest.approx([0.257, 0.252, 0.742, 0.849, 0.918])
+    # actor/lr:0.000 in every line; the command line's 1e-6 (no warm-up: num_warmup_steps 0)
+    assert all(r.lr == pytest.approx(1e-6) for r in run.records)
+    assert "actor/lr as 0.000" in run.meta["lr_source"]
+    # the validation metrics printed inside the step:5 line stay with that record
+    assert run.records[3].extra["val-core/openai/gsm8k/reward/mean@1"] == pytest.approx(0.856)
+    assert run.meta["setup"]["model"] == "huggingface.co/Qwen/Qwen2-7B-Instruct"  # $MODEL_PATH expanded
+    assert run.meta["setup"]["algorithm"] == "grpo"

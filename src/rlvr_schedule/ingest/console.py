@@ -43,6 +43,12 @@ _OVERRIDE = re.compile(r"(?<![\w.])(data\.train_batch_size|actor_rollout_ref\.ro
                        r"actor_rollout_ref\.actor\.optim\.lr|actor_rollout_ref\.model\.path|"
                        r"algorithm\.adv_estimator|data\.max_response_length)=([^\s'\"\\]+)")
 _TOTAL_STEPS = re.compile(r"Total steps: (\d+), num_warmup_steps: (\d+)")
+_SHELL_VAR = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S+)\s*$")
+
+
+def _expand(value: str, env: Mapping[str, str]) -> str:
+    """``$MODEL_PATH`` / ``${MODEL_PATH}`` in an override, from ``MODEL_PATH=...`` lines of the log."""
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), m.group(0)), value)
 _VAL_PREFIXES = ("val-core/", "val-aux/", "val/", "test_score/")
 
 
@@ -138,6 +144,7 @@ def read_verl_console(path: str | os.PathLike[str], *, name: str | None = None,
     lines = list(_lines(path))
     cfg, cfg_line = find_verl_config(lines)
     overrides: dict[str, str] = {}
+    shell: dict[str, str] = {}
     total_steps = warmup_steps = None
     rows: list[tuple[int, int, dict[str, Any]]] = []  # (line, step, metrics), same steps merged
     for lineno, _prefix, text in lines:
@@ -150,7 +157,10 @@ def read_verl_console(path: str | os.PathLike[str], *, name: str | None = None,
                 rows.append((lineno, step, metrics))
             continue
         for key, value in _OVERRIDE.findall(text):
-            overrides[key] = value
+            overrides[key] = _expand(value, shell)
+        sv = _SHELL_VAR.match(text)
+        if sv:
+            shell[sv.group(1)] = sv.group(2).strip("'\"")
         t = _TOTAL_STEPS.search(text)
         if t:
             total_steps, warmup_steps = int(t.group(1)), int(t.group(2))
@@ -170,9 +180,11 @@ def read_verl_console(path: str | os.PathLike[str], *, name: str | None = None,
 
     # --- LR: printed with 3 decimals, so 0.000 for any RL LR -----------------------------------
     cfg_lr = _float(_get(cfg, "actor_rollout_ref.actor.optim.lr")) if cfg else None
+    lr_where = "config in the log"
     if cfg_lr is None and "actor_rollout_ref.actor.optim.lr" in overrides:
         cfg_lr = _float(overrides["actor_rollout_ref.actor.optim.lr"])
-    lr_base, lr_source = (cfg_lr, "config (actor_rollout_ref.actor.optim.lr)") if cfg_lr else (None, None)
+        lr_where = "command line in the log"
+    lr_base, lr_source = (cfg_lr, f"{lr_where}: actor_rollout_ref.actor.optim.lr") if cfg_lr else (None, None)
     if opts.base_lr is not None:
         lr_base, lr_source = opts.base_lr, "option --base-lr"
     if warmup_steps is None and cfg is not None:
