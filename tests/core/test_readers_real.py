@@ -200,3 +200,25 @@ def test_verl_taskrunner_excerpt_batch_from_command_line_and_lr_lost_to_rounding
     assert run.records[3].extra["val-core/openai/gsm8k/reward/mean@1"] == pytest.approx(0.856)
     assert run.meta["setup"]["model"] == "huggingface.co/Qwen/Qwen2-7B-Instruct"  # $MODEL_PATH expanded
     assert run.meta["setup"]["algorithm"] == "grpo"
+
+
+# -- verl's own file logger and TensorBoard backend --------------------------------------------
+
+VERL_FILE = FORMATS_DIR / "verl_file_logger"
+
+
+@pytest.mark.parametrize("path", ["metrics.jsonl", "tb"])
+def test_verl_file_logger_and_tensorboard(path: str) -> None:
+    if path == "tb":
+        pytest.importorskip("tensorboard")
+    p = VERL_FILE / path
+    with pytest.raises(IngestError, match="--batch"):
+        _quiet(load_run, p)
+    run = _quiet(load_run, p, options=ReadOptions(batch=5120))
+    console = _quiet(load_run, TASKRUNNER)
+    assert [r.step for r in run.records] == [r.step for r in console.records] == [1, 2, 4, 5, 6]
+    assert [r.samples for r in run.records] == [r.samples for r in console.records]
+    assert [r.reward_mean for r in run.records] == pytest.approx([r.reward_mean for r in console.records], rel=1e-6)
+    assert [r.entropy for r in run.records] == pytest.approx([0.334, 0.329, 0.317, 0.326, 0.313], rel=1e-6)
+    if path == "metrics.jsonl":
+        assert run.meta["format"] == "verl-jsonl"
