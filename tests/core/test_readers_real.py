@@ -222,3 +222,33 @@ def test_verl_file_logger_and_tensorboard(path: str) -> None:
     assert [r.entropy for r in run.records] == pytest.approx([0.334, 0.329, 0.317, 0.326, 0.313], rel=1e-6)
     if path == "metrics.jsonl":
         assert run.meta["format"] == "verl-jsonl"
+
+
+# -- W&B CSV exports (layouts written here from the committed logs) ------------------------------
+
+WANDB = FORMATS_DIR / "wandb_csv"
+
+
+def test_wandb_history_export_with_pandas_index_column() -> None:
+    p = WANDB / "history_trl.csv"
+    assert detect_format(p) == "csv"
+    run = _quiet(load_run, p, options=ReadOptions(batch=8))
+    state = _quiet(load_run, TRL / "trainer_state.json", options=ReadOptions(batch=8))
+    # train/global_step (not W&B's own _step, which counts log calls) is the optimizer step
+    assert [r.step for r in run.records] == [r.step for r in state.records] == list(range(2, 25, 2))
+    assert [r.reward_mean for r in run.records] == pytest.approx([r.reward_mean for r in state.records])
+    assert "_step" in run.records[0].extra and "" not in run.records[0].extra
+
+
+def test_wandb_chart_export_holds_one_run_per_prefix() -> None:
+    p = WANDB / "chart_reward.csv"
+    assert detect_format(p) == "wandb-chart"
+    runs = _quiet(load_runs, [p], options=ReadOptions(batch=8))
+    assert [r.name for r in runs] == ["trl-tiny-grpo", "qwen2_7b_function_rm_re"]
+    trl, verl = runs
+    assert [r.step for r in trl.records] == list(range(2, 25, 2))
+    assert [r.step for r in verl.records] == [1, 2, 4, 5, 6]
+    assert [r.reward_mean for r in verl.records] == pytest.approx([0.257, 0.252, 0.742, 0.849, 0.918])
+    assert all("__MIN" not in k for r in trl.records for k in r.extra)
+    with pytest.raises(IngestError, match="2 runs"):
+        _quiet(load_run, p, options=ReadOptions(batch=8))
