@@ -252,3 +252,31 @@ def test_wandb_chart_export_holds_one_run_per_prefix() -> None:
     assert all("__MIN" not in k for r in trl.records for k in r.extra)
     with pytest.raises(IngestError, match="2 runs"):
         _quiet(load_run, p, options=ReadOptions(batch=8))
+
+
+# -- TRL-style dict lines pasted in public issues -----------------------------------------------
+
+PUBLIC = FORMATS_DIR / "trl_console_public"
+
+
+def test_trl_issue_paste_needs_batch_and_takes_the_logging_interval() -> None:
+    p = PUBLIC / "trl_issue_3452.log"
+    assert detect_format(p) == "trl-console"
+    with pytest.raises(IngestError, match="--batch"):
+        _quiet(load_run, p)
+    with pytest.warns(UserWarning, match="--logging-steps"):
+        run = load_run(p, options=ReadOptions(batch=16))
+    assert [r.step for r in run.records] == [1, 2, 3, 4]
+    run = _quiet(load_run, p, options=ReadOptions(batch=16, logging_steps=10))
+    assert [r.step for r in run.records] == [10, 20, 30, 40] and run.records[-1].samples == 40 * 16
+    assert [r.reward_mean for r in run.records] == pytest.approx([1.7171093285083772, 1.8844376266002656,
+                                                                  1.6797272205352782, 1.968537563085556])
+    info = training_lr(run)  # 6.92e-6 falling: no warm-up in the paste, decaying
+    assert info.lr == pytest.approx(6.916666666666667e-06) and not info.warms_up
+
+
+def test_ms_swift_json_dict_with_its_step_counter() -> None:
+    run = _quiet(load_run, PUBLIC / "ms_swift_issue_5890.log", options=ReadOptions(batch=64))
+    (rec,) = run.records
+    assert rec.step == 2 and rec.samples == 2 * 64  # "global_step/max_steps": "2/4389"
+    assert rec.reward_mean == pytest.approx(0.65625) and rec.frac_zero_std == pytest.approx(0.625)

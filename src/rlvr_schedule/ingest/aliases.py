@@ -128,6 +128,7 @@ FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "response_length": (
         "response_length",
         "completions/mean_length",  # TRL
+        "completion_length",        # TRL before 0.15
         "response_length/mean",     # verl
         "rollout/response_length_mean",  # OpenRLHF
         "rollout/response_length",

@@ -133,7 +133,7 @@ def looks_like_verl_console(head: str) -> bool:
 
 def looks_like_trl_console(head: str) -> bool:
     return ("***** Running training *****" in head
-            or bool(re.search(r"(?m)^\s*\{'(?:loss|reward|learning_rate|grad_norm)'\s*:", head)))
+            or bool(re.search(r"(?m)^\s*\{(['\"])(?:loss|reward|learning_rate|grad_norm)\1\s*:", head)))
 
 
 def read_verl_console(path: str | os.PathLike[str], *, name: str | None = None,
