@@ -379,16 +379,19 @@ class _Watch:
         self.noise.update(rec)
         self.forecast.update(rec)
         for det in self.detectors:
-            alarm = det.update(rec)
-            if alarm is not None:
-                self.alarms.append(f"{det.name} at {rec.samples:,} rollouts (step {rec.step})")
+            was = det.first_alarm
+            det.update(rec)
+            if was is None and det.first_alarm is not None:  # each detector's first sustained alarm
+                a = det.first_alarm
+                self.alarms.append(f"{det.name} from {a.samples:,} rollouts (step {a.step})")
         self.records += 1
         self.last = rec
 
     def status(self) -> dict[str, Any]:
         rec = self.last
         fc = self.forecast
-        lo, hi = fc.interval if fc is not None else (math.nan, math.nan)
+        lo, hi = fc.interval if fc is not None else (math.nan, math.nan)  # rollouts left: low, high
+        lo, hi = (fc.samples + lo, fc.samples + hi) if fc is not None else (lo, hi)
         b_simple = self.noise.b_simple
         return _clean({
             "records": self.records, "step": rec.step, "samples": rec.samples, "batch": rec.batch,
