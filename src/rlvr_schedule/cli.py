@@ -25,6 +25,7 @@ import numpy as np
 
 from rlvr_schedule import __version__
 from rlvr_schedule._format import clean_json as _clean
+from rlvr_schedule._format import column_formatter as _column_formatter
 from rlvr_schedule._format import fmt as _fmt
 from rlvr_schedule.errors import RlvrScheduleError
 
@@ -43,14 +44,7 @@ def _jsonable(o: Any) -> Any:
     return f if math.isfinite(f) else None
 
 
-def _col_formatter(header: str, values: Sequence[Any]):
-    """One number format per column: counts as integers, other numbers with 3 significant digits."""
-    h = header.lower()
-    if any(w in h for w in ("samples", "rollouts", "batch", "stage", "step")) and "from" not in h:
-        return _fmt_count if all(v is None or isinstance(v, (int, float)) for v in values) else _fmt
-    if all(v is None or isinstance(v, (int, float)) for v in values):
-        return lambda v: "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{float(v):.3g}"
-    return _fmt
+_col_formatter = _column_formatter
 
 
 def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rlvr_schedule._format import fmt as _fmt
+from rlvr_schedule._format import column_formatter
 from rlvr_schedule.records import Run
 
 __all__ = [
@@ -212,10 +212,12 @@ def _forecast(runs: Sequence[Run], failure_samples: Any, signal: str = "entropy"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[str, str]:
+    fmts = [column_formatter(h, [r[i] for r in rows]) for i, h in enumerate(header)]  # one format a column
+    cells = [[f(v) for f, v in zip(fmts, row)] for row in rows]
     md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    md += ["| " + " | ".join(row) + " |" for row in cells]
     th = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    trs = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>" for row in rows)
+    trs = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in cells)
     return "\n".join(md), f"<table><tr>{th}</tr>{trs}</table>"
 
 

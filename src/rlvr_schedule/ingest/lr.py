@@ -2,8 +2,8 @@
 
 Real runs warm the LR up (verl ``lr_warmup_steps``, TRL ``warmup_ratio``/``warmup_steps``): their
 first logged LR is a small fraction of the LR they train at, and the square-root rule scaled from it
-gives LRs tens of times too small. :func:`training_lr` takes the LR at the end of the warm-up (the
-first record within ``tol`` of the run's highest LR) and says whether the LR decays afterwards.
+gives LRs tens of times too small. :func:`training_lr` takes the run's highest logged LR (where the
+warm-up ends: the first record within ``tol`` of it) and says whether the LR decays afterwards.
 """
 
 from __future__ import annotations
@@ -69,5 +69,5 @@ def training_lr(run: Run, *, tol: float = 0.02) -> LrInfo:
     warmup_samples = int(samples[reach] - run.records[reach].batch) if warm else 0
     after = lr[reach:][np.isfinite(lr[reach:])]
     decays = bool(after.size and after.min() < (1 - max(tol, 0.1)) * peak)
-    return LrInfo(lr=float(lr[reach]), first_lr=float(lr[first_i]), final_lr=float(vals[-1]),
+    return LrInfo(lr=peak, first_lr=float(lr[first_i]), final_lr=float(vals[-1]),
                   warmup_samples=max(warmup_samples, 0), decays=decays)
