@@ -238,3 +238,15 @@ def test_int_counts_helper() -> None:
     assert out == {"samples_to_target": 1235, "rate": 0.5, "failure_samples_interval": [1, 4],
                    "stages": [{"until_samples": 10, "lr": 1e-6}]}
     assert np.isfinite(out["rate"])
+
+
+def test_plan_worse_than_the_best_constant_run_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    import warnings
+
+    d = {"predicted": {"samples_to_target": 40_000}, "constant": [{"samples_to_target": 20_000},
+                                                                  {"samples_to_target": None}]}
+    with pytest.warns(UserWarning, match="more than 1.5x the best constant run"):
+        cli._warn_plan_worse(d)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cli._warn_plan_worse({"predicted": {"samples_to_target": 25_000}, "constant": d["constant"]})

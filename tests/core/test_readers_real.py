@@ -280,3 +280,12 @@ def test_ms_swift_json_dict_with_its_step_counter() -> None:
     (rec,) = run.records
     assert rec.step == 2 and rec.samples == 2 * 64  # "global_step/max_steps": "2/4389"
     assert rec.reward_mean == pytest.approx(0.65625) and rec.frac_zero_std == pytest.approx(0.625)
+
+
+def test_openrlhf_tensorboard_written_by_its_logger() -> None:
+    pytest.importorskip("tensorboard")
+    run = _quiet(load_run, FORMATS_DIR / "openrlhf_tb" / "run")
+    # train/rollout/num_samples is the batch; train/actor_lr the LR; train/rollout/reward_mean the reward
+    assert [r.step for r in run.records] == [1, 2, 3, 4, 5] and run.batch == 64
+    assert run.meta["batch_source"] == "logged (train/rollout/num_samples)"
+    assert run.records[1].reward_mean == pytest.approx(0.2) and run.lr == pytest.approx(3e-6)
