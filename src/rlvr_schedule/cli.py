@@ -161,10 +161,11 @@ def _undetermined(d: dict[str, Any]) -> list[str]:
 def _estimate(d: dict[str, Any], key: str, undetermined: list[str], count: bool = False) -> str:
     f = _fmt_count if count else _fmt
     iv = d.get(key + "_interval")
-    ivs = "-" if not iv else "[" + ", ".join(f(x) for x in iv) + "]"
+    has_iv = bool(iv) and any(x is not None for x in iv)
+    ivs = "[" + ", ".join(f(x) for x in iv) + "]" if has_iv else ""
     if key in undetermined:
         return f"undetermined (estimate {f(d.get(key))}, interval {ivs} wider than plausible)"
-    return f"{f(d.get(key))} (interval {ivs})"
+    return f"{f(d.get(key))} ({'interval ' + ivs if has_iv else 'no interval'})"
 
 
 def _fmt_count(v: Any) -> str:

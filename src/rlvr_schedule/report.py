@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from rlvr_schedule._format import column_formatter
+from rlvr_schedule._format import fmt as _fmt
 from rlvr_schedule.records import Run
 
 __all__ = [
@@ -211,8 +212,11 @@ def _forecast(runs: Sequence[Run], failure_samples: Any, signal: str = "entropy"
     return float(fc.samples), float(pred), float(hi - lo) / 2
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[str, str]:
-    fmts = [column_formatter(h, [r[i] for r in rows]) for i, h in enumerate(header)]  # one format a column
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, by_column: bool = True) -> tuple[str, str]:
+    """Markdown and HTML; ``by_column``: one number format per column (else per cell, for tables
+    whose rows are different quantities)."""
+    fmts = ([column_formatter(h, [r[i] for r in rows]) for i, h in enumerate(header)] if by_column
+            else [_fmt] * len(header))
     cells = [[f(v) for f, v in zip(fmts, row)] for row in rows]
     md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(row) + " |" for row in cells]
@@ -256,9 +260,12 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, *, fit: Any = None, p
         summary["plan"] = plan.to_dict()
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=_jsonable))
 
-    head = ["run", "batch", "lr", "rate (reward/rollout)", "samples to target", "failure samples", "signal"]
-    rows = [[r.get("name"), r.get("batch"), r.get("lr"), r.get("rate"), r.get("samples_to_target"),
-             r.get("failure_samples"), r.get("failure_signal")] for r in run_rows]
+    head = ["run", "batch", "lr after warm-up", "rate (reward/rollout)", "samples to target", "failure samples", "signal"]
+    from rlvr_schedule.ingest.lr import training_lr
+
+    lrs = [training_lr(run).lr for run in runs] if len(runs) == len(run_rows) else [r.get("lr") for r in run_rows]
+    rows = [[r.get("name"), r.get("batch"), lr, r.get("rate"), r.get("samples_to_target"),
+             r.get("failure_samples"), r.get("failure_signal")] for r, lr in zip(run_rows, lrs)]
     md_runs, html_runs = _table(head, rows)
     key = [
         ("critical batch B* (rollouts/update)", fd.get("critical_batch"), fd.get("critical_batch_interval")),
@@ -267,7 +274,7 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, *, fit: Any = None, p
          fd.get("failure_exponent_interval")),
         ("target reward", fd.get("target"), None),
     ]
-    md_key, html_key = _table(["quantity", "estimate", "interval"], key)
+    md_key, html_key = _table(["quantity", "estimate", "interval"], key, by_column=False)
     sections_md = [f"# {title}", "", "## Fitted clocks", "", md_key, "", "## Runs", "", md_runs, ""]
     sections_html = [f"<h1>{html.escape(title)}</h1>", "<h2>Fitted clocks</h2>", html_key,
                      "<h2>Runs</h2>", html_runs]
