@@ -289,3 +289,10 @@ def test_openrlhf_tensorboard_written_by_its_logger() -> None:
     assert [r.step for r in run.records] == [1, 2, 3, 4, 5] and run.batch == 64
     assert run.meta["batch_source"] == "logged (train/rollout/num_samples)"
     assert run.records[1].reward_mean == pytest.approx(0.2) and run.lr == pytest.approx(3e-6)
+
+
+def test_detection_keeps_record_jsonl_named_log_as_jsonl(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("".join(f'{{"reward": 0.{i}, "step": {i}, "batch": 8}}\n' for i in range(1, 5)))
+    assert detect_format(p) == "jsonl"
+    assert detect_format(PUBLIC / "ms_swift_issue_5890.log") == "trl-console"

@@ -12,6 +12,7 @@ A directory of several runs (event-file subdirectories, log files) is one run pe
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -92,6 +93,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "jsonl"
     if not head.strip():
         raise IngestError("empty file", source=str(p))
+    if _is_record_jsonl(head):
+        return "jsonl"
     if looks_like_verl_console(head) or _contains(p, "step:", looks_like_verl_console):
         return "verl-console"
     if looks_like_trl_console(head) or _contains(p, "{'", looks_like_trl_console):
@@ -102,6 +105,16 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "csv"
     raise IngestError(f"unknown log format (suffix {suffix or 'none'!r}); name it with --format "
                       f"({', '.join(FORMATS)})", source=str(p))
+
+
+def _is_record_jsonl(head: str) -> bool:
+    """JSON lines that carry their own step/rollout counts (this library's logs, any .log name)."""
+    first = next((ln for ln in head.splitlines() if ln.strip()), "")
+    try:
+        obj = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(obj, dict) and any(k in obj for k in ("step", "samples", "batch", "global_step", "kind"))
 
 
 def _contains(p: Path, needle: str, check: Callable[[str], bool]) -> bool:
