@@ -296,3 +296,17 @@ def test_detection_keeps_record_jsonl_named_log_as_jsonl(tmp_path: Path) -> None
     p.write_text("".join(f'{{"reward": 0.{i}, "step": {i}, "batch": 8}}\n' for i in range(1, 5)))
     assert detect_format(p) == "jsonl"
     assert detect_format(PUBLIC / "ms_swift_issue_5890.log") == "trl-console"
+
+
+def test_trl_console_step_from_epoch_when_the_bar_lags(tmp_path: Path) -> None:
+    """Steps faster than tqdm's redraw: the bar shows 3/24 when step 4 logs; the epoch does not lag."""
+    text = (TRL / "train.log").read_text(encoding="utf-8")
+    lagged = text.replace(" 17%|█▋        | 4/24 [", " 17%|█▋        | 3/24 [")
+    assert lagged != text
+    p = tmp_path / "train.log"
+    p.write_text(lagged, encoding="utf-8")
+    run = _quiet(load_run, p)
+    assert [r.step for r in run.records] == list(range(2, 25, 2))
+    from rlvr_schedule.ingest.console import _epoch_step
+
+    assert _epoch_step("0.0625", 32) == 2 and _epoch_step(0.31, 500) is None  # 2 decimals x 500 steps

@@ -12,8 +12,9 @@ TRL / transformers (:func:`read_trl_console`): one Python dict per log (``{'loss
 ...}``), tqdm progress bars and, at log level info, the Trainer's ``***** Running training *****``
 header whose ``Total train batch size`` is the completions per optimizer update of a GRPO run with
 ``num_iterations=1`` (TRL's default; the console cannot tell otherwise). Each dict's optimizer step is
-the progress counter shown when it was printed (``12/24 [``), else ``global_step/max_steps`` in the
-dict (ms-swift), else its rank times ``logging_steps``.
+``global_step/max_steps`` in the dict (ms-swift), else its ``epoch`` times the header's ``Num update
+steps per epoch`` when the printed digits pin the step down, else the progress counter shown when it
+was printed (``12/24 [``), else its rank times ``logging_steps``.
 """
 
 from __future__ import annotations
@@ -286,6 +287,25 @@ _DICT_START = re.compile(r"\{['\"]")
 _PROGRESS = re.compile(r"(\d+)/(\d+) \[")
 _HEADER_BATCH = re.compile(r"Total train batch size[^=]*=\s*([\d,]+)")
 _HEADER_STEPS = re.compile(r"Total optimization steps\s*=\s*([\d,]+)")
+_HEADER_SPE = re.compile(r"Num update steps per epoch\s*=\s*([\d,]+)")
+
+
+def _epoch_step(epoch: Any, steps_per_epoch: int | None) -> int | None:
+    """The optimizer step an ``epoch`` value pins down exactly (``epoch x steps per epoch`` when its
+    printed digits are fine enough to tell neighbouring steps apart), else None."""
+    if steps_per_epoch is None or epoch is None or isinstance(epoch, bool):
+        return None
+    text = epoch if isinstance(epoch, str) else repr(float(epoch))
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or value < 0 or "e" in text.lower():
+        return None
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    if steps_per_epoch * 0.5 * 10.0 ** (-decimals) >= 0.5:
+        return None  # rounded too coarsely: two steps could print the same epoch
+    return int(round(value * steps_per_epoch))
 _SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
                  "total_flos")
 
@@ -310,7 +330,7 @@ def read_trl_console(path: str | os.PathLike[str], *, name: str | None = None,
     """Read a TRL / transformers console log (plain or .gz) into a :class:`Run`."""
     source = str(path)
     opts = options or ReadOptions()
-    header_batch = max_steps = None
+    header_batch = max_steps = steps_per_epoch = None
     counter: int | None = None
     rows: list[tuple[int, int | None, dict[str, Any]]] = []
     for lineno, _prefix, text in _lines(path):
@@ -321,12 +341,19 @@ def read_trl_console(path: str | os.PathLike[str], *, name: str | None = None,
             hs = _HEADER_STEPS.search(part)
             if hs:
                 max_steps = int(hs.group(1).replace(",", ""))
+            he = _HEADER_SPE.search(part)
+            if he:
+                steps_per_epoch = int(he.group(1).replace(",", ""))
             d = _parse_dict(part)
             if d is not None:
                 step = None
                 gs = d.get("global_step/max_steps")
                 if isinstance(gs, str) and "/" in gs:
                     step = _int(gs.split("/")[0])
+                if step is None:
+                    # the bar can lag the step when steps are faster than tqdm redraws (0.1 s):
+                    # an epoch printed finely enough is exact
+                    step = _epoch_step(d.get("epoch"), steps_per_epoch)
                 rows.append((lineno, step if step is not None else counter, d))
                 continue
             for done, total in _PROGRESS.findall(part):
