@@ -68,10 +68,29 @@ def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
     Console(width=None if sys.stdout.isatty() else 200).print(t)
 
 
-def _read_options(args: argparse.Namespace):
+def _batch_options(items: Sequence[str] | None) -> tuple[int | None, dict[str, int]]:
+    """``--batch N`` (every run) and ``--batch LOG=N`` (one log: its path, file name or run name)."""
+    default: int | None = None
+    per_log: dict[str, int] = {}
+    for item in items or []:
+        key, sep, value = item.rpartition("=")
+        try:
+            n = int(value)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise RlvrScheduleError(f"--batch {item!r}: expected N or LOG=N with N a whole number >= 1")
+        if sep:
+            per_log[key] = n
+        else:
+            default = n
+    return default, per_log
+
+
+def _read_options(args: argparse.Namespace, batch: int | None = None):
     from rlvr_schedule.ingest.options import ReadOptions, parse_alias_options
 
-    return ReadOptions(batch=getattr(args, "batch", None), base_lr=getattr(args, "base_lr", None),
+    return ReadOptions(batch=batch, base_lr=getattr(args, "base_lr", None),
                        aliases=parse_alias_options(getattr(args, "alias", None)) or None,
                        format=getattr(args, "format", None), logging_steps=getattr(args, "logging_steps", None))
 
@@ -85,7 +104,23 @@ def _load(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list:
     from rlvr_schedule.ingest import load_runs
     from rlvr_schedule.ingest.lr import training_lr
 
-    runs = load_runs(list(paths if paths is not None else args.logs), options=_read_options(args))
+    default, per_log = _batch_options(getattr(args, "batch", None))
+    logs = list(paths if paths is not None else args.logs)
+    keys = {log: next((k for k in (log, Path(log).name, Path(log).stem) if k in per_log), None) for log in logs}
+    unused = set(per_log) - set(keys.values())
+    if unused:
+        raise RlvrScheduleError(f"--batch {', '.join(sorted(unused))}=...: no such log among {', '.join(logs)}")
+    runs, seen = [], {}
+    for log in logs:
+        key = keys[log]
+        got = load_runs([log], options=_read_options(args, per_log[key] if key else default))
+        for run in got:
+            where = Path(run.source).resolve() if run.source else None
+            if where is not None and where in seen:
+                raise IngestError(f"given twice (also as {seen[where]}): each run once, please", source=run.source)
+            if where is not None:
+                seen[where] = log
+        runs.extend(got)
     if not runs:
         raise RlvrScheduleError("no runs given")
     for run in runs:
@@ -418,7 +453,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     watch = _Watch()
     shown_warnings = 0
     last_change = time.monotonic()
-    with LogFollower(args.log, _read_options(args)) as follower:
+    with LogFollower(args.log, _read_options(args, _batch_options(args.batch)[0])) as follower:
         while True:
             new = follower.poll()
             if args.max_records is not None:
@@ -548,8 +583,9 @@ def build_parser() -> argparse.ArgumentParser:
     def read_opts(sp: argparse.ArgumentParser) -> None:
         g = sp.add_argument_group("reading logs (where a log is silent)")
         g.add_argument("--format", choices=list(FORMATS), default=None, help="the log format (default: detected)")
-        g.add_argument("--batch", type=_positive_int, default=None,
-                       help="rollouts per optimizer update (prompts x responses per prompt)")
+        g.add_argument("--batch", action="append", default=None, metavar="N|LOG=N",
+                       help="rollouts per optimizer update (prompts x responses per prompt); LOG=N for one "
+                            "log (its path or file name); repeatable")
         g.add_argument("--base-lr", type=_positive_float, default=None, help="the run's LR when the log has none")
         g.add_argument("--alias", action="append", default=None, metavar="KEY=FIELD",
                        help="read logged KEY as FIELD (e.g. acc=reward_mean); repeatable")

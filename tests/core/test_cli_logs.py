@@ -250,3 +250,18 @@ def test_plan_worse_than_the_best_constant_run_warns(capsys: pytest.CaptureFixtu
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cli._warn_plan_worse({"predicted": {"samples_to_target": 25_000}, "constant": d["constant"]})
+
+
+def test_batch_per_log_for_a_sweep_of_trainer_states(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """trainer_state.json holds no batch: a sweep of them needs one --batch per log (LOG=N)."""
+    import shutil
+
+    for d in ("b8", "b16"):
+        (tmp_path / d).mkdir()
+        shutil.copy(TRL / "trainer_state.json", tmp_path / d / "trainer_state.json")
+    a, b = str(tmp_path / "b8" / "trainer_state.json"), str(tmp_path / "b16" / "trainer_state.json")
+    d = _json(capsys, ["fit", a, b, "--batch", f"{a}=8", "--batch", f"{b}=16", "--json"])
+    assert [r["batch"] for r in d["runs"]] == [8, 16]
+    assert cli.main(["fit", a, b, "--batch", "nowhere.json=8"]) == 2
+    assert "no such log" in capsys.readouterr().err
+    assert cli.main(["fit", a, "--batch", "x"]) == 2
