@@ -512,6 +512,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if not events:
         print("the schedule would not have switched; the run kept batch "
               f"{', '.join(map(str, out['run_batches']))}")
+        return 0
     _table("decisions", ["step", "rollouts", "who", "batch", "lr", "why", "the run trained at"],
            [[e["step"], e["samples"], e["kind"], e["batch"], e["lr"], e["reason"],
              f"batch {e['run_batch']}, lr {_fmt(e['run_lr'])}" if e["kind"] == "schedule" else "-"]
