@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from rlvr_schedule.errors import IngestError, IngestWarning
@@ -32,7 +32,6 @@ class ReadOptions:
     aliases: Mapping[str, str] | None = None
     format: str | None = None
     logging_steps: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.batch is not None and (not isinstance(self.batch, int) or self.batch < 1):
