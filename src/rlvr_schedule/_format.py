@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["fmt", "clean_json"]
+__all__ = ["fmt", "clean_json", "column_formatter"]
 
 
 def fmt(v: Any) -> str:
@@ -30,3 +30,15 @@ def clean_json(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [clean_json(v) for v in obj]
     return obj
+
+
+def column_formatter(header: str, values: Any) -> Any:
+    """One number format for a whole table column: rollout counts as whole numbers with thousands
+    separators, other numbers with 3 significant digits, anything else through :func:`fmt`."""
+    numeric = all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in values)
+    if not numeric:
+        return fmt
+    h = header.lower()
+    if any(w in h for w in ("samples", "rollouts", "batch", "stage", "step")) and "from" not in h:
+        return lambda v: "-" if v is None or not math.isfinite(float(v)) else f"{int(round(float(v))):,}"
+    return lambda v: "-" if v is None or not math.isfinite(float(v)) else f"{float(v):.3g}"

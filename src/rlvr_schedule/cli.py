@@ -1,7 +1,8 @@
-"""The ``rlvr-schedule`` command line: fit, plan, simulate, report.
+"""The ``rlvr-schedule`` command line: fit, plan, report, watch, replay, simulate.
 
-One JSONL/CSV file (or TensorBoard directory) is one run; a run's batch comes from its records.
-``--json`` output is the scripting contract:
+One log file (or TensorBoard directory) is one run, in any format ``--help`` lists; a run's batch
+comes from its records, the config its log prints, or ``--batch``. ``--json`` output is the
+scripting contract (rollout counts are integers):
 
 - ``fit``: ``{"critical_batch", "failure_samples", "runs": [{"batch", "lr", "samples_to_target",
   "failure_samples", ...}], ...}``
@@ -20,7 +21,11 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
+from rlvr_schedule import __version__
 from rlvr_schedule._format import clean_json as _clean
+from rlvr_schedule._format import column_formatter as _column_formatter
 from rlvr_schedule._format import fmt as _fmt
 from rlvr_schedule.errors import RlvrScheduleError
 
@@ -39,68 +44,241 @@ def _jsonable(o: Any) -> Any:
     return f if math.isfinite(f) else None
 
 
+_col_formatter = _column_formatter
+
+
 def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    fmts = [_col_formatter(h, [r[i] for r in rows]) for i, h in enumerate(header)]
+    cells = [[f(v) for f, v in zip(fmts, r)] for r in rows]
     try:
         from rich.console import Console
         from rich.table import Table
     except ImportError:
         print(title)
-        widths = [max(len(h), *(len(_fmt(r[i])) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+        widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(header)]
         print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-        for r in rows:
-            print("  ".join(_fmt(v).ljust(w) for v, w in zip(r, widths)))
+        for c in cells:
+            print("  ".join(v.ljust(w) for v, w in zip(c, widths)))
         return
     t = Table(title=title)
     for h in header:
         t.add_column(h, justify="right")
-    for r in rows:
-        t.add_row(*(_fmt(v) for v in r))
-    Console(width=None if sys.stdout.isatty() else 160).print(t)
+    for c in cells:
+        t.add_row(*c)
+    Console(width=None if sys.stdout.isatty() else 200).print(t)
 
 
-def _load(paths: Sequence[str]) -> list:
+def _batch_options(items: Sequence[str] | None) -> tuple[int | None, dict[str, int]]:
+    """``--batch N`` (every run) and ``--batch LOG=N`` (one log: its path, file name or run name)."""
+    default: int | None = None
+    per_log: dict[str, int] = {}
+    for item in items or []:
+        key, sep, value = item.rpartition("=")
+        try:
+            n = int(value)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise RlvrScheduleError(f"--batch {item!r}: expected N or LOG=N with N a whole number >= 1")
+        if sep:
+            per_log[key] = n
+        else:
+            default = n
+    return default, per_log
+
+
+def _read_options(args: argparse.Namespace, batch: int | None = None):
+    from rlvr_schedule.ingest.options import ReadOptions, parse_alias_options
+
+    return ReadOptions(batch=batch, base_lr=getattr(args, "base_lr", None),
+                       aliases=parse_alias_options(getattr(args, "alias", None)) or None,
+                       format=getattr(args, "format", None), logging_steps=getattr(args, "logging_steps", None))
+
+
+#: fewer records than this and no clock can be fitted (a slope needs points on both sides).
+MIN_RECORDS = 3
+
+
+def _load(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list:
+    from rlvr_schedule.errors import IngestError
     from rlvr_schedule.ingest import load_runs
+    from rlvr_schedule.ingest.lr import training_lr
 
-    runs = load_runs(paths)
+    default, per_log = _batch_options(getattr(args, "batch", None))
+    logs = list(paths if paths is not None else args.logs)
+    keys = {log: next((k for k in (log, Path(log).name, Path(log).stem) if k in per_log), None) for log in logs}
+    unused = set(per_log) - set(keys.values())
+    if unused:
+        raise RlvrScheduleError(f"--batch {', '.join(sorted(unused))}=...: no such log among {', '.join(logs)}")
+    runs, seen = [], {}
+    for log in logs:
+        key = keys[log]
+        got = load_runs([log], options=_read_options(args, per_log[key] if key else default))
+        for run in got:
+            where = Path(run.source).resolve() if run.source else None
+            if where is not None and where in seen:
+                raise IngestError(f"given twice (also as {seen[where]}): each run once, please", source=run.source)
+            if where is not None:
+                seen[where] = log
+        runs.extend(got)
     if not runs:
         raise RlvrScheduleError("no runs given")
+    for run in runs:
+        if len(run) < MIN_RECORDS:
+            raise IngestError(f"run {run.name!r} has {len(run)} record(s); at least {MIN_RECORDS} are needed",
+                              source=run.source)
+        info = training_lr(run)
+        run.meta["lr_info"] = info
+        lrs = run.array("lr")
+        if (lrs[~np.isnan(lrs)] <= 0).any() or not math.isfinite(info.lr):
+            zero = "LR 0 or below" if (lrs[~np.isnan(lrs)] <= 0).any() else "no LR"
+            warnings.warn(f"{run.source or run.name}: run {run.name!r} logs {zero} on some records "
+                          f"(lr after warm-up: {_fmt(info.lr)}); pass --base-lr if the log lost it",
+                          UserWarning, stacklevel=2)
+    _warn_setup_differs(runs)
     return runs
+
+
+def _warn_setup_differs(runs: Sequence[Any]) -> None:
+    """Runs of one sweep should differ only in batch and LR; say what else differs, as far as logs tell."""
+    keys: dict[str, set[str]] = {}
+    for run in runs:
+        for k, v in (run.meta.get("setup") or {}).items():
+            keys.setdefault(k, set()).add(str(v))
+    differ = {k: sorted(v) for k, v in keys.items() if len(v) > 1}
+    if differ:
+        what = "; ".join(f"{k}: {', '.join(v)}" for k, v in differ.items())
+        warnings.warn(f"the runs differ in more than batch and LR ({what}): one critical batch for all "
+                      "of them may not mean much", UserWarning, stacklevel=3)
+
+
+def _check_target(args: argparse.Namespace) -> None:
+    t = getattr(args, "target", None)
+    if t is not None and not math.isfinite(t):
+        raise RlvrScheduleError(f"--target must be a finite reward, got {t!r}")
+
+
+#: keys of JSON output that count rollouts (written as integers).
+def _is_count_key(key: str) -> bool:
+    return key.endswith(("samples", "samples_to_target", "samples_interval", "samples_to_target_interval",
+                         "made_at_samples", "warmup_samples")) or key in ("until_samples", "start_samples")
+
+
+def _int_counts(obj: Any, key: str = "") -> Any:
+    """Rollout counts as integers in JSON output (they are counts, never fractions of a rollout)."""
+    if isinstance(obj, dict):
+        return {k: _int_counts(v, k) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_int_counts(v, key) for v in obj]
+    if isinstance(obj, float) and _is_count_key(key) and math.isfinite(obj):
+        return int(round(obj))
+    return obj
+
+
+#: Plausible ranges: an interval wider than these says the data cannot pin the estimate down.
+PLAUSIBLE_EXPONENT = (-1.0, 2.0)  # 0: fails on a sample schedule, 1: on a step schedule
+PLAUSIBLE_RATIO = 100.0  # critical batch / failure samples: interval over two decades wide
+
+
+def _undetermined(d: dict[str, Any]) -> list[str]:
+    """Estimates whose interval spans more than their plausible range."""
+    out = []
+    lo, hi = (d.get("failure_exponent_interval") or [None, None])[:2]
+    if lo is not None and hi is not None and hi - lo > PLAUSIBLE_EXPONENT[1] - PLAUSIBLE_EXPONENT[0]:
+        out.append("failure_exponent")
+    for k in ("critical_batch", "failure_samples"):
+        lo, hi = (d.get(k + "_interval") or [None, None])[:2]
+        if lo is not None and hi is not None and (lo <= 0 or hi / lo > PLAUSIBLE_RATIO):
+            out.append(k)
+    return out
+
+
+def _estimate(d: dict[str, Any], key: str, undetermined: list[str], count: bool = False) -> str:
+    f = _fmt_count if count else _fmt
+    iv = d.get(key + "_interval")
+    has_iv = bool(iv) and any(x is not None for x in iv)
+    ivs = "[" + ", ".join(f(x) for x in iv) + "]" if has_iv else ""
+    if key in undetermined:
+        return f"undetermined (estimate {f(d.get(key))}, interval {ivs} wider than plausible)"
+    return f"{f(d.get(key))} ({'interval ' + ivs if has_iv else 'no interval'})"
+
+
+def _fmt_count(v: Any) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{int(round(float(v))):,}"
 
 
 # -- commands -----------------------------------------------------------------------------------
 
+def _run_rows(runs: Sequence[Any], d: dict[str, Any]) -> list[dict[str, Any]]:
+    """fit's per-run rows plus where each run's batch and LR came from (and its LR after warm-up)."""
+    rows = []
+    for run, r in zip(runs, d.get("runs", [])):
+        info = run.meta.get("lr_info")
+        r = dict(r)
+        r["batch_source"] = run.meta.get("batch_source")
+        if info is not None:
+            r["lr"] = info.lr if math.isfinite(info.lr) else None
+            r["lr_first"] = info.first_lr if math.isfinite(info.first_lr) else None
+            r["lr_schedule"] = info.describe()
+        rows.append(r)
+    return rows
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     from rlvr_schedule.clocks import fit_sweep
 
-    fit = fit_sweep(_load(args.logs), target=args.target)
+    _check_target(args)
+    runs = _load(args)
+    fit = fit_sweep(runs, target=args.target)
     d = _clean(fit.to_dict())
+    d["runs"] = _run_rows(runs, d)
+    und = _undetermined(d)
+    d["undetermined"] = und
     if args.json:
-        _print_json(d)
+        _print_json(_int_counts(d))
         return 0
-    print(f"critical batch B*: {_fmt(d.get('critical_batch'))} rollouts/update "
-          f"(interval {_fmt(d.get('critical_batch_interval'))})")
-    print(f"failure samples:   {_fmt(d.get('failure_samples'))} "
-          f"(interval {_fmt(d.get('failure_samples_interval'))})")
-    print(f"failure exponent:  {_fmt(d.get('failure_exponent'))} (0 = fails on a sample schedule, 1 = on a step schedule)")
+    print(f"critical batch B*: {_estimate(d, 'critical_batch', und, count=True)} rollouts/update")
+    print(f"failure samples:   {_estimate(d, 'failure_samples', und, count=True)}")
+    print(f"failure exponent:  {_estimate(d, 'failure_exponent', und)} "
+          "(0 = fails on a sample schedule, 1 = on a step schedule)")
     print(f"target reward:     {_fmt(d.get('target'))}")
-    _table("runs", ["run", "batch", "lr", "rate/rollout", "samples to target", "failure samples", "signal"],
-           [[r.get("name"), r.get("batch"), r.get("lr"), r.get("rate"), r.get("samples_to_target"),
-             r.get("failure_samples"), r.get("failure_signal")] for r in d.get("runs", [])])
+    _table("runs", ["run", "batch", "batch from", "lr after warm-up", "lr schedule", "rate/rollout",
+                    "samples to target", "failure samples", "signal"],
+           [[r.get("name"), r.get("batch"), r.get("batch_source") or "-", r.get("lr"), r.get("lr_schedule") or "-",
+             r.get("rate"), r.get("samples_to_target"), r.get("failure_samples"), r.get("failure_signal")]
+            for r in d["runs"]])
     return 0
 
 
-def _plan(args: argparse.Namespace):
+def _plan(args: argparse.Namespace, runs: Sequence[Any] | None = None):
     from rlvr_schedule.planner import plan_schedule
 
+    _check_target(args)
     kw: dict[str, Any] = {"target": args.target}
-    if args.group_size is not None:
+    if getattr(args, "group_size", None) is not None:
         kw["group_size"] = args.group_size
-    return plan_schedule(_load(args.logs), **kw)
+    return plan_schedule(runs if runs is not None else _load(args), **kw)
+
+
+#: plan's predicted rollouts to target worse than this multiple of the best constant run: warn.
+PLAN_WORSE = 1.5
+
+
+def _warn_plan_worse(d: dict[str, Any]) -> None:
+    pred = (d.get("predicted") or {}).get("samples_to_target")
+    measured = [c.get("samples_to_target") for c in d.get("constant") or [] if c.get("samples_to_target")]
+    if pred and measured and pred > PLAN_WORSE * min(measured):
+        warnings.warn(f"the plan is predicted to need {pred:,.0f} rollouts to the target, more than "
+                      f"{PLAN_WORSE:g}x the best constant run measured ({min(measured):,.0f}): its model does "
+                      "not fit this sweep well; prefer the best constant batch", UserWarning, stacklevel=2)
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     plan = _plan(args)
-    d = _clean(plan.to_dict())
+    d = _int_counts(_clean(plan.to_dict()))
+    _warn_plan_worse(d)
     if args.out:
         # a schedule file that `load_schedule` (and `simulate --schedule`) reads back
         Path(args.out).write_text(json.dumps({"stages": d["stages"]}, indent=2))
@@ -114,6 +292,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print("predicted: " + ", ".join(f"{k} {_fmt(v)}" for k, v in pred.items()))
     for c in d.get("constant") or []:
         print("constant:  " + ", ".join(f"{k} {_fmt(v)}" for k, v in c.items()))
+    for n in d.get("notes") or []:
+        print(f"note: {n}")
     return 0
 
 
@@ -186,30 +366,238 @@ def cmd_report(args: argparse.Namespace) -> int:
     from rlvr_schedule.clocks import fit_sweep
     from rlvr_schedule.report import write_report
 
-    runs = _load(args.logs)
+    _check_target(args)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise RlvrScheduleError(f"--out {out}: is a file; give a directory (created if missing)")
+    runs = _load(args)
     fit = fit_sweep(runs, target=args.target)
     plan = None
     try:
-        from rlvr_schedule.planner import plan_schedule
-
-        plan = plan_schedule(runs, target=args.target)
+        plan = _plan(args, runs)
     except RlvrScheduleError as exc:  # too few runs to plan: the report still shows the fit
         print(f"note: no plan ({exc})", file=sys.stderr)
-    index = write_report(runs, args.out, fit=fit, plan=plan)
+    index = write_report(runs, out, fit=fit, plan=plan)
     print(index)
+    return 0
+
+
+# -- watch and replay -----------------------------------------------------------------------------
+
+class _Watch:
+    """What ``watch`` prints, computed only from the records read so far (fed one by one)."""
+
+    def __init__(self) -> None:
+        from rlvr_schedule.clocks import GradientNoiseScale, OnlineProgress
+        from rlvr_schedule.clocks.failure import default_detectors
+
+        self.progress = OnlineProgress()
+        self.noise = GradientNoiseScale()
+        self.detectors = default_detectors()
+        self.forecast = None
+        self.alarms: list[str] = []
+        self.records = 0
+        self.last = None
+
+    def update(self, rec: Any) -> None:
+        from rlvr_schedule.clocks import FailureForecast
+
+        if self.forecast is None:
+            signal = "entropy" if math.isfinite(rec.entropy) else "reward_mean"
+            self.forecast = FailureForecast(signal)
+        self.progress.update(rec)
+        self.noise.update(rec)
+        self.forecast.update(rec)
+        for det in self.detectors:
+            was = det.first_alarm
+            det.update(rec)
+            if was is None and det.first_alarm is not None:  # each detector's first sustained alarm
+                a = det.first_alarm
+                self.alarms.append(f"{det.name} from {a.samples:,} rollouts (step {a.step})")
+        self.records += 1
+        self.last = rec
+
+    def status(self) -> dict[str, Any]:
+        rec = self.last
+        fc = self.forecast
+        lo, hi = fc.interval if fc is not None else (math.nan, math.nan)  # rollouts left: low, high
+        lo, hi = (fc.samples + lo, fc.samples + hi) if fc is not None else (lo, hi)
+        b_simple = self.noise.b_simple
+        return _clean({
+            "records": self.records, "step": rec.step, "samples": rec.samples, "batch": rec.batch,
+            "lr": rec.lr, "reward": rec.reward_mean, "rate_per_rollout": self.progress.rate,
+            "b_simple": b_simple if math.isfinite(b_simple) else None,
+            "failure_signal": fc.signal if fc is not None else None,
+            "failure_samples": fc.failure_samples if fc is not None else None,
+            "failure_samples_interval": [lo, hi], "alarms": list(self.alarms),
+        })
+
+
+def _watch_line(where: str, st: dict[str, Any]) -> str:
+    iv = st.get("failure_samples_interval") or [None, None]
+    fail = ("-" if st.get("failure_samples") is None else
+            f"{_fmt_count(st['failure_samples'])} [{_fmt_count(iv[0])}, {_fmt_count(iv[1])}] ({st['failure_signal']})")
+    b_simple = "-" if st.get("b_simple") is None else _fmt_count(st["b_simple"])
+    rate = "-" if st.get("rate_per_rollout") is None else f"{st['rate_per_rollout']:.3g}"
+    alarms = "; ".join(st["alarms"]) if st.get("alarms") else "none"
+    return (f"[{where}] step {st['step']}  rollouts {_fmt_count(st['samples'])}  batch {st['batch']}  "
+            f"lr {_fmt(st.get('lr'))}  reward {_fmt(st.get('reward'))}  rate/rollout {rate}  "
+            f"B_simple {b_simple}  failure at {fail}  alarms: {alarms}")
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    import time
+
+    from rlvr_schedule.ingest.follow import LogFollower
+
+    watch = _Watch()
+    shown_warnings = 0
+    last_change = time.monotonic()
+    with LogFollower(args.log, _read_options(args, _batch_options(args.batch)[0])) as follower:
+        while True:
+            new = follower.poll()
+            if args.max_records is not None:
+                new = new[:max(args.max_records - watch.records, 0)]
+            for w in follower.warnings[shown_warnings:]:
+                print(f"warning: {w}", file=sys.stderr)
+            shown_warnings = len(follower.warnings)
+            if new:
+                last_change = time.monotonic()
+                for rec in new:
+                    watch.update(rec)
+                where = f"line {follower.lines}" if follower.lines else f"step {watch.last.step}"
+                st = watch.status()
+                if args.json:
+                    print(json.dumps(_int_counts({"at": where, **st}), default=_jsonable), flush=True)
+                else:
+                    print(_watch_line(where, st), flush=True)
+            if args.max_records is not None and watch.records >= args.max_records:
+                break
+            if args.until_idle is not None and time.monotonic() - last_change > args.until_idle:
+                break
+            time.sleep(args.interval)
+        if watch.records == 0:
+            raise RlvrScheduleError(follower.error or f"{args.log}: no records")
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from rlvr_schedule.policy import load_schedule
+
+    run = _load(args, [args.log])[0]
+    schedule = load_schedule(args.schedule)
+    events: list[dict[str, Any]] = []
+    prev = None
+    for i, rec in enumerate(run.records):
+        # advisory: the schedule sees what the run did; nothing it says is applied
+        dec = schedule.step(rec)
+        nxt = run.records[i + 1] if i + 1 < len(run.records) else None
+        if dec.switched:
+            events.append({"kind": "schedule", "step": rec.step, "samples": rec.samples, "batch": dec.batch,
+                           "lr": dec.lr, "reason": dec.reason,
+                           "run_batch": nxt.batch if nxt else rec.batch, "run_lr": nxt.lr if nxt else rec.lr})
+        if prev is not None and rec.batch != prev.batch:
+            events.append({"kind": "run", "step": rec.step, "samples": rec.samples, "batch": rec.batch,
+                           "lr": rec.lr, "reason": "the run changed its batch"})
+        prev = rec
+    final = schedule.current
+    out = {"run": run.name, "schedule": str(args.schedule), "records": len(run),
+           "run_batches": sorted({r.batch for r in run.records}), "events": events,
+           "final_stage": {"batch": final.batch, "lr": final.lr}}
+    if args.json:
+        _print_json(_int_counts(_clean(out)))
+        return 0
+    print(f"replay of {run.name} ({len(run)} records, {_fmt_count(run.records[-1].samples)} rollouts) under "
+          f"{args.schedule} (advisory: nothing applied)")
+    if not events:
+        print("the schedule would not have switched; the run kept batch "
+              f"{', '.join(map(str, out['run_batches']))}")
+        return 0
+    _table("decisions", ["step", "rollouts", "who", "batch", "lr", "why", "the run trained at"],
+           [[e["step"], e["samples"], e["kind"], e["batch"], e["lr"], e["reason"],
+             f"batch {e['run_batch']}, lr {_fmt(e['run_lr'])}" if e["kind"] == "schedule" else "-"]
+            for e in events])
     return 0
 
 
 # -- parser -------------------------------------------------------------------------------------
 
+def _formats_help() -> str:
+    from rlvr_schedule.ingest.load import FORMATS
+
+    lines = ["log formats read (detected by name and content; --format NAME to force; .gz of any):"]
+    for f in FORMATS.values():
+        lines.append(f"  {f.name:14s} {f.what}")
+        lines.append(f"  {'':14s} each record needs: {f.needs}")
+    lines.append("every run needs a reward, its rollouts per update (logged, printed config or --batch) "
+                 "and, for the LR rule, its LR (logged or --base-lr)")
+    return "\n".join(lines)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Subcommand errors (a mistyped option) show that subcommand's usage, not the top level's."""
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            sub = getattr(self, "_subparsers_by_name", {}).get(getattr(ns, "command", None), self)
+            sub.error("unrecognized arguments: " + " ".join(extras))
+        return ns
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return v
+
+
+def _positive_int(text: str) -> int:
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {text!r}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    v = _finite_float(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return v
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rlvr-schedule", description=__doc__.split("\n")[0])
+    from rlvr_schedule.ingest.load import FORMATS
+
+    p = _Parser(prog="rlvr-schedule", description=__doc__.split("\n")[0], epilog=_formats_help(),
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
+    p._subparsers_by_name = {}  # type: ignore[attr-defined]
+
+    def add(name: str, help: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=help, description=help, epilog=_formats_help(),
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        p._subparsers_by_name[name] = sp  # type: ignore[attr-defined]
+        return sp
+
+    def read_opts(sp: argparse.ArgumentParser) -> None:
+        g = sp.add_argument_group("reading logs (where a log is silent)")
+        g.add_argument("--format", choices=list(FORMATS), default=None, help="the log format (default: detected)")
+        g.add_argument("--batch", action="append", default=None, metavar="N|LOG=N",
+                       help="rollouts per optimizer update (prompts x responses per prompt); LOG=N for one "
+                            "log (its path or file name); repeatable")
+        g.add_argument("--base-lr", type=_positive_float, default=None, help="the run's LR when the log has none")
+        g.add_argument("--alias", action="append", default=None, metavar="KEY=FIELD",
+                       help="read logged KEY as FIELD (e.g. acc=reward_mean); repeatable")
+        g.add_argument("--logging-steps", type=_positive_int, default=None,
+                       help="optimizer steps between console dicts when no progress bar shows it")
 
     def logs_cmd(name: str, help: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=help)
-        sp.add_argument("logs", nargs="+", help="run logs: JSONL, CSV or TensorBoard dirs (one run each)")
+        sp = add(name, help)
+        sp.add_argument("logs", nargs="+", help="run logs (one run each; a directory: every run in it)")
         sp.add_argument("--target", type=float, default=None, help="target reward (default: from the sweep)")
+        read_opts(sp)
         return sp
 
     sp = logs_cmd("fit", "critical batch, failure samples and a per-run table")
@@ -218,7 +606,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = logs_cmd("plan", "a multi-step schedule from sweep logs")
     sp.add_argument("--json", action="store_true")
-    sp.add_argument("--group-size", type=int, default=None, help="rollouts per prompt; batches are multiples")
+    sp.add_argument("--group-size", type=_positive_int, default=None,
+                    help="rollouts per prompt; batches are multiples")
     sp.add_argument("--out", default=None, help="also write the plan as JSON (a schedule file) here")
     sp.set_defaults(func=cmd_plan)
 
@@ -226,15 +615,32 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True, help="output directory")
     sp.set_defaults(func=cmd_report)
 
-    sp = sub.add_parser("simulate", help="run a schedule in the closed-loop synthetic environment")
+    sp = add("watch", "follow a growing log: rollouts, progress rate, B_simple, failure forecast, alarms")
+    sp.add_argument("log", help="the log being written (any format above)")
+    sp.add_argument("--interval", type=_positive_float, default=2.0, help="seconds between reads")
+    sp.add_argument("--until-idle", type=_positive_float, default=None,
+                    help="stop once the log has not grown for this many seconds (default: follow forever)")
+    sp.add_argument("--max-records", type=_positive_int, default=None, help="stop after this many records")
+    sp.add_argument("--json", action="store_true", help="one JSON object per refresh")
+    read_opts(sp)
+    sp.set_defaults(func=cmd_watch)
+
+    sp = add("replay", "run a schedule in advisory mode over a finished run: what it would have decided")
+    sp.add_argument("log", help="the run's log (any format above)")
+    sp.add_argument("--schedule", required=True, help="YAML/JSON schedule file (static or two_clock)")
+    sp.add_argument("--json", action="store_true")
+    read_opts(sp)
+    sp.set_defaults(func=cmd_replay)
+
+    sp = add("simulate", "run a schedule in the closed-loop synthetic environment")
     sp.add_argument("--schedule", default=None, help="YAML/JSON schedule file (default: the two-clock policy)")
     sp.add_argument("--critical-batch", type=float, default=256.0,
                     help="the environment's critical batch at --lr, --base-batch (rollouts/update)")
     sp.add_argument("--failure-samples", type=float, default=50_000.0,
                     help="rollouts until collapse (at every batch, under the sqrt rule)")
-    sp.add_argument("--lr", type=float, default=1e-6, help="LR at --base-batch")
-    sp.add_argument("--base-batch", type=int, default=64)
-    sp.add_argument("--initial-batch", type=int, default=None,
+    sp.add_argument("--lr", type=_positive_float, default=1e-6, help="LR at --base-batch")
+    sp.add_argument("--base-batch", type=_positive_int, default=64)
+    sp.add_argument("--initial-batch", type=_positive_int, default=None,
                     help="two-clock policy's first batch (default: auto, below the estimated critical batch)")
     sp.add_argument("--noise", type=float, default=1.0, help="metric-noise multiplier (0: exact clocks)")
     sp.add_argument("--drift", type=float, default=0.0, help="critical batch growth with progress")
@@ -250,17 +656,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    fmt = warnings.formatwarning
-    warnings.formatwarning = lambda msg, cat, *a, **k: f"warning: {msg}\n"  # type: ignore[assignment]
+
+    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+        print(f"warning: {message}", file=sys.stderr)
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
+            warnings.showwarning = show  # one line on stderr, also under a test's warning capture
             return int(args.func(args) or 0)
-    except (RlvrScheduleError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    except (RlvrScheduleError, OSError, ValueError) as exc:
+        # data errors (bad logs, files, numbers) exit 2 with the message, never a traceback
         print(f"rlvr-schedule {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    finally:
-        warnings.formatwarning = fmt
+    except KeyboardInterrupt:  # pragma: no cover - watch stopped by hand
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -151,7 +151,17 @@ def plan_schedule(
     # --- LR rule base ---------------------------------------------------------------------------
     smallest = min(runs, key=lambda r: r.batch)
     b0 = base_batch if base_batch is not None else smallest.batch
-    lr0 = base_lr if base_lr is not None else smallest.lr
+    if base_lr is not None:
+        lr0 = base_lr
+    else:
+        # the LR the run trains at after its warm-up (its first record's LR is a warm-up value)
+        from rlvr_schedule.ingest.lr import training_lr
+
+        info = training_lr(smallest)
+        lr0 = info.lr
+        if info.warms_up or info.decays:
+            notes.append(f"base LR {lr0:.3g} of run {smallest.name!r} is its LR after warm-up "
+                         f"({info.describe()}; first logged {info.first_lr:.3g})")
     if not (_finite(lr0) and lr0 > 0):
         raise RlvrScheduleError(f"cannot plan: no usable base LR (run {smallest.name!r} has lr {lr0!r}); "
                                 "pass base_lr")
@@ -207,11 +217,14 @@ def plan_schedule(
         "reaches_target_before_failure": (bool(reached) and (plan_failure is None or samples < plan_failure)),
     }
     constant = []
+    from rlvr_schedule.ingest.lr import training_lr
+
+    train_lrs = {r.name: training_lr(r).lr for r in runs}
     for rf in fit.runs:
         stt = _num(rf.samples_to_target)
         pred = _num(samples_to_target_model(rf.batch, bstar, e0)) if _finite(e0) else None
         constant.append({
-            "name": rf.name, "batch": rf.batch, "lr": _num(rf.lr),
+            "name": rf.name, "batch": rf.batch, "lr": _num(train_lrs.get(rf.name, rf.lr)),
             "samples_to_target": stt, "steps_to_target": None if stt is None else stt / rf.batch,
             "predicted_samples_to_target": pred,
             "predicted_steps_to_target": None if pred is None else pred / rf.batch,

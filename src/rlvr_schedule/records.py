@@ -103,12 +103,14 @@ class Run:
     """The records of one training run, in step order.
 
     ``batch`` and ``lr`` are the run's *first* values (its starting stage); a run that switched
-    batch mid-way exposes its per-step values through :meth:`array`.
+    batch mid-way exposes its per-step values through :meth:`array`. ``meta`` holds what a reader
+    learnt beside the records (where the batch came from, the printed config, the format).
     """
 
     records: list[StepRecord]
     name: str = "run"
     source: str | None = None  # file the run was read from, for error messages
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.records:

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from rlvr_schedule._format import column_formatter
 from rlvr_schedule._format import fmt as _fmt
 from rlvr_schedule.records import Run
 
@@ -50,8 +51,32 @@ def _num(x: Any) -> float:
     return v
 
 
-def _label(run: Run) -> str:
-    return f"B={run.batch}" + ("" if run.constant_batch else " (switched)")
+def _label(run: Run, runs: Sequence[Run] = ()) -> str:
+    """``B=64``; with the run's name when another run has the same batch (seeds, LRs, models)."""
+    same = sum(1 for r in runs if r.batch == run.batch) > 1
+    return (f"B={run.batch}" + (f" {run.name}" if same else "")
+            + ("" if run.constant_batch else " (switched)"))
+
+
+#: failure detector name -> the record field it watches (what the failure plot should show).
+SIGNAL_FIELDS = {"entropy_collapse": "entropy", "reward_crash": "reward_mean", "grad_norm_spike": "grad_norm",
+                 "kl_blowup": "kl", "zero_variance_groups": "frac_zero_std"}
+
+
+def fired_signal(run_rows: Sequence[dict[str, Any]], runs: Sequence[Run] = ()) -> str:
+    """The field to plot for the failure clock: that of the detector that fired most often
+    (entropy when none fired, or the first signal the runs log)."""
+    counts: dict[str, int] = {}
+    for r in run_rows:
+        fld = SIGNAL_FIELDS.get(str(r.get("failure_signal")))
+        if fld:
+            counts[fld] = counts.get(fld, 0) + 1
+    if counts:
+        return max(counts, key=lambda k: counts[k])
+    for fld in ("entropy", "reward_mean"):
+        if any(np.isfinite(run.array(fld)).any() for run in runs):
+            return fld
+    return "entropy"
 
 
 def plot_reward_vs_samples(runs: Sequence[Run], path: Path, *, target: float | None = None,
@@ -64,7 +89,7 @@ def plot_reward_vs_samples(runs: Sequence[Run], path: Path, *, target: float | N
         run = runs[i]
         x, y = run.samples, run.array("reward_mean")
         ok = np.isfinite(y)
-        ax.plot(x[ok], _smooth(y[ok]), color=c, lw=1.4, label=_label(run))
+        ax.plot(x[ok], _smooth(y[ok]), color=c, lw=1.4, label=_label(run, runs))
         fs = failure_samples[i] if failure_samples is not None else None
         if fs is not None and math.isfinite(_num(fs)):
             ax.axvline(float(fs), color=c, ls=":", lw=1)
@@ -140,7 +165,7 @@ def plot_failure_signal(runs: Sequence[Run], path: Path, *, signal: str = "entro
         y = run.array(signal)
         ok = np.isfinite(y)
         if ok.any():
-            ax.plot(run.samples[ok], y[ok], color=c, lw=1.2, label=_label(run))
+            ax.plot(run.samples[ok], y[ok], color=c, lw=1.2, label=_label(run, runs))
     fs = _num(failure_samples)
     if math.isfinite(fs):
         ax.axvline(fs, color="C3", ls="--", lw=1.2, label=f"pooled failure ~ {fs:,.0f} samples")
@@ -187,11 +212,16 @@ def _forecast(runs: Sequence[Run], failure_samples: Any, signal: str = "entropy"
     return float(fc.samples), float(pred), float(hi - lo) / 2
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> tuple[str, str]:
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, by_column: bool = True) -> tuple[str, str]:
+    """Markdown and HTML; ``by_column``: one number format per column (else per cell, for tables
+    whose rows are different quantities)."""
+    fmts = ([column_formatter(h, [r[i] for r in rows]) for i, h in enumerate(header)] if by_column
+            else [_fmt] * len(header))
+    cells = [[f(v) for f, v in zip(fmts, row)] for row in rows]
     md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    md += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    md += ["| " + " | ".join(row) + " |" for row in cells]
     th = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    trs = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>" for row in rows)
+    trs = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>" for row in cells)
     return "\n".join(md), f"<table><tr>{th}</tr>{trs}</table>"
 
 
@@ -212,6 +242,7 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, *, fit: Any = None, p
     run_rows = fd.get("runs", [])
     fails = [r.get("failure_samples") for r in run_rows] if len(run_rows) == len(runs) else None
 
+    signal = fired_signal(run_rows, runs)
     pngs = [
         ("Reward vs samples", plot_reward_vs_samples(runs, out / "reward_vs_samples.png",
                                                      target=fd.get("target"), failure_samples=fails)),
@@ -219,19 +250,22 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, *, fit: Any = None, p
             [r.get("batch") for r in run_rows], [_num(r.get("rate")) for r in run_rows],
             out / "progress_vs_batch.png", critical_batch=fd.get("critical_batch"),
             rate_at_zero=fd.get("rate_at_zero"), interval=fd.get("critical_batch_interval"))),
-        ("Failure signal vs samples", plot_failure_signal(
-            runs, out / "failure_signal.png", failure_samples=fd.get("failure_samples"),
+        (f"Failure signal ({signal}) vs samples", plot_failure_signal(
+            runs, out / "failure_signal.png", signal=signal, failure_samples=fd.get("failure_samples"),
             failure_interval=fd.get("failure_samples_interval"),
-            forecast=_forecast(runs, fd.get("failure_samples")))),
+            forecast=_forecast(runs, fd.get("failure_samples"), signal))),
     ]
     summary: dict[str, Any] = {"fit": fd}
     if plan is not None:
         summary["plan"] = plan.to_dict()
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=_jsonable))
 
-    head = ["run", "batch", "lr", "rate (reward/rollout)", "samples to target", "failure samples", "signal"]
-    rows = [[r.get("name"), r.get("batch"), r.get("lr"), r.get("rate"), r.get("samples_to_target"),
-             r.get("failure_samples"), r.get("failure_signal")] for r in run_rows]
+    head = ["run", "batch", "lr after warm-up", "rate (reward/rollout)", "samples to target", "failure samples", "signal"]
+    from rlvr_schedule.ingest.lr import training_lr
+
+    lrs = [training_lr(run).lr for run in runs] if len(runs) == len(run_rows) else [r.get("lr") for r in run_rows]
+    rows = [[r.get("name"), r.get("batch"), lr, r.get("rate"), r.get("samples_to_target"),
+             r.get("failure_samples"), r.get("failure_signal")] for r, lr in zip(run_rows, lrs)]
     md_runs, html_runs = _table(head, rows)
     key = [
         ("critical batch B* (rollouts/update)", fd.get("critical_batch"), fd.get("critical_batch_interval")),
@@ -240,7 +274,7 @@ def write_report(runs: Sequence[Run], out_dir: str | Path, *, fit: Any = None, p
          fd.get("failure_exponent_interval")),
         ("target reward", fd.get("target"), None),
     ]
-    md_key, html_key = _table(["quantity", "estimate", "interval"], key)
+    md_key, html_key = _table(["quantity", "estimate", "interval"], key, by_column=False)
     sections_md = [f"# {title}", "", "## Fitted clocks", "", md_key, "", "## Runs", "", md_runs, ""]
     sections_html = [f"<h1>{html.escape(title)}</h1>", "<h2>Fitted clocks</h2>", html_key,
                      "<h2>Runs</h2>", html_runs]

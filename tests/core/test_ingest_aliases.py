@@ -158,3 +158,26 @@ def test_tensor_values_are_read_as_numbers():
     assert r.reward_mean == 0.5 and r.entropy == 1.25 and "my/vec" not in r.extra
     with pytest.raises(IngestError, match="'kl'"):
         canonicalize({"kl": torch.ones(2)}, step=1, samples=4, batch=4)
+
+
+def test_trl_ppo_rloo_and_old_verl_names() -> None:
+    """TRL PPO/RLOO: episode = rollouts so far, objective/scores = the score (rlhf_reward, which
+    subtracts the KL penalty, only as a fallback); old verl: actor/entropy_loss is the entropy and
+    critic/kl the reference KL; TRL's train/rollout mismatch is known (kept, no warning)."""
+    import warnings
+
+    from rlvr_schedule.ingest import map_metrics
+
+    m = map_metrics({"episode": 512, "objective/scores": 0.4, "objective/rlhf_reward": 0.35,
+                     "objective/entropy": 2.1, "objective/kl": 0.02, "policy/clipfrac_avg": 0.1})
+    assert m.values["samples"] == 512 and m.values["reward_mean"] == 0.4
+    assert m.values["entropy"] == 2.1 and m.values["kl"] == 0.02 and m.values["clip_frac"] == 0.1
+    assert m.extra["objective/rlhf_reward"] == 0.35
+    assert map_metrics({"objective/rlhf_reward": 0.35}).values["reward_mean"] == 0.35
+    m = map_metrics({"actor/entropy_loss": 0.5, "critic/kl": 0.01, "actor/ppo_kl": 0.001})
+    assert m.values["entropy"] == 0.5 and m.values["kl"] == 0.01 and m.extra["actor/ppo_kl"] == 0.001
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = map_metrics({"reward": 1.0, "sampling/sampling_logp_difference/mean": 0.02,
+                         "sampling/importance_sampling_ratio/min": 0.9})
+    assert not m.unknown and m.extra["sampling/sampling_logp_difference/mean"] == 0.02

@@ -1,7 +1,8 @@
 """Ingestion: framework metric names -> :class:`~rlvr_schedule.records.StepRecord`, logs -> :class:`Run`.
 
 :mod:`.aliases` maps TRL / verl / OpenRLHF names onto canonical fields; :func:`canonicalize` turns
-one metrics dict into a record (adapters, online). Readers for JSONL, CSV and TensorBoard logs and
+one metrics dict into a record (adapters, online). Readers for JSONL/JSON, CSV (W&B exports),
+TensorBoard and console logs (verl, TRL/transformers; :data:`FORMATS`), plain or .gz, and
 the in-memory :class:`RecordStream` share one set of checks (order, samples/batch derivation,
 non-finite values, missing reward); :class:`JsonlWriter` appends. Needs numpy alone; tensorboard
 is imported only when reading event files.
@@ -16,14 +17,25 @@ from rlvr_schedule.ingest.aliases import (
     merge_aliases,
 )
 from rlvr_schedule.ingest.canonical import canonicalize, map_metrics
-from rlvr_schedule.ingest.csv_log import read_csv
+from rlvr_schedule.ingest.console import read_trl_console, read_verl_console
+from rlvr_schedule.ingest.csv_log import read_csv, read_wandb_chart_csv
 from rlvr_schedule.ingest.jsonl import read_jsonl
-from rlvr_schedule.ingest.load import find_runs, load_run, load_runs
+from rlvr_schedule.ingest.load import FORMATS, detect_format, find_runs, load_run, load_runs
+from rlvr_schedule.ingest.lr import LrInfo, training_lr
+from rlvr_schedule.ingest.options import ReadOptions
 from rlvr_schedule.ingest.stream import RecordStream
 from rlvr_schedule.ingest.tb import read_tensorboard
 from rlvr_schedule.ingest.writer import JsonlWriter, write_jsonl
 
 __all__ = [
+    "FORMATS",
+    "LrInfo",
+    "ReadOptions",
+    "detect_format",
+    "read_trl_console",
+    "read_verl_console",
+    "read_wandb_chart_csv",
+    "training_lr",
     "ALIASES",
     "FIELD_ALIASES",
     "AliasTable",

@@ -67,6 +67,7 @@ FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     ),
     "samples": (
         "samples", "total_samples", "consumed_samples", "num_samples_total",
+        "episode",                # TRL PPO/RLOO: rollouts so far
     ),
     "batch": (
         "batch", "rollout_batch", "batch_size",
@@ -85,6 +86,8 @@ FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "rollout/reward_mean",    # OpenRLHF
         "critic/rewards/mean",    # verl: after KL-in-reward shaping (fallback only)
         "rollout/reward",
+        "objective/scores",       # TRL PPO/RLOO: verifier/reward-model score
+        "objective/rlhf_reward",  # TRL PPO/RLOO: score minus KL penalty (fallback only)
     ),
     "reward_std": (
         "reward_std",             # TRL
@@ -96,6 +99,8 @@ FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "actor/entropy",          # verl
         "entropy_loss",           # OpenRLHF (only with an entropy coefficient)
         "policy_entropy",
+        "actor/entropy_loss",     # verl before 0.3: the entropy under its old name
+        "objective/entropy",      # TRL PPO/RLOO
     ),
     # KL to the reference policy first (TRL/OpenRLHF ``kl``, verl ``actor/kl_loss``); the
     # old-vs-new policy KL of the PPO ratio (``ppo_kl``) only when that is all a run logs.
@@ -103,6 +108,8 @@ FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "kl",                     # TRL (beta > 0), OpenRLHF
         "actor/kl_loss",          # verl (use_kl_loss)
         "actor/reward_kl_penalty",  # verl (KL in reward)
+        "critic/kl",              # verl before 0.3: KL to the reference (in-reward)
+        "objective/kl",           # TRL PPO/RLOO
         "actor/ppo_kl",           # verl
         "ppo_kl",                 # OpenRLHF
     ),
@@ -117,10 +124,12 @@ FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "actor/pg_clipfrac",      # verl
         "ppo_clip_ratio",         # OpenRLHF
         "clip_ratio",
+        "policy/clipfrac_avg",    # TRL PPO/RLOO
     ),
     "response_length": (
         "response_length",
         "completions/mean_length",  # TRL
+        "completion_length",        # TRL before 0.15
         "response_length/mean",     # verl
         "rollout/response_length_mean",  # OpenRLHF
         "rollout/response_length",
@@ -174,6 +183,10 @@ KNOWN_EXTRA: frozenset[str] = frozenset({
     # verl: its metric namespaces (trainer/ppo/metric_utils.py, workers' "actor/" metrics)
     "critic/", "actor/", "training/", "response_length/", "prompt_length/", "timing_s/",
     "timing_per_token_ms/", "perf/", "val-core/", "val-aux/", "global_seqlen/",
+    # TRL: train/rollout log-prob mismatch, PPO/RLOO namespaces; W&B chart/run exports; ms-swift
+    "sampling/", "objective/", "policy/", "loss/", "val/", "eps", "Step", "global_step/max_steps",
+    "percentage", "elapsed_time", "remaining_time", "memory(GiB)", "train_speed(iter/s)",
+    "step_time", "entropy/", "test_score/",
     # OpenRLHF
     "policy_loss", "rollout/", "timing/", "dynamic_filtering_pass_rate", "kl_coef", "actor_loss",
     "critic_loss", "values", "return", "advantages", "response_clip_ratio", "total_length",

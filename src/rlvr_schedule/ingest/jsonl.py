@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_schedule.errors import IngestError, IngestWarning
+from rlvr_schedule.ingest.options import ReadOptions, apply_options, describe_sources
 from rlvr_schedule.ingest.stream import RecordStream
+from rlvr_schedule.ingest.textio import logical_suffix, open_text
 from rlvr_schedule.records import Run
 
 __all__ = ["read_jsonl", "iter_jsonl_rows", "iter_json_document_rows"]
@@ -26,9 +28,9 @@ __all__ = ["read_jsonl", "iter_jsonl_rows", "iter_json_document_rows"]
 def iter_json_document_rows(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, Any]]] | None:
     """``(label, dict)`` rows of a whole-file JSON list / ``log_history``; None if not such a file."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open_text(path) as fh:
             doc = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, EOFError):
         return None
     key = ""
     if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
@@ -48,7 +50,7 @@ def iter_jsonl_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[st
     source = str(path)
     pending: tuple[int, str] | None = None  # an unparsable line: fatal unless it is the last one
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open_text(path) as fh:
             for lineno, text in enumerate(fh, start=1):
                 if not text.strip():
                     continue
@@ -74,16 +76,42 @@ def iter_jsonl_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[st
                       "a run killed mid-write?)", IngestWarning, stacklevel=3)
 
 
+def _flatten_verl(obj: dict[str, Any]) -> dict[str, Any]:
+    """verl's file logger writes ``{"step": N, "data": {...}}``: its metrics one level down."""
+    data = obj.get("data")
+    if isinstance(data, dict) and "step" in obj and len(obj) <= 3:
+        return {**data, "step": obj["step"]}
+    return obj
+
+
+def _stem(path: str | os.PathLike[str]) -> str:
+    name = Path(path).name
+    for suffix in (".gz", ".jsonl", ".ndjson", ".json"):
+        name = name.removesuffix(suffix)
+    return name
+
+
 def read_jsonl(path: str | os.PathLike[str], *, name: str | None = None,
-               aliases: Mapping[str, str] | None = None) -> Run:
-    """Read a JSONL log into a validated :class:`Run` (framework names mapped by ``aliases``)."""
-    stream = RecordStream(name=name or Path(path).stem, source=str(path), aliases=aliases)
-    if Path(path).suffix.lower() == ".json":
-        doc_rows = iter_json_document_rows(path)
-        if doc_rows is not None:
-            for label, obj in doc_rows:
-                stream.append(obj, label=label)
-            return stream.to_run()
-    for lineno, obj in iter_jsonl_rows(path):
-        stream.append(obj, line=lineno)
-    return stream.to_run()
+               aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
+    """Read a JSONL log into a validated :class:`Run` (framework names mapped by ``aliases``).
+
+    Also a whole-file JSON list of metric dicts or a ``trainer_state.json`` (``log_history``),
+    and verl's JSONL file logger (``{"step": N, "data": {...}}``).
+    """
+    stream = RecordStream(name=name or _stem(path), source=str(path), aliases=aliases)
+    fmt = "jsonl"
+    doc_rows = iter_json_document_rows(path) if logical_suffix(path) == ".json" else None
+    if doc_rows is not None:
+        fmt = "trainer-state" if doc_rows and doc_rows[0][0].startswith("log_history") else "json-list"
+        for label, obj in doc_rows:
+            stream.append(apply_options(obj, options, stream.aliases), label=label)
+    else:
+        for lineno, obj in iter_jsonl_rows(path):
+            flat = _flatten_verl(obj)
+            if flat is not obj:
+                fmt = "verl-jsonl"
+            stream.append(apply_options(flat, options, stream.aliases), line=lineno)
+    run = stream.to_run()
+    run.meta["format"] = fmt
+    describe_sources(run, stream.names, options)
+    return run

@@ -58,6 +58,7 @@ class RecordStream:
         self._skipped: list[str] = []  # rows without any canonical metric, not at the last step
         self._warned = False
         self._loc: str | None = self.source  # source of the row being appended (with its label)
+        self.names: dict[str, str] = {}  # canonical field -> the logged name that first filled it
 
     # -- container protocol --------------------------------------------------------------
     def __len__(self) -> int:
@@ -95,6 +96,8 @@ class RecordStream:
             return item
         m = map_metrics(item, self.aliases, source=self._loc, line=line)
         self._note(m, line)
+        for fld, logged in m.names.items():
+            self.names.setdefault(fld, logged)
         v, names = m.values, m.names
         step_field = names.get("step", "step")
 
@@ -131,8 +134,8 @@ class RecordStream:
         if samples is None and batch is None:
             raise self._error(
                 "neither samples nor batch is logged (looked for "
-                f"{', '.join(FIELD_ALIASES['samples'] + FIELD_ALIASES['batch'])}); "
-                "pass an alias for one of them", line, "samples")
+                f"{', '.join(FIELD_ALIASES['samples'] + FIELD_ALIASES['batch'])}): pass the rollouts "
+                "per update with --batch N (or --alias NAME=samples / NAME=batch)", line, "samples")
         if samples is None:
             assert batch is not None
             samples = prev_samples + batch * gap
@@ -246,11 +249,17 @@ class RecordStream:
     def to_run(self, *, name: str | None = None, require_reward: bool = True) -> Run:
         """The validated :class:`Run`; errors when empty or (``require_reward``) without any reward."""
         if not self.records:
+            if self._skipped:
+                seen = ", ".join(list(self._unknown)[:12]) or "none"
+                raise IngestError(
+                    f"{len(self._skipped)} row(s) but none with a known metric (unknown names: {seen}); "
+                    "name yours with --alias KEY=FIELD (e.g. --alias acc=reward_mean)",
+                    source=self.source or "<stream>")
             raise IngestError("no records (empty log)", source=self.source or "<stream>")
         if require_reward and not any(math.isfinite(r.reward_mean) for r in self.records):
             raise IngestError(
                 "no reward metric: none of " + ", ".join(FIELD_ALIASES["reward_mean"])
-                + " has a finite value (add an alias for your reward name)",
+                + " has a finite value (name yours with --alias NAME=reward_mean)",
                 source=self.source or "<stream>", field="reward_mean")
         self.warn_pending()
         return Run(list(self.records), name=name or self.name, source=self.source)

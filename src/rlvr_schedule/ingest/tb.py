@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from rlvr_schedule.errors import IngestError, IngestWarning
+from rlvr_schedule.ingest.options import ReadOptions, apply_options, describe_sources
 from rlvr_schedule.ingest.stream import RecordStream
 from rlvr_schedule.records import Run
 
@@ -97,7 +98,7 @@ def read_scalars(path: str | os.PathLike[str]) -> dict[int, dict[str, float]]:
 
 
 def read_tensorboard(path: str | os.PathLike[str], *, name: str | None = None,
-                     aliases: Mapping[str, str] | None = None) -> Run:
+                     aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
     """Read a TensorBoard event file or run directory into a validated :class:`Run`.
 
     The event step is the record's step (a logged step tag such as ``training/global_step``
@@ -111,8 +112,10 @@ def read_tensorboard(path: str | os.PathLike[str], *, name: str | None = None,
     stream = RecordStream(name=name or (p.name if p.is_dir() else p.parent.name or p.name),
                           source=source, aliases=aliases)
     for step, values in rows.items():
-        stream.append({**values, "step": step}, label=f"step {step}")
+        stream.append(apply_options({**values, "step": step}, options, stream.aliases), label=f"step {step}")
     run = stream.to_run()
+    run.meta["format"] = "tensorboard"
+    describe_sources(run, stream.names, options)
     hits = (stream.aliases.resolve(tag) for tag in rows[max(rows)])
     if run.records[-1].samples > _EXACT_FLOAT32 and any(h is not None and h[0] == "samples" for h in hits):
         warnings.warn(f"{source}: samples above 2**24 are rounded by TensorBoard's float32 scalars; "

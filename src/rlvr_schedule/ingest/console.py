@@ -1,0 +1,400 @@
+"""Console logs as trainers print them (``python train.py 2>&1 | tee train.log``).
+
+verl (:func:`read_verl_console`): ``step:N - key:value - ...`` lines among Ray output, colour codes
+and worker prefixes; values with 3 decimals (``actor/lr:0.000``), old names with a unit
+(``actor/lr(1e-4):0.010`` is 1e-6). The rollouts per update are ``data.train_batch_size x
+actor_rollout_ref.rollout.n`` of the config verl prints at start (a pprint of a dict), else of
+``key=value`` overrides on the logged command line; the LR, when printed as 0.000, is the config's
+``actor_rollout_ref.actor.optim.lr`` through its linear warm-up (``Total steps: T, num_warmup_steps:
+W``, printed by the workers). A validation line at a training step is merged into that step.
+
+TRL / transformers (:func:`read_trl_console`): one Python dict per log (``{'loss': ..., 'reward':
+...}``), tqdm progress bars and, at log level info, the Trainer's ``***** Running training *****``
+header whose ``Total train batch size`` is the completions per optimizer update of a GRPO run with
+``num_iterations=1`` (TRL's default; the console cannot tell otherwise). Each dict's optimizer step is
+``global_step/max_steps`` in the dict (ms-swift), else its ``epoch`` times the header's ``Num update
+steps per epoch`` when the printed digits pin the step down, else the progress counter shown when it
+was printed (``12/24 [``), else its rank times ``logging_steps``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import re
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from rlvr_schedule.errors import IngestError, IngestWarning
+from rlvr_schedule.ingest.options import ReadOptions, apply_options, describe_sources, warn_batch_conflict
+from rlvr_schedule.ingest.stream import RecordStream
+from rlvr_schedule.ingest.textio import _ANSI, open_text, split_ray_prefix
+from rlvr_schedule.records import Run
+
+__all__ = ["read_verl_console", "read_trl_console", "parse_verl_step_line", "find_verl_config",
+           "looks_like_verl_console", "looks_like_trl_console"]
+
+_STEP_LINE = re.compile(r"^\s*step:(\d+) - (.*)$")
+_UNIT = re.compile(r"^(.*)\(([-+0-9.eE]+)\)$")
+_OVERRIDE = re.compile(r"(?<![\w.])(data\.train_batch_size|actor_rollout_ref\.rollout\.n|"
+                       r"actor_rollout_ref\.actor\.optim\.lr|actor_rollout_ref\.model\.path|"
+                       r"algorithm\.adv_estimator|data\.max_response_length)=([^\s'\"\\]+)")
+_TOTAL_STEPS = re.compile(r"Total steps: (\d+), num_warmup_steps: (\d+)")
+_SHELL_VAR = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S+)\s*$")
+
+
+def _expand(value: str, env: Mapping[str, str]) -> str:
+    """``$MODEL_PATH`` / ``${MODEL_PATH}`` in an override, from ``MODEL_PATH=...`` lines of the log."""
+    return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), m.group(0)), value)
+_VAL_PREFIXES = ("val-core/", "val-aux/", "val/", "test_score/")
+
+
+def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str]]:
+    """``(line number, Ray prefix, text)`` with colour codes removed."""
+    try:
+        with open_text(path) as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                text = _ANSI.sub("", raw.rstrip("\r\n"))
+                prefix, rest = split_ray_prefix(text)
+                yield lineno, prefix, rest
+    except UnicodeDecodeError as exc:
+        raise IngestError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from exc
+    except EOFError as exc:
+        raise IngestError(f"truncated gzip file ({exc})", source=str(path)) from exc
+
+
+def _num(text: str) -> float | str:
+    try:
+        return float(text)
+    except ValueError:
+        return text.strip()
+
+
+def parse_verl_step_line(text: str) -> tuple[int, dict[str, Any]] | None:
+    """``(step, metrics)`` of one ``step:N - key:value - ...`` line (units such as ``(1e-4)`` applied)."""
+    m = _STEP_LINE.match(text)
+    if not m:
+        return None
+    out: dict[str, Any] = {}
+    for pair in m.group(2).split(" - "):
+        key, sep, value = pair.rpartition(":")
+        if not sep or not key.strip():
+            continue
+        key = key.strip()
+        val = _num(value)
+        unit = _UNIT.match(key)
+        if unit and isinstance(val, float):
+            try:
+                val *= float(unit.group(2))
+                key = unit.group(1)
+            except ValueError:
+                pass
+        out[key] = val
+    return int(m.group(1)), out
+
+
+def _get(cfg: Mapping[str, Any], dotted: str) -> Any:
+    cur: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def find_verl_config(lines: list[tuple[int, str, str]]) -> tuple[dict[str, Any] | None, int | None]:
+    """The config dict verl pprints at start (``{'actor_rollout_ref': ...}``) and its first line."""
+    for i, (lineno, prefix, text) in enumerate(lines):
+        if not text.lstrip().startswith("{'actor_rollout_ref'"):
+            continue
+        buf = [text]
+        for _, p2, t2 in lines[i + 1:i + 4000]:
+            if p2 != prefix:
+                continue  # another process's line interleaved by Ray
+            buf.append(t2)
+            if t2.rstrip().endswith("}"):
+                try:
+                    cfg = ast.literal_eval("\n".join(buf).strip())
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    continue
+                if isinstance(cfg, dict):
+                    return cfg, lineno
+                break
+    return None, None
+
+
+def looks_like_verl_console(head: str) -> bool:
+    return bool(re.search(r"(?m)^(?:\x1b\[[0-9;]*m|\[[0-9;]*m)*(?:\([^)]*pid=\d+[^)]*\)\s?)?(?:\x1b\[[0-9;]*m)*"
+                          r"\s*step:\d+ - \S+:", head)) or "verl.trainer.main_ppo" in head or "{'actor_rollout_ref'" in head
+
+
+def looks_like_trl_console(head: str) -> bool:
+    return ("***** Running training *****" in head
+            or bool(re.search(r"(?m)^\s*\{(['\"])(?:loss|reward|learning_rate|grad_norm)\1\s*:", head)))
+
+
+def read_verl_console(path: str | os.PathLike[str], *, name: str | None = None,
+                      aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
+    """Read a verl console log (plain or .gz) into a :class:`Run`; see the module docstring."""
+    source = str(path)
+    opts = options or ReadOptions()
+    lines = list(_lines(path))
+    cfg, cfg_line = find_verl_config(lines)
+    overrides: dict[str, str] = {}
+    shell: dict[str, str] = {}
+    total_steps = warmup_steps = None
+    rows: list[tuple[int, int, dict[str, Any]]] = []  # (line, step, metrics), same steps merged
+    for lineno, _prefix, text in lines:
+        parsed = parse_verl_step_line(text)
+        if parsed is not None:
+            step, metrics = parsed
+            if rows and rows[-1][1] == step:
+                rows[-1][2].update({k: v for k, v in metrics.items() if k not in rows[-1][2]})
+            else:
+                rows.append((lineno, step, metrics))
+            continue
+        for key, value in _OVERRIDE.findall(text):
+            overrides[key] = _expand(value, shell)
+        sv = _SHELL_VAR.match(text)
+        if sv:
+            shell[sv.group(1)] = sv.group(2).strip("'\"")
+        t = _TOTAL_STEPS.search(text)
+        if t:
+            total_steps, warmup_steps = int(t.group(1)), int(t.group(2))
+    if not rows:
+        raise IngestError("no verl 'step:N - key:value' lines", source=source)
+
+    # --- rollouts per update -------------------------------------------------------------------
+    batch, batch_source = _verl_batch(cfg, overrides, source)
+    if opts.batch is not None:
+        warn_batch_conflict(source, batch, opts.batch, "data.train_batch_size x rollout.n")
+        batch, batch_source = opts.batch, "option --batch"
+    if batch is None:
+        raise IngestError(
+            "the rollouts per update are not in this verl log (no printed config, no "
+            "data.train_batch_size=... override): pass --batch N (N = data.train_batch_size x "
+            "actor_rollout_ref.rollout.n)", source=source, field="batch")
+
+    # --- LR: printed with 3 decimals, so 0.000 for any RL LR -----------------------------------
+    cfg_lr = _float(_get(cfg, "actor_rollout_ref.actor.optim.lr")) if cfg else None
+    lr_where = "config in the log"
+    if cfg_lr is None and "actor_rollout_ref.actor.optim.lr" in overrides:
+        cfg_lr = _float(overrides["actor_rollout_ref.actor.optim.lr"])
+        lr_where = "command line in the log"
+    lr_base, lr_source = (cfg_lr, f"{lr_where}: actor_rollout_ref.actor.optim.lr") if cfg_lr else (None, None)
+    if opts.base_lr is not None:
+        lr_base, lr_source = opts.base_lr, "option --base-lr"
+    if warmup_steps is None and cfg is not None:
+        ws = _get(cfg, "actor_rollout_ref.actor.optim.lr_warmup_steps")
+        ratio = _float(_get(cfg, "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio"))
+        if isinstance(ws, int) and ws > 0:
+            warmup_steps = ws
+        elif ratio and total_steps:
+            warmup_steps = int(ratio * total_steps)
+    lr_keys = ("actor/lr", "actor/lr(1e-4)")
+    rounded = 0
+    stream = RecordStream(name=name or _stem(path), source=source, aliases=aliases)
+    for lineno, step, metrics in rows:
+        if not any(not k.startswith(_VAL_PREFIXES) for k in metrics):
+            continue  # a validation-only line (before training, or of a step not logged)
+        row = dict(metrics)
+        printed = next((row[k] for k in lr_keys if isinstance(row.get(k), float)), None)
+        if printed is not None and printed == 0.0:  # 0.000: the LR lost to 3 decimals
+            rounded += 1
+            row.pop("actor/lr", None)
+            if lr_base is not None:
+                w = warmup_steps or 0
+                row["lr"] = lr_base * (min(1.0, step / w) if w > 0 else 1.0)
+        elif printed is None and lr_base is not None:
+            row["lr"] = lr_base
+        row["step"] = step
+        row["batch"] = batch
+        stream.append(row, line=lineno)
+    run = stream.to_run()
+    if rounded and lr_base is None:
+        warnings.warn(f"{source}: actor/lr is printed as 0.000 (3 decimals) and the log has no config LR: "
+                      "pass --base-lr", IngestWarning, stacklevel=2)
+    run.meta.update({"format": "verl-console", "batch_source": batch_source,
+                     "setup": _verl_setup(cfg, overrides)})
+    if rounded and lr_base is not None:
+        run.meta["lr_source"] = (f"{lr_source} (the log prints actor/lr as 0.000)"
+                                 + (f", linear warm-up over {warmup_steps} steps" if warmup_steps else ""))
+    if cfg_line is not None:
+        run.meta["config_line"] = cfg_line
+    describe_sources(run, stream.names, None)
+    return run
+
+
+def _stem(path: str | os.PathLike[str]) -> str:
+    p = Path(path)
+    n = p.name
+    for suf in (".gz", ".log", ".txt", ".out"):
+        n = n.removesuffix(suf)
+    return n or p.name
+
+
+def _float(x: Any) -> float | None:
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _int(x: Any) -> int | None:
+    f = _float(x)
+    return int(f) if f is not None and f == int(f) and f >= 1 else None
+
+
+def _verl_batch(cfg: dict[str, Any] | None, overrides: Mapping[str, str],
+                source: str) -> tuple[int | None, str | None]:
+    tbs = _int(_get(cfg, "data.train_batch_size")) if cfg else None
+    n = _int(_get(cfg, "actor_rollout_ref.rollout.n")) if cfg else None
+    where = "config in the log"
+    if tbs is None and "data.train_batch_size" in overrides:
+        tbs, where = _int(overrides["data.train_batch_size"]), "command line in the log"
+    if n is None and "actor_rollout_ref.rollout.n" in overrides:
+        n = _int(overrides["actor_rollout_ref.rollout.n"])
+    if tbs is None:
+        return None, None
+    n_note = ""
+    if n is None:
+        n, n_note = 1, " (verl's default)"
+    return tbs * n, f"{where}: train_batch_size {tbs} x rollout.n {n}{n_note}"
+
+
+def _verl_setup(cfg: dict[str, Any] | None, overrides: Mapping[str, str]) -> dict[str, Any]:
+    """What makes two runs comparable beyond batch and LR (model, algorithm, length cap, group)."""
+    keys = {"model": "actor_rollout_ref.model.path", "algorithm": "algorithm.adv_estimator",
+            "max_response_length": "data.max_response_length", "rollouts_per_prompt": "actor_rollout_ref.rollout.n"}
+    out: dict[str, Any] = {}
+    for k, dotted in keys.items():
+        v = _get(cfg, dotted) if cfg else None
+        if v is None:
+            v = overrides.get(dotted)
+        if v is not None:
+            out[k] = v
+    return out
+
+
+# -- TRL / transformers ---------------------------------------------------------------------------
+
+_DICT_START = re.compile(r"\{['\"]")
+_PROGRESS = re.compile(r"(\d+)/(\d+) \[")
+_HEADER_BATCH = re.compile(r"Total train batch size[^=]*=\s*([\d,]+)")
+_HEADER_STEPS = re.compile(r"Total optimization steps\s*=\s*([\d,]+)")
+_HEADER_SPE = re.compile(r"Num update steps per epoch\s*=\s*([\d,]+)")
+
+
+def _epoch_step(epoch: Any, steps_per_epoch: int | None) -> int | None:
+    """The optimizer step an ``epoch`` value pins down exactly (``epoch x steps per epoch`` when its
+    printed digits are fine enough to tell neighbouring steps apart), else None."""
+    if steps_per_epoch is None or epoch is None or isinstance(epoch, bool):
+        return None
+    text = epoch if isinstance(epoch, str) else repr(float(epoch))
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if not math.isfinite(value) or value < 0 or "e" in text.lower():
+        return None
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    if steps_per_epoch * 0.5 * 10.0 ** (-decimals) >= 0.5:
+        return None  # rounded too coarsely: two steps could print the same epoch
+    return int(round(value * steps_per_epoch))
+_SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
+                 "total_flos")
+
+
+def _parse_dict(text: str) -> dict[str, Any] | None:
+    m = _DICT_START.search(text)
+    if not m or not text.rstrip().endswith("}"):
+        return None
+    body = text[m.start():].strip()
+    try:
+        obj = ast.literal_eval(body)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        try:
+            obj = json.loads(body)
+        except json.JSONDecodeError:
+            return None
+    return obj if isinstance(obj, dict) else None
+
+
+def read_trl_console(path: str | os.PathLike[str], *, name: str | None = None,
+                     aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
+    """Read a TRL / transformers console log (plain or .gz) into a :class:`Run`."""
+    source = str(path)
+    opts = options or ReadOptions()
+    header_batch = max_steps = steps_per_epoch = None
+    counter: int | None = None
+    rows: list[tuple[int, int | None, dict[str, Any]]] = []
+    for lineno, _prefix, text in _lines(path):
+        for part in text.split("\r"):
+            hb = _HEADER_BATCH.search(part)
+            if hb:
+                header_batch = int(hb.group(1).replace(",", ""))
+            hs = _HEADER_STEPS.search(part)
+            if hs:
+                max_steps = int(hs.group(1).replace(",", ""))
+            he = _HEADER_SPE.search(part)
+            if he:
+                steps_per_epoch = int(he.group(1).replace(",", ""))
+            d = _parse_dict(part)
+            if d is not None:
+                step = None
+                gs = d.get("global_step/max_steps")
+                if isinstance(gs, str) and "/" in gs:
+                    step = _int(gs.split("/")[0])
+                if step is None:
+                    # the bar can lag the step when steps are faster than tqdm redraws (0.1 s):
+                    # an epoch printed finely enough is exact
+                    step = _epoch_step(d.get("epoch"), steps_per_epoch)
+                rows.append((lineno, step if step is not None else counter, d))
+                continue
+            for done, total in _PROGRESS.findall(part):
+                if max_steps is None or int(total) == max_steps:
+                    counter = int(done)
+    if not rows:
+        raise IngestError("no metrics dict lines ({'loss': ..., 'reward': ...})", source=source)
+    batch, batch_source = header_batch, None
+    if header_batch is not None:
+        batch_source = (f"header: Total train batch size {header_batch} (completions per update if "
+                        "num_iterations is 1; the console does not say)")
+    if opts.batch is not None:
+        warn_batch_conflict(source, header_batch, opts.batch, "Total train batch size")
+        batch, batch_source = opts.batch, "option --batch"
+    if batch is None:
+        raise IngestError("the completions per optimizer update are not in this log (no '***** Running "
+                          "training *****' header: run with log_level='info'): pass --batch N",
+                          source=source, field="batch")
+    interval = opts.logging_steps
+    stream = RecordStream(name=name or _stem(path), source=source, aliases=aliases)
+    no_counter = 0
+    k = 0
+    for lineno, step, d in rows:
+        if any(key in d for key in _SUMMARY_KEYS) and "reward" not in d:
+            continue  # the end-of-training summary
+        if all(str(key).startswith(("eval_", "eval/")) or key == "epoch" for key in d):
+            continue  # an evaluation
+        k += 1
+        if step is None:
+            no_counter += 1
+            step = k * (interval or 1)
+        row = apply_options({key: v for key, v in d.items() if key != "global_step/max_steps"},
+                            ReadOptions(base_lr=opts.base_lr), stream.aliases)
+        row["step"] = step
+        row["batch"] = batch
+        stream.append(row, line=lineno)
+    if no_counter and interval is None:
+        warnings.warn(f"{source}: {no_counter} metrics dict(s) with no progress counter before them: "
+                      "taken as one optimizer step apart (pass --logging-steps N otherwise)",
+                      IngestWarning, stacklevel=2)
+    run = stream.to_run()
+    run.meta.update({"format": "trl-console", "batch_source": batch_source})
+    describe_sources(run, stream.names, opts)
+    return run
