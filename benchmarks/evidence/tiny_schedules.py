@@ -46,7 +46,7 @@ from tiny_task import ENV, reward_crash_samples
 BATCHES = (8, 16, 32, 64, 128)
 BASE_LR, BASE_BATCH, GROUP, MICRO = 1e-4, 32, 8, 4
 T0, T1 = 0.046, 0.00139  # measured tiny-task cost (RESULTS section 1, vLLM)
-OUT = Path("/work/evidence_runs/tiny_schedules")
+OUT = Path(os.environ.get("RLVR_EVIDENCE_OUT", "runs/evidence")) / "tiny_schedules"
 SCHEDULES = ("two-clock", "linear ramp 8->128", "noise-scale (sqrt LR)")
 
 
