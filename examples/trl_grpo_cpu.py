@@ -86,12 +86,12 @@ def repeat_first_word(prompts: list[str], completions: list[str], **kwargs: Any)
 def build_trainer(
     out: Path, *, schedule: Any, steps: int, prompts: int, save_steps: int, resume: bool = False
 ) -> tuple[Any, Any]:
-    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
     from transformers import PreTrainedTokenizerFast
     from trl import GRPOConfig, GRPOTrainer
 
     from rlvr_schedule.plugins import PluginHost
     from rlvr_schedule.plugins.sinks import JsonlSink
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     model_dir = out / "tiny-model"
     tok = (

@@ -91,8 +91,9 @@ def planned_batches(stages: Sequence[Stage], steps: int, *, samples: int = 0, st
     return out
 
 
-def reachable_batches(schedule: Any, steps: int, *, samples: int | None = None,
-                      noise_estimate: bool = True) -> list[float] | None:
+def reachable_batches(
+    schedule: Any, steps: int, *, samples: int | None = None, noise_estimate: bool = True
+) -> list[float] | None:
     """The schedule's own :meth:`~rlvr_schedule.policy.TwoClockScheduler.reachable_batches` (the
     largest batch each of the next ``steps`` updates can run at), or None for a schedule without one
     (a static schedule's plan is known: :func:`planned_batches`)."""
@@ -110,7 +111,9 @@ class ScheduleSetupWarning(UserWarning):
 def warn_setup(reasons: Sequence[str], *, framework: str, stacklevel: int = 3) -> None:
     """Warn (:class:`ScheduleSetupWarning`) once per reason a set-up check found."""
     for reason in reasons:
-        warnings.warn(f"rlvr-schedule {framework} adapter: {reason}", ScheduleSetupWarning, stacklevel=stacklevel)
+        warnings.warn(
+            f"rlvr-schedule {framework} adapter: {reason}", ScheduleSetupWarning, stacklevel=stacklevel
+        )
 
 
 def as_number(v: Any) -> float | None:

@@ -12,7 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from rlvr_schedule_adapters import openrlhf as _openrlhf
-from rlvr_schedule_adapters.openrlhf.plugin import OPENRLHF_ALIASES, rlvr_schedule_metric_aliases  # noqa: F401
+from rlvr_schedule_adapters.openrlhf.plugin import (  # noqa: F401
+    OPENRLHF_ALIASES,
+    rlvr_schedule_metric_aliases,
+)
 
 __all__ = list(_openrlhf.__all__)
 

@@ -13,9 +13,30 @@ import numpy as np
 from rlvr_schedule.records import Run
 
 #: two-sided 95% Student t quantiles by degrees of freedom (df > 30: normal)
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-        10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 16: 2.120, 17: 2.110,
-        18: 2.101, 19: 2.093, 20: 2.086, 24: 2.064, 29: 2.045}
+_T95 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    11: 2.201,
+    12: 2.179,
+    13: 2.160,
+    14: 2.145,
+    15: 2.131,
+    16: 2.120,
+    17: 2.110,
+    18: 2.101,
+    19: 2.093,
+    20: 2.086,
+    24: 2.064,
+    29: 2.045,
+}
 
 
 def t95(df: int) -> float:
@@ -52,9 +73,11 @@ def fmt_ci(xs: Sequence[float | None], digits: int = 0, total: int | None = None
 
 
 def machine() -> str:
-    return (f"{platform.node() or 'host'}: {os.cpu_count()} CPUs ({platform.machine()}), "
-            f"Python {platform.python_version()}, numpy {np.__version__}, "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    return (
+        f"{platform.node() or 'host'}: {os.cpu_count()} CPUs ({platform.machine()}), "
+        f"Python {platform.python_version()}, numpy {np.__version__}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
 
 
 def smoothed_reward(run: Run, window: float) -> np.ndarray:
@@ -68,8 +91,9 @@ def smoothed_reward(run: Run, window: float) -> np.ndarray:
     return (cr[ends] - cr[starts]) / (cs[ends] - cs[starts])
 
 
-def measures(run: Run, target: float, window: float, collapsed_at: float | None, t0: float,
-             t1: float) -> dict[str, float | None]:
+def measures(
+    run: Run, target: float, window: float, collapsed_at: float | None, t0: float, t1: float
+) -> dict[str, float | None]:
     """Rollouts, updates and modelled seconds to the target (smoothed reward), and the best smoothed
     reward before the collapse began."""
     sm = smoothed_reward(run, window)
@@ -78,8 +102,14 @@ def measures(run: Run, target: float, window: float, collapsed_at: float | None,
     hit = np.flatnonzero(sm >= target)
     before = samples <= (collapsed_at if collapsed_at is not None else np.inf)
     best = float(sm[before].max()) if before.any() else float(sm[0])
-    out: dict[str, float | None] = {"samples": None, "steps": None, "seconds": None, "best_reward": best,
-                                    "collapsed_at": collapsed_at, "final_batch": float(batch[-1])}
+    out: dict[str, float | None] = {
+        "samples": None,
+        "steps": None,
+        "seconds": None,
+        "best_reward": best,
+        "collapsed_at": collapsed_at,
+        "final_batch": float(batch[-1]),
+    }
     if hit.size:
         k = int(hit[0])
         out["samples"] = float(samples[k])

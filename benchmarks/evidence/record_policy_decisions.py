@@ -38,15 +38,31 @@ def record(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name, (bstar, fail, drift, lo, hi, alpha) in SCENARIOS.items():
         for seed in SEEDS:
-            cfg = PolicyConfig(initial_batch="auto", fallback_batch=lo, base_batch=BASE_BATCH, base_lr=LR0,
-                               constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
-                               failure_exponent=alpha)
-            env = SyntheticEnvironment(critical_batch=bstar, failure_samples=fail, drift=drift, lr0=LR0,
-                                       base_batch=BASE_BATCH, seed=seed, failure_exponent=alpha)
+            cfg = PolicyConfig(
+                initial_batch="auto",
+                fallback_batch=lo,
+                base_batch=BASE_BATCH,
+                base_lr=LR0,
+                constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
+                failure_exponent=alpha,
+            )
+            env = SyntheticEnvironment(
+                critical_batch=bstar,
+                failure_samples=fail,
+                drift=drift,
+                lr0=LR0,
+                base_batch=BASE_BATCH,
+                seed=seed,
+                failure_exponent=alpha,
+            )
             run = env.run(TwoClockScheduler(cfg), 1.5 * fail)
-            doc = {"scenario": name, "seed": seed, "config": cfg.to_dict(),
-                   "records": [r.to_dict() for r in run.records],
-                   "decisions": [d.to_dict() for d in env.decisions]}
+            doc = {
+                "scenario": name,
+                "seed": seed,
+                "config": cfg.to_dict(),
+                "records": [r.to_dict() for r in run.records],
+                "decisions": [d.to_dict() for d in env.decisions],
+            }
             path = out / f"two_clock_3a_{name}_seed{seed}.json.gz"
             with gzip.open(path, "wt", encoding="utf-8") as fh:
                 json.dump(doc, fh)
@@ -56,18 +72,25 @@ def record(out: Path) -> None:
     bstar, fail, drift, lo, hi, alpha = SCENARIOS["drift3"]
     cons = BatchConstraints(group_size=GROUP, max_batch=hi)
     makers = {
-        "noise_scale": lambda: NoiseScaleAdaptiveSchedule(lo, base_lr=LR0, t0=0.046, t1=0.00139, max_batch=hi,
-                                                          constraints=cons),
-        "linear_ramp": lambda: LinearRampSchedule(lo, lo, int(0.5 * fail), hi, base_lr=LR0,
-                                                  base_batch=BASE_BATCH, constraints=cons),
+        "noise_scale": lambda: NoiseScaleAdaptiveSchedule(
+            lo, base_lr=LR0, t0=0.046, t1=0.00139, max_batch=hi, constraints=cons
+        ),
+        "linear_ramp": lambda: LinearRampSchedule(
+            lo, lo, int(0.5 * fail), hi, base_lr=LR0, base_batch=BASE_BATCH, constraints=cons
+        ),
     }
     for kind, make in makers.items():
-        env = SyntheticEnvironment(critical_batch=bstar, failure_samples=fail, drift=drift, lr0=LR0,
-                                   base_batch=BASE_BATCH, seed=0)
+        env = SyntheticEnvironment(
+            critical_batch=bstar, failure_samples=fail, drift=drift, lr0=LR0, base_batch=BASE_BATCH, seed=0
+        )
         run = env.run(make(), 1.5 * fail)
-        doc = {"scenario": "drift3", "seed": 0, "schedule": kind,
-               "records": [r.to_dict() for r in run.records],
-               "decisions": [d.to_dict() for d in env.decisions]}
+        doc = {
+            "scenario": "drift3",
+            "seed": 0,
+            "schedule": kind,
+            "records": [r.to_dict() for r in run.records],
+            "decisions": [d.to_dict() for d in env.decisions],
+        }
         path = out / f"{kind}_3a_drift3_seed0.json.gz"
         with gzip.open(path, "wt", encoding="utf-8") as fh:
             json.dump(doc, fh)

@@ -8,17 +8,38 @@ trainer's records (metrics.jsonl) and the decisions (decisions.jsonl):
 
     python benchmarks/evidence/record_tiny_decisions.py OUT SEED CRITICAL_BATCH MAX_SAMPLES
 """
-import gzip, json, sys, time
+
+import gzip
+import json
+import sys
+import time
 from pathlib import Path
+
+from rlvr_schedule.policy import TwoClockScheduler
 from rlvr_trainer.config import preset
 from rlvr_trainer.experiments import policy_config, run_one
-from rlvr_schedule.policy import TwoClockScheduler
 
-out = Path(sys.argv[1]); seed = int(sys.argv[2]); bstar = float(sys.argv[3]); max_samples = int(sys.argv[4])
+out = Path(sys.argv[1])
+seed = int(sys.argv[2])
+bstar = float(sys.argv[3])
+max_samples = int(sys.argv[4])
 BATCHES = (8, 16, 32, 64, 128)
+
+
 def cfg_for(batch):
-    return preset("tiny", rollout="vllm", base_lr=1e-4, base_batch=32, max_samples=max_samples, micro_batch=4,
-                  seed=seed, batch=batch, checkpoint_every=0)
+    return preset(
+        "tiny",
+        rollout="vllm",
+        base_lr=1e-4,
+        base_batch=32,
+        max_samples=max_samples,
+        micro_batch=4,
+        seed=seed,
+        batch=batch,
+        checkpoint_every=0,
+    )
+
+
 v2 = dict(horizon_steps=10, hysteresis=3, max_stages=16, growth=2.0, failure_exponent=0.0, auto_records=20)
 policy = policy_config(cfg_for(8), batches=BATCHES, critical_batch=bstar, **v2)
 cfg = cfg_for(TwoClockScheduler(policy).current.batch)
@@ -26,8 +47,17 @@ t = time.perf_counter()
 run_one(cfg, out / "run", policy=policy, resume=False, progress=False)
 recs = [json.loads(l) for l in (out / "run" / "metrics.jsonl").read_text().splitlines()]
 decs = [json.loads(l) for l in (out / "run" / "decisions.jsonl").read_text().splitlines()]
-doc = {"scenario": "tiny", "seed": seed, "schedule": "two_clock", "config": policy.to_dict(), "records": recs,
-       "decisions": decs, "note": f"reference trainer, tiny preset, vLLM CPU, {max_samples} rollouts, main @ recording"}
+doc = {
+    "scenario": "tiny",
+    "seed": seed,
+    "schedule": "two_clock",
+    "config": policy.to_dict(),
+    "records": recs,
+    "decisions": decs,
+    "note": f"reference trainer, tiny preset, vLLM CPU, {max_samples} rollouts, main @ recording",
+}
 with gzip.open(out / f"two_clock_tiny_seed{seed}.json.gz", "wt") as fh:
     json.dump(doc, fh)
-print(len(recs), "records", sum(d["switched"] for d in decs), "switches", round(time.perf_counter() - t, 1), "s")
+print(
+    len(recs), "records", sum(d["switched"] for d in decs), "switches", round(time.perf_counter() - t, 1), "s"
+)

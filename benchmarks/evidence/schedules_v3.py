@@ -25,7 +25,8 @@ import json
 import math
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -56,8 +57,14 @@ def smoothed(run, window: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def v3(batch_lo: int, hi: int, **kw: Any) -> TwoClockScheduler:
-    cfg = dict(initial_batch="auto", critical_batch=COMMON["critical_batch"], critical_fraction=batch_lo / 64,
-               base_batch=BASE, base_lr=LR0, constraints=BatchConstraints(group_size=GROUP, max_batch=hi))
+    cfg = dict(
+        initial_batch="auto",
+        critical_batch=COMMON["critical_batch"],
+        critical_fraction=batch_lo / 64,
+        base_batch=BASE,
+        base_lr=LR0,
+        constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
+    )
     cfg.update(kw)
     return TwoClockScheduler(PolicyConfig(**cfg))
 
@@ -71,17 +78,35 @@ def makers() -> dict[str, Callable[[], BatchSchedule | tuple[int, float]]]:
     out: dict[str, Callable[[], Any]] = {}
     for b in BATCHES:
         for g in LR_GRID:
-            out[f"constant {b} x{g:g} LR"] = (lambda b=b, g=g: (b, g * lr_for_batch(b, BASE, LR0)))
-        out[f"decay {b}"] = (lambda b=b: TwoClockScheduler(PolicyConfig(
-            initial_batch=b, base_batch=BASE, base_lr=LR0, track_critical_batch=False,
-            failure_switch_fraction=SWITCH_FRACTION,
-            constraints=BatchConstraints(group_size=GROUP, min_batch=b, max_batch=b))))
+            out[f"constant {b} x{g:g} LR"] = lambda b=b, g=g: (b, g * lr_for_batch(b, BASE, LR0))
+        out[f"decay {b}"] = lambda b=b: TwoClockScheduler(
+            PolicyConfig(
+                initial_batch=b,
+                base_batch=BASE,
+                base_lr=LR0,
+                track_critical_batch=False,
+                failure_switch_fraction=SWITCH_FRACTION,
+                constraints=BatchConstraints(group_size=GROUP, min_batch=b, max_batch=b),
+            )
+        )
     out["linear ramp"] = lambda: LinearRampSchedule(
-        lo, lo, int(F // 2), hi, base_lr=LR0, base_batch=BASE,
-        constraints=BatchConstraints(group_size=GROUP, max_batch=hi))
+        lo,
+        lo,
+        int(F // 2),
+        hi,
+        base_lr=LR0,
+        base_batch=BASE,
+        constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
+    )
     out["noise-scale"] = lambda: NoiseScaleAdaptiveSchedule(
-        lo, base_lr=lr_for_batch(lo, BASE, LR0), t0=40.0, t1=1.0, lr_rule="sqrt", max_batch=hi,
-        constraints=BatchConstraints(group_size=GROUP, max_batch=hi))
+        lo,
+        base_lr=lr_for_batch(lo, BASE, LR0),
+        t0=40.0,
+        t1=1.0,
+        lr_rule="sqrt",
+        max_batch=hi,
+        constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
+    )
     out["v3 two-clock"] = lambda: v3(lo, hi, failure_switch_fraction=SWITCH_FRACTION)
     return out
 
@@ -104,10 +129,18 @@ def run_task(name: str, seeds: int) -> dict[str, Any]:
             s, r = smoothed(run, window)
             fail = env.collapsed_at
             before = r[s <= fail] if fail is not None else r
-            curves.setdefault(label, []).append(dict(
-                s=s, r=r, steps=np.arange(1, len(s) + 1), fail=fail, cause=env.crash_cause,
-                best=float(before.max()) if before.size else float(r[0]), switches=switches,
-                at={f: float(r[min(np.searchsorted(s, f * F), len(r) - 1)]) for f in BUDGETS}))
+            curves.setdefault(label, []).append(
+                dict(
+                    s=s,
+                    r=r,
+                    steps=np.arange(1, len(s) + 1),
+                    fail=fail,
+                    cause=env.crash_cause,
+                    best=float(before.max()) if before.size else float(r[0]),
+                    switches=switches,
+                    at={f: float(r[min(np.searchsorted(s, f * F), len(r) - 1)]) for f in BUDGETS},
+                )
+            )
     return curves
 
 
@@ -143,13 +176,18 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]]) -> dict[str, A
     eff = min(reach, key=lambda k: np.nanmean(tt[k][:, 0])) if reach else None
     P = curves[pol]
     res: dict[str, Any] = dict(task=name, target=target, best_constant=best_const, efficient_constant=eff)
-    res["table"] = {k: dict(best=float(np.mean([c["best"] for c in v])),
-                            **{f"at{f:g}F": float(np.mean([c["at"][f] for c in v])) for f in BUDGETS},
-                            rollouts=_nanmean(tt[k][:, 0]), updates=_nanmean(tt[k][:, 1]),
-                            reached=int((~np.isnan(tt[k][:, 0])).sum()),
-                            failed=int(sum(c["fail"] is not None for c in v)),
-                            switches=float(np.mean([c["switches"] for c in v])))
-                    for k, v in curves.items()}
+    res["table"] = {
+        k: dict(
+            best=float(np.mean([c["best"] for c in v])),
+            **{f"at{f:g}F": float(np.mean([c["at"][f] for c in v])) for f in BUDGETS},
+            rollouts=_nanmean(tt[k][:, 0]),
+            updates=_nanmean(tt[k][:, 1]),
+            reached=int((~np.isnan(tt[k][:, 0])).sum()),
+            failed=int(sum(c["fail"] is not None for c in v)),
+            switches=float(np.mean([c["switches"] for c in v])),
+        )
+        for k, v in curves.items()
+    }
 
     def diff(key: Callable[[dict[str, Any]], float], other: str) -> tuple[float, float, float]:
         return t_ci(np.array([key(a) - key(b) for a, b in zip(P, curves[other])]))
@@ -170,8 +208,9 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]]) -> dict[str, A
     res["best_decay"] = best_decay
     res["best_vs_best_decay"] = diff(lambda c: c["best"], best_decay)
     ok = ~np.isnan(tt[best_decay][:, 1]) & ~np.isnan(tt[pol][:, 1])
-    res["updates_vs_decay"] = (float(tt[pol][ok, 1].mean() / tt[best_decay][ok, 1].mean())
-                               if ok.any() else None)
+    res["updates_vs_decay"] = (
+        float(tt[pol][ok, 1].mean() / tt[best_decay][ok, 1].mean()) if ok.any() else None
+    )
     return res
 
 
@@ -181,32 +220,49 @@ def _ci(x) -> str:
 
 def report(out: list[dict[str, Any]], seeds: int) -> list[str]:
     """The markdown page: the goal's checks per task, then each task's table."""
-    lines = [f"# Policy v3 on the v3 synthetic tasks ({seeds} seeds, paired; failure_switch_fraction "
-             f"{SWITCH_FRACTION:g})", "",
-             "Generated by `benchmarks/evidence/schedules_v3.py`. Differences: policy minus baseline, "
-             "mean [95% t-interval]; non-inferior = lower bound >= -0.01.", "",
-             "| task | best before failure vs best constant | at 1.5F vs the sweep constant it beats least | "
-             "at 1.5F vs best LR-grid constant | rollouts / most efficient | updates / most efficient | "
-             "best vs LR decay (same trigger) | updates / LR decay |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Policy v3 on the v3 synthetic tasks ({seeds} seeds, paired; failure_switch_fraction "
+        f"{SWITCH_FRACTION:g})",
+        "",
+        "Generated by `benchmarks/evidence/schedules_v3.py`. Differences: policy minus baseline, "
+        "mean [95% t-interval]; non-inferior = lower bound >= -0.01.",
+        "",
+        "| task | best before failure vs best constant | at 1.5F vs the sweep constant it beats least | "
+        "at 1.5F vs best LR-grid constant | rollouts / most efficient | updates / most efficient | "
+        "best vs LR decay (same trigger) | updates / LR decay |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in out:
         sweep = r["at1.5F_vs_sweep_constants"]
         worst = min(sweep, key=lambda k: sweep[k][1])
-        fmt = (lambda x: "n/a" if x is None else f"{x:.2f}")
-        cells = [r["task"], f"{_ci(r['best_vs_best_constant'])} ({r['best_constant']})",
-                 f"{_ci(sweep[worst])} ({worst})",
-                 f"{_ci(r['at1.5F_vs_best_grid'])} ({r['best_grid_at1.5F']})",
-                 f"{fmt(r.get('rollouts_ratio'))} ({r['efficient_constant']})", fmt(r.get("updates_ratio")),
-                 f"{_ci(r['best_vs_best_decay'])} ({r['best_decay']})", fmt(r["updates_vs_decay"])]
+        fmt = lambda x: "n/a" if x is None else f"{x:.2f}"
+        cells = [
+            r["task"],
+            f"{_ci(r['best_vs_best_constant'])} ({r['best_constant']})",
+            f"{_ci(sweep[worst])} ({worst})",
+            f"{_ci(r['at1.5F_vs_best_grid'])} ({r['best_grid_at1.5F']})",
+            f"{fmt(r.get('rollouts_ratio'))} ({r['efficient_constant']})",
+            fmt(r.get("updates_ratio")),
+            f"{_ci(r['best_vs_best_decay'])} ({r['best_decay']})",
+            fmt(r["updates_vs_decay"]),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     for r in out:
-        lines += ["", f"## {r['task']}: target {r['target']:.3f}", "",
-                  "| schedule | best before failure | at F | at 1.5F | at 2F | rollouts to target "
-                  "| updates to target | reached | failed | switches |", "|---" * 10 + "|"]
+        lines += [
+            "",
+            f"## {r['task']}: target {r['target']:.3f}",
+            "",
+            "| schedule | best before failure | at F | at 1.5F | at 2F | rollouts to target "
+            "| updates to target | reached | failed | switches |",
+            "|---" * 10 + "|",
+        ]
         for k, v in r["table"].items():
-            f = (lambda x: "-" if x is None else f"{x:.0f}")
-            lines.append(f"| {k} | {v['best']:.3f} | {v['at1F']:.3f} | {v['at1.5F']:.3f} | {v['at2F']:.3f} | "
-                         f"{f(v['rollouts'])} | {f(v['updates'])} | {v['reached']}/{seeds} | "
-                         f"{v['failed']}/{seeds} | {v['switches']:.1f} |")
+            f = lambda x: "-" if x is None else f"{x:.0f}"
+            lines.append(
+                f"| {k} | {v['best']:.3f} | {v['at1F']:.3f} | {v['at1.5F']:.3f} | {v['at2F']:.3f} | "
+                f"{f(v['rollouts'])} | {f(v['updates'])} | {v['reached']}/{seeds} | "
+                f"{v['failed']}/{seeds} | {v['switches']:.1f} |"
+            )
     return lines
 
 

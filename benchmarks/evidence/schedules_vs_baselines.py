@@ -47,21 +47,51 @@ class Scenario:
     failure_exponent: float = 0.0  # failure samples ~ B^alpha (0: a sample clock)
 
     def env(self, seed: int) -> SyntheticEnvironment:
-        return SyntheticEnvironment(critical_batch=self.critical_batch, failure_samples=self.failure_samples,
-                                    drift=self.drift, lr0=LR0, base_batch=BASE_BATCH, seed=seed,
-                                    failure_exponent=self.failure_exponent)
+        return SyntheticEnvironment(
+            critical_batch=self.critical_batch,
+            failure_samples=self.failure_samples,
+            drift=self.drift,
+            lr0=LR0,
+            base_batch=BASE_BATCH,
+            seed=seed,
+            failure_exponent=self.failure_exponent,
+        )
 
 
 SCENARIOS = {
-    "drift15": Scenario("drift15", 32, 20_000, 15.0, (8, 16, 32, 64, 128),
-                        "B* 32 at the start, rising 16x to 512 over the climb; collapse after 20k rollouts"),
-    "drift3": Scenario("drift3", 256, 50_000, 3.0, (32, 64, 128, 256, 512),
-                       "B* 256 at the start, rising 4x to 1024; collapse after 50k rollouts"),
-    "static": Scenario("static", 256, 50_000, 0.0, (32, 64, 128, 256, 512),
-                       "B* fixed at 256 (no drift); collapse after 50k rollouts"),
-    "drift3-alpha": Scenario("drift3-alpha", 256, 50_000, 3.0, (32, 64, 128, 256, 512),
-                             "as drift3, but failure samples grow as (B/64)^0.5 (partly a step clock)",
-                             failure_exponent=0.5),
+    "drift15": Scenario(
+        "drift15",
+        32,
+        20_000,
+        15.0,
+        (8, 16, 32, 64, 128),
+        "B* 32 at the start, rising 16x to 512 over the climb; collapse after 20k rollouts",
+    ),
+    "drift3": Scenario(
+        "drift3",
+        256,
+        50_000,
+        3.0,
+        (32, 64, 128, 256, 512),
+        "B* 256 at the start, rising 4x to 1024; collapse after 50k rollouts",
+    ),
+    "static": Scenario(
+        "static",
+        256,
+        50_000,
+        0.0,
+        (32, 64, 128, 256, 512),
+        "B* fixed at 256 (no drift); collapse after 50k rollouts",
+    ),
+    "drift3-alpha": Scenario(
+        "drift3-alpha",
+        256,
+        50_000,
+        3.0,
+        (32, 64, 128, 256, 512),
+        "as drift3, but failure samples grow as (B/64)^0.5 (partly a step clock)",
+        failure_exponent=0.5,
+    ),
 }
 
 
@@ -70,25 +100,54 @@ def schedules(sc: Scenario, args: argparse.Namespace) -> dict[str, Callable[[], 
     cons = BatchConstraints(group_size=GROUP, max_batch=hi)
 
     def two_clock() -> BatchSchedule:
-        return TwoClockScheduler(PolicyConfig(initial_batch="auto", fallback_batch=lo, base_batch=BASE_BATCH,
-                                              base_lr=LR0, constraints=cons,
-                                              critical_fraction=args.critical_fraction,
-                                              sample_tolerance=args.sample_tolerance, track_step=args.track_step,
-                                              failure_exponent=(sc.failure_exponent if args.failure_exponent is None
-                                                                else args.failure_exponent),
-                                              margin=args.margin, horizon_steps=args.horizon_steps,
-                                              growth=args.growth))
+        return TwoClockScheduler(
+            PolicyConfig(
+                initial_batch="auto",
+                fallback_batch=lo,
+                base_batch=BASE_BATCH,
+                base_lr=LR0,
+                constraints=cons,
+                critical_fraction=args.critical_fraction,
+                sample_tolerance=args.sample_tolerance,
+                track_step=args.track_step,
+                failure_exponent=(
+                    sc.failure_exponent if args.failure_exponent is None else args.failure_exponent
+                ),
+                margin=args.margin,
+                horizon_steps=args.horizon_steps,
+                growth=args.growth,
+            )
+        )
 
     def ramp() -> BatchSchedule:
-        return LinearRampSchedule(lo, lo, int(args.ramp_fraction * sc.failure_samples), hi, base_lr=LR0,
-                                  base_batch=BASE_BATCH, lr_rule="sqrt", constraints=cons)
+        return LinearRampSchedule(
+            lo,
+            lo,
+            int(args.ramp_fraction * sc.failure_samples),
+            hi,
+            base_lr=LR0,
+            base_batch=BASE_BATCH,
+            lr_rule="sqrt",
+            constraints=cons,
+        )
 
     def pollux(rule: str) -> Callable[[], BatchSchedule]:
-        return lambda: NoiseScaleAdaptiveSchedule(lo, base_lr=lr_for_batch(lo, BASE_BATCH, LR0), t0=args.t0,
-                                                  t1=args.t1, lr_rule=rule, max_batch=hi, constraints=cons)
+        return lambda: NoiseScaleAdaptiveSchedule(
+            lo,
+            base_lr=lr_for_batch(lo, BASE_BATCH, LR0),
+            t0=args.t0,
+            t1=args.t1,
+            lr_rule=rule,
+            max_batch=hi,
+            constraints=cons,
+        )
 
-    return {"two-clock": two_clock, f"linear ramp {lo}->{hi}": ramp,
-            "noise-scale (sqrt LR)": pollux("sqrt"), "noise-scale (AdaScale LR)": pollux("adascale")}
+    return {
+        "two-clock": two_clock,
+        f"linear ramp {lo}->{hi}": ramp,
+        "noise-scale (sqrt LR)": pollux("sqrt"),
+        "noise-scale (AdaScale LR)": pollux("adascale"),
+    }
 
 
 def run_scenario(sc: Scenario, args: argparse.Namespace) -> dict[str, Any]:
@@ -102,7 +161,8 @@ def run_scenario(sc: Scenario, args: argparse.Namespace) -> dict[str, Any]:
         for b in sc.batches:
             run = env.run_constant(b, horizon)
             results.setdefault(f"constant {b}", []).append(
-                measures(run, target, window, env.collapsed_at, args.t0, args.t1))
+                measures(run, target, window, env.collapsed_at, args.t0, args.t1)
+            )
         for name, make in makers.items():
             run = env.run(make(), horizon)
             m = measures(run, target, window, env.collapsed_at, args.t0, args.t1)
@@ -122,14 +182,22 @@ def paired_ratio(a: list[dict[str, Any]], b: list[dict[str, Any]], key: str) -> 
 
 def report(out: dict[str, Any], seeds: int) -> list[str]:
     sc, res = out["scenario"], out["results"]
-    lines = [f"### {sc['name']}: {sc['note']}", "",
-             (f"Target: smoothed reward {out['target']:.2f} (window {out['window']:.0f} rollouts); "
-             f"{seeds} seeds; mean [95% t-interval]."), "",
-             "| schedule | rollouts to target | updates to target | modelled seconds | best reward before failure |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"### {sc['name']}: {sc['note']}",
+        "",
+        (
+            f"Target: smoothed reward {out['target']:.2f} (window {out['window']:.0f} rollouts); "
+            f"{seeds} seeds; mean [95% t-interval]."
+        ),
+        "",
+        "| schedule | rollouts to target | updates to target | modelled seconds | best reward before failure |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, rows in res.items():
-        lines.append(f"| {name} | {fmt_ci(_col(rows, 'samples'), 0, seeds)} | {fmt_ci(_col(rows, 'steps'), 0)} | "
-                     f"{fmt_ci(_col(rows, 'seconds'), 0)} | {fmt_ci(_col(rows, 'best_reward'), 3)} |")
+        lines.append(
+            f"| {name} | {fmt_ci(_col(rows, 'samples'), 0, seeds)} | {fmt_ci(_col(rows, 'steps'), 0)} | "
+            f"{fmt_ci(_col(rows, 'seconds'), 0)} | {fmt_ci(_col(rows, 'best_reward'), 3)} |"
+        )
     consts = {k: v for k, v in res.items() if k.startswith("constant")}
     reached = {k: v for k, v in consts.items() if all(r["samples"] is not None for r in v)}
     lines.append("")
@@ -138,11 +206,18 @@ def report(out: dict[str, Any], seeds: int) -> list[str]:
         return lines
     eff = min(reached, key=lambda k: mean_ci(_col(reached[k], "samples"))[0])
     best_r = max(consts, key=lambda k: mean_ci(_col(consts[k], "best_reward"))[0])
-    lines += [(f"Most sample-efficient constant: **{eff}**; best reward before failure among constants: "
-              f"**{best_r}**. Paired per-seed ratios (schedule / that constant), mean [95% interval]:"), "",
-              (f"| schedule | rollouts / {eff} | updates / {eff} | seconds / {eff} | "
-              f"best reward - {best_r} | goal met (<=1.10, <=0.50, >= -interval) |"),
-              "|---|---:|---:|---:|---:|---|"]
+    lines += [
+        (
+            f"Most sample-efficient constant: **{eff}**; best reward before failure among constants: "
+            f"**{best_r}**. Paired per-seed ratios (schedule / that constant), mean [95% interval]:"
+        ),
+        "",
+        (
+            f"| schedule | rollouts / {eff} | updates / {eff} | seconds / {eff} | "
+            f"best reward - {best_r} | goal met (<=1.10, <=0.50, >= -interval) |"
+        ),
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for name, rows in res.items():
         if name.startswith("constant"):
             continue
@@ -153,16 +228,29 @@ def report(out: dict[str, Any], seeds: int) -> list[str]:
         ms, mt = mean_ci(rs)[0], mean_ci(rt)[0]
         _d_m, _d_lo, d_hi, _ = mean_ci(dr)
         ok = (ms <= 1.10, mt <= 0.5, d_hi >= 0)
-        verdict = "yes" if all(ok) else "no (" + ", ".join(
-            w for w, g in zip(("rollouts", "updates", "best reward"), ok) if not g) + ")"
-        lines.append(f"| {name} | {fmt_ci(rs, 3, seeds)} | {fmt_ci(rt, 3)} | {fmt_ci(rw, 3)} | "
-                     f"{fmt_ci(dr, 3)} | {verdict} |")
+        verdict = (
+            "yes"
+            if all(ok)
+            else "no ("
+            + ", ".join(w for w, g in zip(("rollouts", "updates", "best reward"), ok) if not g)
+            + ")"
+        )
+        lines.append(
+            f"| {name} | {fmt_ci(rs, 3, seeds)} | {fmt_ci(rt, 3)} | {fmt_ci(rw, 3)} | "
+            f"{fmt_ci(dr, 3)} | {verdict} |"
+        )
     lines.append("")
     tc = res.get("two-clock")
     if tc:
-        lines += ["two-clock against each baseline, paired per seed (two-clock / baseline; best-reward difference):",
-                  "", ("| baseline | rollouts ratio | updates ratio | seconds ratio | best reward difference | "
-                       "two-clock better on rollouts and updates |"), "|---|---:|---:|---:|---:|---|"]
+        lines += [
+            "two-clock against each baseline, paired per seed (two-clock / baseline; best-reward difference):",
+            "",
+            (
+                "| baseline | rollouts ratio | updates ratio | seconds ratio | best reward difference | "
+                "two-clock better on rollouts and updates |"
+            ),
+            "|---|---:|---:|---:|---:|---|",
+        ]
         for name, rows in res.items():
             if name == "two-clock" or name.startswith("constant"):
                 continue
@@ -171,15 +259,23 @@ def report(out: dict[str, Any], seeds: int) -> list[str]:
             dr = [x["best_reward"] - y["best_reward"] for x, y in zip(tc, rows)]
             both = (mean_ci(rs)[2] < 1, mean_ci(rt)[2] < 1)
             n_rs = mean_ci(rs)[3]
-            verdict = ("n/a (baseline missed the target)" if n_rs < seeds // 2 else
-                       "yes" if all(both) else "no (" + ", ".join(
-                           w for w, g in zip(("rollouts", "updates"), both) if not g) + ")")
-            lines.append(f"| {name} | {fmt_ci(rs, 3, seeds)} | {fmt_ci(rt, 3)} | {fmt_ci(rw, 3)} | {fmt_ci(dr, 3)} | "
-                         f"{verdict} |")
+            verdict = (
+                "n/a (baseline missed the target)"
+                if n_rs < seeds // 2
+                else "yes"
+                if all(both)
+                else "no (" + ", ".join(w for w, g in zip(("rollouts", "updates"), both) if not g) + ")"
+            )
+            lines.append(
+                f"| {name} | {fmt_ci(rs, 3, seeds)} | {fmt_ci(rt, 3)} | {fmt_ci(rw, 3)} | {fmt_ci(dr, 3)} | "
+                f"{verdict} |"
+            )
         lines.append("")
         ex = tc[0]["switches"]
-        lines.append("two-clock switches, seed 0 (rollouts, batch, reason): " + "; ".join(
-            f"{s} -> {b} ({r.split(':')[0][:40]})" for s, b, r in ex))
+        lines.append(
+            "two-clock switches, seed 0 (rollouts, batch, reason): "
+            + "; ".join(f"{s} -> {b} ({r.split(':')[0][:40]})" for s, b, r in ex)
+        )
         lines.append("")
     return lines
 
@@ -192,13 +288,21 @@ def main() -> None:
     ap.add_argument("--t0", type=float, default=40.0, help="seconds per update (fixed part)")
     ap.add_argument("--t1", type=float, default=1.0, help="seconds per rollout in an update")
     ap.add_argument("--ramp-fraction", type=float, default=0.5, help="ramp length / failure samples")
-    ap.add_argument("--critical-fraction", type=float, default=None,
-                    help="PolicyConfig.critical_fraction (default: from --sample-tolerance)")
+    ap.add_argument(
+        "--critical-fraction",
+        type=float,
+        default=None,
+        help="PolicyConfig.critical_fraction (default: from --sample-tolerance)",
+    )
     ap.add_argument("--sample-tolerance", type=float, default=0.10, help="PolicyConfig.sample_tolerance")
-    ap.add_argument("--track-step", type=float, default=2.0 ** 0.25, help="PolicyConfig.track_step")
-    ap.add_argument("--failure-exponent", type=float, default=None,
-                    help="PolicyConfig.failure_exponent (default: the task's true alpha, as a sweep's "
-                         "FailureScalingFit would estimate it)")
+    ap.add_argument("--track-step", type=float, default=2.0**0.25, help="PolicyConfig.track_step")
+    ap.add_argument(
+        "--failure-exponent",
+        type=float,
+        default=None,
+        help="PolicyConfig.failure_exponent (default: the task's true alpha, as a sweep's "
+        "FailureScalingFit would estimate it)",
+    )
     ap.add_argument("--growth", type=float, default=2.0, help="PolicyConfig.growth")
     ap.add_argument("--margin", type=float, default=2.0, help="PolicyConfig.margin")
     ap.add_argument("--horizon-steps", type=int, default=10, help="PolicyConfig.horizon_steps")
@@ -206,11 +310,13 @@ def main() -> None:
     args = ap.parse_args()
     t_start = time.perf_counter()
     print(f"# schedules vs baselines on the synthetic task; {machine()}")
-    print(f"# cost model: {args.t0:g} + {args.t1:g} x batch seconds per update; "
-          f"ramp over {args.ramp_fraction:g} x failure samples; critical_fraction {args.critical_fraction}, "
-          f"sample_tolerance {args.sample_tolerance:g}, track_step {args.track_step:.3g}, failure_exponent "
-          f"{'task alpha' if args.failure_exponent is None else args.failure_exponent}, "
-          f"margin {args.margin:g}, horizon_steps {args.horizon_steps}, growth {args.growth:g}\n")
+    print(
+        f"# cost model: {args.t0:g} + {args.t1:g} x batch seconds per update; "
+        f"ramp over {args.ramp_fraction:g} x failure samples; critical_fraction {args.critical_fraction}, "
+        f"sample_tolerance {args.sample_tolerance:g}, track_step {args.track_step:.3g}, failure_exponent "
+        f"{'task alpha' if args.failure_exponent is None else args.failure_exponent}, "
+        f"margin {args.margin:g}, horizon_steps {args.horizon_steps}, growth {args.growth:g}\n"
+    )
     outs = []
     for name in args.scenarios.split(","):
         out = run_scenario(SCENARIOS[name], args)
@@ -218,8 +324,12 @@ def main() -> None:
         print("\n".join(report(out, args.seeds)))
     print(f"# wall time {time.perf_counter() - t_start:.1f} s")
     if args.json:
-        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "runs": outs},
-                                        default=lambda x: None if isinstance(x, float) and math.isnan(x) else x))
+        args.json.write_text(
+            json.dumps(
+                {"args": {k: str(v) for k, v in vars(args).items()}, "runs": outs},
+                default=lambda x: None if isinstance(x, float) and math.isnan(x) else x,
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -60,13 +60,21 @@ def fitted_bstar(sim: NoisyQuadratic, lr0: float, bstar: float, trials: int, see
 
 
 def part_a(trials: int, seed: int) -> list[str]:
-    lines = ["## A. Predicted vs simulated critical batch (Adam, sqrt rule, d = 64)", "",
-             (f"{trials} trials per batch (antithetic pairs), batches {{1, 0.25, 0.5, 0.8, 1.2, 1.6}} x predicted "
-             "B*, B* = intercept / (2 |slope|) of the fitted line. 'noise' = v = diag(Sigma)/B (the model's "
-             "assumption); 'expected' = v = G^2 + diag(Sigma)/B."), "",
-             ("| Hessian | noise spectrum | lr0 | predicted B* | simulated B* (noise) | error | "
-             "simulated B* (expected v) | error | B_simple / B* |"),
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "## A. Predicted vs simulated critical batch (Adam, sqrt rule, d = 64)",
+        "",
+        (
+            f"{trials} trials per batch (antithetic pairs), batches {{1, 0.25, 0.5, 0.8, 1.2, 1.6}} x predicted "
+            "B*, B* = intercept / (2 |slope|) of the fitted line. 'noise' = v = diag(Sigma)/B (the model's "
+            "assumption); 'expected' = v = G^2 + diag(Sigma)/B."
+        ),
+        "",
+        (
+            "| Hessian | noise spectrum | lr0 | predicted B* | simulated B* (noise) | error | "
+            "simulated B* (expected v) | error | B_simple / B* |"
+        ),
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     errs, errs_exp = [], []
     sim_products = []
     for hk, nk in itertools.product(HESSIANS, NOISES):
@@ -82,14 +90,24 @@ def part_a(trials: int, seed: int) -> list[str]:
             if (hk, nk) == ("cond 1e3", "flat"):
                 sim_products.append((b_n + lq.b_noise_tilde / 2) * lr0)
             errs_exp.append(abs(e_e))
-            lines.append(f"| {hk} | {nk} | {lr0:.3g} | {pred:.0f} | {b_n:.1f} | {e_n:+.2%} | {b_e:.1f} | {e_e:+.1%} | "
-                         f"{lq.b_simple / pred:.3g} |")
-    lines += ["", (f"Largest |error|, noise-dominated v: {max(errs):.2%} over {len(errs)} cells; with the G^2 "
-              f"term in v: median {np.median(errs_exp):.1%}, largest {max(errs_exp):.1%}."), ""]
+            lines.append(
+                f"| {hk} | {nk} | {lr0:.3g} | {pred:.0f} | {b_n:.1f} | {e_n:+.2%} | {b_e:.1f} | {e_e:+.1%} | "
+                f"{lq.b_simple / pred:.3g} |"
+            )
+    lines += [
+        "",
+        (
+            f"Largest |error|, noise-dominated v: {max(errs):.2%} over {len(errs)} cells; with the G^2 "
+            f"term in v: median {np.median(errs_exp):.1%}, largest {max(errs_exp):.1%}."
+        ),
+        "",
+    ]
     # B* ~ 1/lr: (B* + B~_noise/2) x lr0 is the same at every LR, here from the *simulated* B*
-    lines.append("(simulated B* + B~_noise/2) x lr0 over the four LRs (cond 1e3, flat): "
-                 + ", ".join(f"{p:.5g}" for p in sim_products)
-                 + " (constant: B* moves as 1/lr up to the noise offset B~_noise/2).")
+    lines.append(
+        "(simulated B* + B~_noise/2) x lr0 over the four LRs (cond 1e3, flat): "
+        + ", ".join(f"{p:.5g}" for p in sim_products)
+        + " (constant: B* moves as 1/lr up to the noise offset B~_noise/2)."
+    )
     return lines
 
 
@@ -108,19 +126,34 @@ def first_hit(samples: np.ndarray, ok: np.ndarray) -> float:
 
 
 def part_b(seeds: int) -> list[str]:
-    lines = ["## B. How early the online estimators get B* (within 25%) and the failure point (within 15%)", "",
-             (f"Synthetic task, constant batch 64 on the sqrt rule, failure at 50k rollouts, {seeds} seeds; "
-             "rollouts from which the estimate stays within the band until the collapse, as a fraction "
-             "of the failure samples (mean [95% interval])."), "",
-             ("| task | B* (start -> end) | B_simple first within 25% | ... and stays from | "
-             "failure forecast first within 15% | ... and stays from |"),
-             "|---|---|---:|---:|---:|---:|"]
-    for drift, bstar, noise, beta in ((0.0, 256.0, 1.0, 0.99), (3.0, 256.0, 1.0, 0.99), (0.0, 64.0, 1.0, 0.99),
-                                      (0.0, 256.0, 3.0, 0.99), (0.0, 256.0, 1.0, 0.998), (3.0, 256.0, 1.0, 0.998)):
+    lines = [
+        "## B. How early the online estimators get B* (within 25%) and the failure point (within 15%)",
+        "",
+        (
+            f"Synthetic task, constant batch 64 on the sqrt rule, failure at 50k rollouts, {seeds} seeds; "
+            "rollouts from which the estimate stays within the band until the collapse, as a fraction "
+            "of the failure samples (mean [95% interval])."
+        ),
+        "",
+        (
+            "| task | B* (start -> end) | B_simple first within 25% | ... and stays from | "
+            "failure forecast first within 15% | ... and stays from |"
+        ),
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for drift, bstar, noise, beta in (
+        (0.0, 256.0, 1.0, 0.99),
+        (3.0, 256.0, 1.0, 0.99),
+        (0.0, 64.0, 1.0, 0.99),
+        (0.0, 256.0, 3.0, 0.99),
+        (0.0, 256.0, 1.0, 0.998),
+        (3.0, 256.0, 1.0, 0.998),
+    ):
         fr_b, fr_f, fi_b, fi_f = [], [], [], []
         for seed in range(seeds):
-            env = SyntheticEnvironment(critical_batch=bstar, failure_samples=50_000, drift=drift, noise=noise,
-                                       seed=seed)
+            env = SyntheticEnvironment(
+                critical_batch=bstar, failure_samples=50_000, drift=drift, noise=noise, seed=seed
+            )
             gns = GradientNoiseScale(beta=beta)
             fc = FailureForecast("entropy", fraction=0.1, window=200, min_points=20, warmup=10)
             s_, est, true, pred = [], [], [], []
@@ -141,10 +174,15 @@ def part_b(seeds: int) -> list[str]:
             fr_b.append(first_stable(s, ok_b) / env.collapsed_at)
             fr_f.append(first_stable(s, ok_f) / env.collapsed_at)
         end = bstar * (1 + drift)
-        name = (f"drift {drift:g}" + (f", metric noise x{noise:g}" if noise != 1 else "")
-                + (f", EMA beta {beta:g}" if beta != 0.99 else ""))
-        lines.append(f"| {name} | {bstar:.0f} -> {end:.0f} | {fmt_ci(fi_b, 3, seeds)} | {fmt_ci(fr_b, 3, seeds)} | "
-                     f"{fmt_ci(fi_f, 3, seeds)} | {fmt_ci(fr_f, 3, seeds)} |")
+        name = (
+            f"drift {drift:g}"
+            + (f", metric noise x{noise:g}" if noise != 1 else "")
+            + (f", EMA beta {beta:g}" if beta != 0.99 else "")
+        )
+        lines.append(
+            f"| {name} | {bstar:.0f} -> {end:.0f} | {fmt_ci(fi_b, 3, seeds)} | {fmt_ci(fr_b, 3, seeds)} | "
+            f"{fmt_ci(fi_f, 3, seeds)} | {fmt_ci(fr_f, 3, seeds)} |"
+        )
     return lines
 
 

@@ -42,8 +42,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine
 
-ENV = {"OMP_NUM_THREADS": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
-       "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+ENV = {
+    "OMP_NUM_THREADS": "1",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
 
 
 def _cfg(args: argparse.Namespace, **kw):
@@ -59,12 +65,23 @@ def _policy(cfg):
 
     # collapse level 0.97 x the early entropy and short stages: the forecast fires within a few
     # hundred rollouts, so the resumed run must restore the scheduler's state to decide the same
-    return policy_config(cfg, batches=[16, 64], failure_fraction=0.97, hysteresis=1, min_stage_steps=3,
-                         horizon_steps=2, margin=1.0, max_stages=3, forecast_window=8, detectors=())
+    return policy_config(
+        cfg,
+        batches=[16, 64],
+        failure_fraction=0.97,
+        hysteresis=1,
+        min_stage_steps=3,
+        horizon_steps=2,
+        margin=1.0,
+        max_stages=3,
+        forecast_window=8,
+        detectors=(),
+    )
 
 
 def cmd_cost(args: argparse.Namespace) -> None:
     import numpy as np
+
     from rlvr_trainer.experiments import sweep
 
     t_start = time.perf_counter()
@@ -78,10 +95,14 @@ def cmd_cost(args: argparse.Namespace) -> None:
         tot = ro + up
         xs.append(run.batch)
         ys.append(float(np.median(tot)))  # medians: the shared machine's load spikes hit single updates
-        print(f"| {run.batch} | {len(tot)} | {np.median(ro):.3f} | {np.median(up):.3f} | {np.median(tot):.3f} | "
-              f"{np.mean(tot):.3f} |")
+        print(
+            f"| {run.batch} | {len(tot)} | {np.median(ro):.3f} | {np.median(up):.3f} | {np.median(tot):.3f} | "
+            f"{np.mean(tot):.3f} |"
+        )
     t1, t0 = np.polyfit(np.array(xs, float), np.array(ys, float), 1)
-    print(f"\nfit to the medians: seconds per update = {t0:.3f} + {t1:.5f} x batch (t0/t1 = {t0 / t1:.0f} rollouts)")
+    print(
+        f"\nfit to the medians: seconds per update = {t0:.3f} + {t1:.5f} x batch (t0/t1 = {t0 / t1:.0f} rollouts)"
+    )
     print(f"# wall time {time.perf_counter() - t_start:.0f} s")
 
 
@@ -105,8 +126,19 @@ def _lines(p: Path) -> list[dict]:
 
 
 def _child(args: argparse.Namespace, out: Path) -> subprocess.Popen:
-    cmd = [sys.executable, __file__, "_child", "--out", str(out), "--rollout", args.rollout,
-           "--max-samples", str(args.max_samples), "--seed", str(args.seed)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "_child",
+        "--out",
+        str(out),
+        "--rollout",
+        args.rollout,
+        "--max-samples",
+        str(args.max_samples),
+        "--seed",
+        str(args.seed),
+    ]
     return subprocess.Popen(cmd, env={**os.environ, **ENV}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -153,12 +185,18 @@ def cmd_killresume(args: argparse.Namespace) -> None:
     dec_a = [tuple(d.get(k) for k in key) for d in da]
     dec_b = [tuple(d.get(k) for k in key) for d in db]
     print(f"# kill/resume on the tiny task ({args.rollout} rollouts, two-clock policy live); {machine()}\n")
-    print(f"- uninterrupted: {len(a)} updates, {samples_a[-1] if a else 0} rollouts, batches "
-          f"{sorted({r['batch'] for r in a})}, {sum(d.get('switched', False) for d in da)} switches")
-    print(f"- killed (SIGKILL) {len(kills)} times at (logged updates, extra seconds) {kills}, resumed each time")
+    print(
+        f"- uninterrupted: {len(a)} updates, {samples_a[-1] if a else 0} rollouts, batches "
+        f"{sorted({r['batch'] for r in a})}, {sum(d.get('switched', False) for d in da)} switches"
+    )
+    print(
+        f"- killed (SIGKILL) {len(kills)} times at (logged updates, extra seconds) {kills}, resumed each time"
+    )
     print(f"- resumed run: {len(b)} updates, {samples_b[-1] if b else 0} rollouts")
-    print(f"- lost or repeated samples: steps strictly 1..n: {steps_b == list(range(1, len(b) + 1))}; "
-          f"samples identical to uninterrupted: {samples_a == samples_b}")
+    print(
+        f"- lost or repeated samples: steps strictly 1..n: {steps_b == list(range(1, len(b) + 1))}; "
+        f"samples identical to uninterrupted: {samples_a == samples_b}"
+    )
     print(f"- same decisions (step, samples, batch, lr, stage, switched): {dec_a == dec_b}")
     print(f"- same rewards per update: {same_rewards}")
     print(f"# wall time {time.perf_counter() - t_start:.0f} s")
@@ -167,17 +205,39 @@ def cmd_killresume(args: argparse.Namespace) -> None:
 TRL_SCHEDULE = {  # two-clock; the collapse level sits above the entropy (3.4 nats on this task), so the
     # forecast fires on every record and the switches are paced by the scheduler's own counters
     # (hysteresis, min_stage_steps): a resumed run must restore them to switch at the same steps
-    "type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "base_batch": 8, "growth": 2.0,
-    "failure_signal": "entropy", "failure_threshold": 100.0, "hysteresis": 2, "min_stage_steps": 5,
-    "forecast_window": 4, "horizon_steps": 1, "margin": 1.0, "max_stages": 3, "detectors": [],
+    "type": "two_clock",
+    "initial_batch": 8,
+    "base_lr": 1e-3,
+    "base_batch": 8,
+    "growth": 2.0,
+    "failure_signal": "entropy",
+    "failure_threshold": 100.0,
+    "hysteresis": 2,
+    "min_stage_steps": 5,
+    "forecast_window": 4,
+    "horizon_steps": 1,
+    "margin": 1.0,
+    "max_stages": 3,
+    "detectors": [],
     "failure_exponent": 1.0,  # two-clock v2 grows the batch on a failure forecast only when alpha > 0
-    "constraints": {"group_size": 4, "divisor": 8, "max_batch": 32}}
+    "constraints": {"group_size": 4, "divisor": 8, "max_batch": 32},
+}
 
 
 def _trl(out: Path, steps: int, resume: bool) -> subprocess.Popen:
     example = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_cpu.py"
-    cmd = [sys.executable, str(example), "--out", str(out), "--steps", str(steps), "--save-steps", "2",
-           "--schedule", str(out.parent / "trl_schedule.json")] + (["--resume"] if resume else [])
+    cmd = [
+        sys.executable,
+        str(example),
+        "--out",
+        str(out),
+        "--steps",
+        str(steps),
+        "--save-steps",
+        "2",
+        "--schedule",
+        str(out.parent / "trl_schedule.json"),
+    ] + (["--resume"] if resume else [])
     return subprocess.Popen(cmd, env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -242,19 +302,31 @@ def cmd_trl(args: argparse.Namespace) -> None:
     key = ("samples", "batch", "lr", "stage", "switched")
     same = {s: tuple(da[s].get(k) for k in key) == tuple(db.get(s, {}).get(k) for k in key) for s in da}
     relogged = sum(1 for r in rb if r.get("kind") == "decision") - len(db)
-    print(f"# kill/resume of the TRL example (GRPOTrainer + RlvrScheduleCallback, two-clock schedule); "
-          f"{machine()}\n")
-    print(f"- uninterrupted: {len(da)} updates, {max(d['samples'] for d in da.values())} rollouts, batches "
-          f"{sorted({d['batch'] for d in da.values()})}, {sum(d['switched'] for d in da.values())} switches")
-    print(f"- killed (SIGKILL) {len(kills)} times after {kills} logged updates; resumed with --resume "
-          f"(checkpoint every 2 updates)")
+    print(
+        f"# kill/resume of the TRL example (GRPOTrainer + RlvrScheduleCallback, two-clock schedule); "
+        f"{machine()}\n"
+    )
+    print(
+        f"- uninterrupted: {len(da)} updates, {max(d['samples'] for d in da.values())} rollouts, batches "
+        f"{sorted({d['batch'] for d in da.values()})}, {sum(d['switched'] for d in da.values())} switches"
+    )
+    print(
+        f"- killed (SIGKILL) {len(kills)} times after {kills} logged updates; resumed with --resume "
+        f"(checkpoint every 2 updates)"
+    )
     print(f"- incomplete checkpoints removed before resuming: {pruned or 'none'}")
-    print(f"- resumed run: {len(db)} updates; {relogged} updates re-done after a checkpoint (logged twice, "
-          f"the later kept)")
-    print(f"- samples per update identical to uninterrupted (no lost or repeated rollouts in the count): "
-          f"{[da[s]['samples'] for s in sorted(da)] == [db.get(s, {}).get('samples') for s in sorted(da)]}")
-    print(f"- same decisions (samples, batch, lr, stage, switched) at every step: {all(same.values())} "
-          f"({sum(same.values())}/{len(same)})")
+    print(
+        f"- resumed run: {len(db)} updates; {relogged} updates re-done after a checkpoint (logged twice, "
+        f"the later kept)"
+    )
+    print(
+        f"- samples per update identical to uninterrupted (no lost or repeated rollouts in the count): "
+        f"{[da[s]['samples'] for s in sorted(da)] == [db.get(s, {}).get('samples') for s in sorted(da)]}"
+    )
+    print(
+        f"- same decisions (samples, batch, lr, stage, switched) at every step: {all(same.values())} "
+        f"({sum(same.values())}/{len(same)})"
+    )
     print(f"# wall time {time.perf_counter() - t_start:.0f} s")
 
 
@@ -282,8 +354,10 @@ def _sweep_plan(args: argparse.Namespace) -> list[tuple[float, list[int], int]]:
 
 def cmd_sweep(args: argparse.Namespace) -> None:
     def cmd(lr: float, batches: list[int], n: int, seeds: str) -> str:
-        return (f"rlvr-trainer sweep --batches {' '.join(map(str, batches))} --seeds {seeds} --base-lr {lr} "
-                f"--max-samples {n} --no-progress --out {args.out}/lr{lr}")
+        return (
+            f"rlvr-trainer sweep --batches {' '.join(map(str, batches))} --seeds {seeds} --base-lr {lr} "
+            f"--max-samples {n} --no-progress --out {args.out}/lr{lr}"
+        )
 
     plan = _sweep_plan(args)
     if args.run:
@@ -324,7 +398,7 @@ def reward_crash_samples(run, level: float) -> float | None:
     rew, samples = run.array("reward_mean"), run.array("samples")
     for i in range(len(rew)):
         lo = np.searchsorted(samples, samples[i] - CRASH_WINDOW, side="right")
-        if samples[i] >= CRASH_WINDOW and np.nanmean(rew[lo:i + 1]) < level:
+        if samples[i] >= CRASH_WINDOW and np.nanmean(rew[lo : i + 1]) < level:
             return float(samples[i])
     return None
 
@@ -353,8 +427,10 @@ def summarize(out: Path, lrs: list[float] | None = None) -> None:
     print(f"# part 1 on the tiny task: sweeps per base LR; {machine()}\n")
     summary = []
     for d in _lr_dirs(out, lrs):
-        logs = sorted((d / "sweep").glob("b*-s*/metrics.jsonl"),
-                      key=lambda p: tuple(int(x) for x in p.parent.name[1:].split("-s")))
+        logs = sorted(
+            (d / "sweep").glob("b*-s*/metrics.jsonl"),
+            key=lambda p: tuple(int(x) for x in p.parent.name[1:].split("-s")),
+        )
         if not logs:
             continue
         base_lr = float(d.name[2:])
@@ -363,42 +439,59 @@ def summarize(out: Path, lrs: list[float] | None = None) -> None:
         (out / f"fit-{d.name}.json").write_text(json.dumps(fit.to_dict(), default=str, indent=1))
         seeds = sorted({p.parent.name.split("-s")[-1] for p in logs}, key=int)
         budget = sorted({int(r.samples[-1]) for r in runs})
-        print(f"## base LR {base_lr:g} at batch 32 (seeds {', '.join(seeds)}; {len(runs)} runs; batches "
-              f"{', '.join(str(b) for b in sorted({r.batch for r in runs}))}; rollouts per run "
-              f"{', '.join(map(str, budget))})\n")
-        print(f"target reward {g(fit.target)} (initial {g(fit.initial_reward)}); B* {g(fit.critical_batch)} "
-              f"{iv(fit.critical_batch_interval)}; failure samples {g(fit.failure_samples)} "
-              f"{iv(fit.failure_samples_interval)}; failure exponent {g(fit.failure_exponent)} "
-              f"{iv(fit.failure_exponent_interval)}\n")
+        print(
+            f"## base LR {base_lr:g} at batch 32 (seeds {', '.join(seeds)}; {len(runs)} runs; batches "
+            f"{', '.join(str(b) for b in sorted({r.batch for r in runs}))}; rollouts per run "
+            f"{', '.join(map(str, budget))})\n"
+        )
+        print(
+            f"target reward {g(fit.target)} (initial {g(fit.initial_reward)}); B* {g(fit.critical_batch)} "
+            f"{iv(fit.critical_batch_interval)}; failure samples {g(fit.failure_samples)} "
+            f"{iv(fit.failure_samples_interval)}; failure exponent {g(fit.failure_exponent)} "
+            f"{iv(fit.failure_exponent_interval)}\n"
+        )
         level = 0.5 * fit.initial_reward
         crash = [reward_crash_samples(r, level) for r in runs]
         cfit = FailureScalingFit().fit(runs, failure_samples=crash)
-        print(f"reward-crash clock ({CRASH_WINDOW}-rollout mean reward < {level:.3f} = half the initial): "
-              f"{sum(c is not None for c in crash)}/{len(runs)} runs crashed; pooled {g(cfit.failure_samples_)} "
-              f"{iv(cfit.failure_samples_interval_)} rollouts; exponent {g(cfit.alpha_)} {iv(cfit.alpha_interval_)}\n")
-        print("| run | lr | reward first 10% | last 10% | best (512-rollout mean) | "
-              "entropy first -> last 10% | rollouts to target | rate (reward/rollout) | "
-              "failure at (rollouts, signal) | reward crash at (rollouts) |")
+        print(
+            f"reward-crash clock ({CRASH_WINDOW}-rollout mean reward < {level:.3f} = half the initial): "
+            f"{sum(c is not None for c in crash)}/{len(runs)} runs crashed; pooled {g(cfit.failure_samples_)} "
+            f"{iv(cfit.failure_samples_interval_)} rollouts; exponent {g(cfit.alpha_)} {iv(cfit.alpha_interval_)}\n"
+        )
+        print(
+            "| run | lr | reward first 10% | last 10% | best (512-rollout mean) | "
+            "entropy first -> last 10% | rollouts to target | rate (reward/rollout) | "
+            "failure at (rollouts, signal) | reward crash at (rollouts) |"
+        )
         print("|---|---:|---:|---:|---:|---|---:|---:|---|---:|")
         for r, rf, c in zip(runs, fit.runs, crash):
             rew, ent = r.array("reward_mean"), r.array("entropy")
-            fail = "-" if rf.failure_samples is None or math.isnan(rf.failure_samples) else \
-                f"{rf.failure_samples:.0f} ({rf.failure_signal})"
-            print(f"| {rf.name} | {r.lr:.3g} | {_tenth(rew, False):.3f} | {_tenth(rew, True):.3f} | "
-                  f"{_best_window(r):.3f} | {_tenth(ent, False):.3f} -> {_tenth(ent, True):.3f} | "
-                  f"{g(rf.samples_to_target, '{:.0f}')} | {g(rf.rate)} | {fail} | {g(c, '{:.0f}')} |")
+            fail = (
+                "-"
+                if rf.failure_samples is None or math.isnan(rf.failure_samples)
+                else f"{rf.failure_samples:.0f} ({rf.failure_signal})"
+            )
+            print(
+                f"| {rf.name} | {r.lr:.3g} | {_tenth(rew, False):.3f} | {_tenth(rew, True):.3f} | "
+                f"{_best_window(r):.3f} | {_tenth(ent, False):.3f} -> {_tenth(ent, True):.3f} | "
+                f"{g(rf.samples_to_target, '{:.0f}')} | {g(rf.rate)} | {fail} | {g(c, '{:.0f}')} |"
+            )
         print()
         summary.append((base_lr, fit, cfit, runs))
     print("## summary\n")
-    print("| base LR | B* [interval] | B* x base LR | failure samples [interval] | failure exponent [interval] | "
-          "reward-crash samples [interval] | reward-crash exponent [interval] |")
+    print(
+        "| base LR | B* [interval] | B* x base LR | failure samples [interval] | failure exponent [interval] | "
+        "reward-crash samples [interval] | reward-crash exponent [interval] |"
+    )
     print("|---:|---|---:|---|---|---|---|")
     for lr, f, cf, _ in summary:
         prod = f.critical_batch * lr if f.critical_batch is not None else None
-        print(f"| {lr:g} | {g(f.critical_batch)} {iv(f.critical_batch_interval)} | {g(prod)} | "
-              f"{g(f.failure_samples)} {iv(f.failure_samples_interval)} | {g(f.failure_exponent)} "
-              f"{iv(f.failure_exponent_interval)} | {g(cf.failure_samples_)} {iv(cf.failure_samples_interval_)} | "
-              f"{g(cf.alpha_)} {iv(cf.alpha_interval_)} |")
+        print(
+            f"| {lr:g} | {g(f.critical_batch)} {iv(f.critical_batch_interval)} | {g(prod)} | "
+            f"{g(f.failure_samples)} {iv(f.failure_samples_interval)} | {g(f.failure_exponent)} "
+            f"{iv(f.failure_exponent_interval)} | {g(cf.failure_samples_)} {iv(cf.failure_samples_interval_)} | "
+            f"{g(cf.alpha_)} {iv(cf.alpha_interval_)} |"
+        )
     _across_lrs(summary, g, iv)
 
 
@@ -411,17 +504,20 @@ def _best_window(run) -> float:
     for i in range(len(rew)):
         if samples[i] >= CRASH_WINDOW:
             lo = np.searchsorted(samples, samples[i] - CRASH_WINDOW, side="right")
-            best = max(best, float(np.nanmean(rew[lo:i + 1])))
+            best = max(best, float(np.nanmean(rew[lo : i + 1])))
     return best if math.isfinite(best) else float(np.nanmean(rew))
 
 
 def _across_lrs(summary, g, iv) -> None:
     """B* x LR across base LRs (B* ~ 1/lr predicts one value) and rollouts to target per batch."""
-    fin = [(lr, f) for lr, f, _, _ in summary
-           if f.critical_batch is not None and math.isfinite(f.critical_batch)]
+    fin = [
+        (lr, f) for lr, f, _, _ in summary if f.critical_batch is not None and math.isfinite(f.critical_batch)
+    ]
     print("\n## B* across base LRs (prediction: B* ~ 1/lr, i.e. B* x lr constant)\n")
-    print("| base LR | B* [interval] | B* x base LR [interval] | B* / B*(lowest LR) | "
-          "1/lr prediction of that ratio |")
+    print(
+        "| base LR | B* [interval] | B* x base LR [interval] | B* / B*(lowest LR) | "
+        "1/lr prediction of that ratio |"
+    )
     print("|---:|---|---|---:|---:|")
     ref = fin[0] if fin else None
     for lr, f, _, _ in summary:
@@ -429,8 +525,10 @@ def _across_lrs(summary, g, iv) -> None:
         ok = b is not None and math.isfinite(b)
         ratio = b / ref[1].critical_batch if ok and ref else None
         pred = ref[0] / lr if ok and ref else None
-        print(f"| {lr:g} | {g(b)} {iv((lo, hi))} | {g(b * lr if ok else None)} "
-              f"{iv((lo * lr, hi * lr))} | {g(ratio)} | {g(pred)} |")
+        print(
+            f"| {lr:g} | {g(b)} {iv((lo, hi))} | {g(b * lr if ok else None)} "
+            f"{iv((lo * lr, hi * lr))} | {g(ratio)} | {g(pred)} |"
+        )
     if len(fin) >= 2:
         los = [f.critical_batch_interval[0] * lr for lr, f in fin]
         his = [f.critical_batch_interval[1] * lr for lr, f in fin]
@@ -441,10 +539,12 @@ def _across_lrs(summary, g, iv) -> None:
         y = [math.log(f.critical_batch) for _, f in fin]
         mx, my = sum(x) / len(x), sum(y) / len(y)
         slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
-        print(f"\nB* x lr constant within the intervals (one value inside every LR's interval): "
-              f"{'yes' if lo <= hi else 'no'} (intersection [{g(lo)}, {g(hi)}]); log-log slope of the "
-              f"point estimates, B* vs base LR: {slope:.2f} (1/lr predicts -1; over {len(fin)} LRs with a "
-              "finite B*)")
+        print(
+            f"\nB* x lr constant within the intervals (one value inside every LR's interval): "
+            f"{'yes' if lo <= hi else 'no'} (intersection [{g(lo)}, {g(hi)}]); log-log slope of the "
+            f"point estimates, B* vs base LR: {slope:.2f} (1/lr predicts -1; over {len(fin)} LRs with a "
+            "finite B*)"
+        )
     print("\n## rollouts to target per batch (each LR's own target; seeds in order, '-' = not reached)\n")
     batches = sorted({r.batch for *_, runs in summary for r in runs})
     print("| base LR | target | " + " | ".join(f"b{b}" for b in batches) + " |")
@@ -455,8 +555,10 @@ def _across_lrs(summary, g, iv) -> None:
             v = [rf.samples_to_target for r, rf in zip(runs, f.runs) if r.batch == b]
             cells.append(" / ".join(g(x, "{:.0f}") for x in v) if v else "")
         print(f"| {lr:g} | {g(f.target)} | " + " | ".join(cells) + " |")
-    print("\n## mean reward per eighth of the run (seeds averaged; the same prompts per eighth at every "
-          "batch)\n")
+    print(
+        "\n## mean reward per eighth of the run (seeds averaged; the same prompts per eighth at every "
+        "batch)\n"
+    )
     print("| base LR | batch | seeds | " + " | ".join(f"{k}/8" for k in range(1, 9)) + " |")
     print("|---:|---:|---:|" + "---:|" * 8)
     for lr, _, _, runs in summary:
@@ -483,22 +585,45 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/rlvr-evidence-tiny"))
     ap.add_argument("--rollout", default="hf", choices=["hf", "vllm"])
     ap.add_argument("--max-samples", type=int, default=None, help="default: 4096 for sweep, else 384")
-    ap.add_argument("--batches", type=int, nargs="+", default=None,
-                    help="default: 8 16 32 64 128 for sweep, 8 32 128 for cost")
+    ap.add_argument(
+        "--batches",
+        type=int,
+        nargs="+",
+        default=None,
+        help="default: 8 16 32 64 128 for sweep, 8 32 128 for cost",
+    )
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--steps", type=int, default=16, help="TRL updates")
-    ap.add_argument("--prune-incomplete", action="store_true",
-                    help="TRL: delete checkpoints cut by a kill (no trainer_state.json) before resuming")
+    ap.add_argument(
+        "--prune-incomplete",
+        action="store_true",
+        help="TRL: delete checkpoints cut by a kill (no trainer_state.json) before resuming",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--run", action="store_true")
     ap.add_argument("--summarize", action="store_true", help="sweep: fit and tabulate the runs under --out")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="sweep seeds")
-    ap.add_argument("--lrs", type=float, nargs="+", default=None,
-                    help=f"sweep base LRs (default {' '.join(map(str, LRS))}); with --summarize only these")
-    ap.add_argument("--lr-batches", nargs="+", default=[], metavar="LR=B,B,...",
-                    help="sweep: this LR's batches instead of --batches (e.g. 2.5e-05=32,64,128,256,512)")
-    ap.add_argument("--lr-samples", nargs="+", default=[], metavar="LR=N",
-                    help="sweep: this LR's rollouts per run instead of --max-samples")
+    ap.add_argument(
+        "--lrs",
+        type=float,
+        nargs="+",
+        default=None,
+        help=f"sweep base LRs (default {' '.join(map(str, LRS))}); with --summarize only these",
+    )
+    ap.add_argument(
+        "--lr-batches",
+        nargs="+",
+        default=[],
+        metavar="LR=B,B,...",
+        help="sweep: this LR's batches instead of --batches (e.g. 2.5e-05=32,64,128,256,512)",
+    )
+    ap.add_argument(
+        "--lr-samples",
+        nargs="+",
+        default=[],
+        metavar="LR=N",
+        help="sweep: this LR's rollouts per run instead of --max-samples",
+    )
     args = ap.parse_args()
     args.lrs_given = args.lrs is not None
     if args.lrs is None:
@@ -509,7 +634,9 @@ def main() -> None:
     if args.batches is None:
         args.batches = [8, 16, 32, 64, 128] if sweep else [8, 32, 128]
     os.environ.update(ENV)
-    {"cost": cmd_cost, "killresume": cmd_killresume, "trl": cmd_trl, "sweep": cmd_sweep, "_child": cmd_child}[args.command](args)
+    {"cost": cmd_cost, "killresume": cmd_killresume, "trl": cmd_trl, "sweep": cmd_sweep, "_child": cmd_child}[
+        args.command
+    ](args)
 
 
 if __name__ == "__main__":

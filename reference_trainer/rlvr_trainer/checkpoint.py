@@ -25,8 +25,15 @@ import torch
 
 from rlvr_schedule.errors import RlvrScheduleError
 
-__all__ = ["save_checkpoint", "load_checkpoint", "truncate_jsonl", "rng_state", "set_rng_state",
-           "CheckpointError", "convert_legacy_checkpoint"]
+__all__ = [
+    "save_checkpoint",
+    "load_checkpoint",
+    "truncate_jsonl",
+    "rng_state",
+    "set_rng_state",
+    "CheckpointError",
+    "convert_legacy_checkpoint",
+]
 
 FORMAT = 2
 
@@ -39,9 +46,11 @@ def rng_state() -> dict[str, Any]:
     """Python and NumPy streams as JSON-able lists, torch's as its byte tensor."""
     version, internal, gauss = random.getstate()
     key, keys, pos, has_gauss, cached = np.random.get_state()
-    return {"python": [version, list(internal), gauss],
-            "numpy": [key, keys.tolist(), int(pos), int(has_gauss), float(cached)],
-            "torch": torch.get_rng_state()}
+    return {
+        "python": [version, list(internal), gauss],
+        "numpy": [key, keys.tolist(), int(pos), int(has_gauss), float(cached)],
+        "torch": torch.get_rng_state(),
+    }
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
@@ -93,7 +102,8 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
             f"{path}: refused to load: the file asks to run code or build objects other than tensors and "
             f"plain data ({str(exc).splitlines()[-1] if str(exc) else type(exc).__name__}). Checkpoints "
             "written before the safe format (format 1) can be converted, if you trust the file, with "
-            "rlvr_trainer.checkpoint.convert_legacy_checkpoint") from None
+            "rlvr_trainer.checkpoint.convert_legacy_checkpoint"
+        ) from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("json"), str):
         got = raw.get("format") if isinstance(raw, dict) else type(raw).__name__
         raise CheckpointError(f"{path}: unsupported checkpoint format {got!r} (expected {FORMAT})")

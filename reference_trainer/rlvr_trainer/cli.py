@@ -19,8 +19,9 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rlvr_schedule.errors import RlvrScheduleError
 
@@ -28,21 +29,33 @@ __all__ = ["main", "build_parser", "config_from_args", "dry_run"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="rlvr-trainer", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="rlvr-trainer",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True)
-    for name, help_ in [("demo", "sweep + two-clock schedule + report on the embedded tiny model"),
-                        ("sweep", "constant-batch runs over a 16x range, sqrt LR, same seed and budget"),
-                        ("schedule", "the two-clock policy live in the loop"),
-                        ("compare", "sweep, then the schedule seeded by the sweep's fit, then the report"),
-                        ("train", "one run at a constant batch"),
-                        ("evidence", "the full experiment (sweeps at 3 base LRs x 3 seeds, schedule vs constants, "
-                                     "verdicts), resumable in chunks")]:
+    for name, help_ in [
+        ("demo", "sweep + two-clock schedule + report on the embedded tiny model"),
+        ("sweep", "constant-batch runs over a 16x range, sqrt LR, same seed and budget"),
+        ("schedule", "the two-clock policy live in the loop"),
+        ("compare", "sweep, then the schedule seeded by the sweep's fit, then the report"),
+        ("train", "one run at a constant batch"),
+        (
+            "evidence",
+            "the full experiment (sweeps at 3 base LRs x 3 seeds, schedule vs constants, "
+            "verdicts), resumable in chunks",
+        ),
+    ]:
         s = sub.add_parser(name, help=help_)
         s.add_argument("--preset", default="tiny", help="tiny (default) or qwen2.5-math-1.5b")
         s.add_argument("--out", type=Path, default=Path("runs") / name, help="output directory")
-        s.add_argument("--seeds", type=int, nargs="+",
-                       help="run seeds (default: 0; demo: 0 1, the schedule on the first; evidence: 0 1 2)")
+        s.add_argument(
+            "--seeds",
+            type=int,
+            nargs="+",
+            help="run seeds (default: 0; demo: 0 1, the schedule on the first; evidence: 0 1 2)",
+        )
         s.add_argument("--batches", type=int, nargs="+", help="sweep batches (rollouts per update)")
         s.add_argument("--batch", type=int, help="(initial) rollouts per update")
         s.add_argument("--base-batch", type=int)
@@ -52,18 +65,35 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--model", help="Hugging Face model directory or hub id (cached locally)")
         s.add_argument("--task", help="'arithmetic' or a local .jsonl/.parquet of GSM8K/MATH records")
         s.add_argument("--rollout", choices=["vllm", "hf"], help="rollout engine (hf: transformers generate)")
-        s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                       help="any TrainConfig field (value parsed as JSON when it can be)")
+        s.add_argument(
+            "--set",
+            dest="overrides",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="any TrainConfig field (value parsed as JSON when it can be)",
+        )
         s.add_argument("--no-resume", action="store_true", help="start over instead of resuming")
         s.add_argument("--no-progress", action="store_true", help="no progress bars")
-        s.add_argument("--dry-run", action="store_true",
-                       help="validate the config, count parameters and estimate memory; load no weights")
+        s.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="validate the config, count parameters and estimate memory; load no weights",
+        )
         if name == "evidence":
-            s.add_argument("--lrs", type=float, nargs="+",
-                           help="base LRs of the constant-batch sweeps (default: base LR x 1/4, 1/2, 1; above "
-                                "the default base LR the tiny model crashes before it learns)")
-            s.add_argument("--chunk-minutes", type=float, default=45.0,
-                           help="stop starting runs after this long; run again to continue (default 45)")
+            s.add_argument(
+                "--lrs",
+                type=float,
+                nargs="+",
+                help="base LRs of the constant-batch sweeps (default: base LR x 1/4, 1/2, 1; above "
+                "the default base LR the tiny model crashes before it learns)",
+            )
+            s.add_argument(
+                "--chunk-minutes",
+                type=float,
+                default=45.0,
+                help="stop starting runs after this long; run again to continue (default 45)",
+            )
     return p
 
 
@@ -78,9 +108,16 @@ def config_from_args(args: argparse.Namespace):
     from rlvr_trainer.config import preset
 
     kw: dict[str, Any] = {}
-    for flag, key in [("batch", "batch"), ("base_batch", "base_batch"), ("base_lr", "base_lr"),
-                      ("group_size", "group_size"), ("max_samples", "max_samples"), ("model", "model"),
-                      ("task", "task"), ("rollout", "rollout")]:
+    for flag, key in [
+        ("batch", "batch"),
+        ("base_batch", "base_batch"),
+        ("base_lr", "base_lr"),
+        ("group_size", "group_size"),
+        ("max_samples", "max_samples"),
+        ("model", "model"),
+        ("task", "task"),
+        ("rollout", "rollout"),
+    ]:
         v = getattr(args, flag)
         if v is not None:
             kw[key] = v
@@ -101,9 +138,15 @@ def _model_config(cfg) -> tuple[Any, str]:
 
     if cfg.model is None:
         t = TinyModelConfig()
-        return Qwen2Config(vocab_size=3 + len(dict.fromkeys(CHARS)), hidden_size=t.hidden_size, intermediate_size=t.intermediate_size,
-                           num_hidden_layers=t.num_layers, num_attention_heads=t.num_heads,
-                           num_key_value_heads=t.num_heads, tie_word_embeddings=False), "embedded tiny model"
+        return Qwen2Config(
+            vocab_size=3 + len(dict.fromkeys(CHARS)),
+            hidden_size=t.hidden_size,
+            intermediate_size=t.intermediate_size,
+            num_hidden_layers=t.num_layers,
+            num_attention_heads=t.num_heads,
+            num_key_value_heads=t.num_heads,
+            tie_word_embeddings=False,
+        ), "embedded tiny model"
     try:
         return AutoConfig.from_pretrained(cfg.model, local_files_only=True), f"{cfg.model} (local)"
     except Exception:
@@ -146,12 +189,17 @@ def dry_run(cfg, *, batches: Sequence[int] | None = None) -> dict[str, Any]:
         "logits_chunks": 3 * chunk * vocab * 4,
     }
     est["total"] = sum(est.values())
-    return {"config": cfg.to_dict(), "model_source": source, "parameters": n,
-            "memory_bytes": est, "memory_gib": {k: round(v / 2**30, 3) for k, v in est.items()},
-            # what the padded step held per micro-batch: fp32 logits and their log-softmax, every position
-            "padded_step_logits_bytes": 2 * cfg.micro_batch * seq * vocab * 4,
-            "sweep_batches": list(batches) if batches else None,
-            "updates_per_run": {b: -(-cfg.max_samples // b) for b in (batches or [cfg.batch])}}
+    return {
+        "config": cfg.to_dict(),
+        "model_source": source,
+        "parameters": n,
+        "memory_bytes": est,
+        "memory_gib": {k: round(v / 2**30, 3) for k, v in est.items()},
+        # what the padded step held per micro-batch: fp32 logits and their log-softmax, every position
+        "padded_step_logits_bytes": 2 * cfg.micro_batch * seq * vocab * 4,
+        "sweep_batches": list(batches) if batches else None,
+        "updates_per_run": {b: -(-cfg.max_samples // b) for b in (batches or [cfg.batch])},
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -170,8 +218,12 @@ def _main(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     batches = args.batches or SWEEP_BATCHES.get(args.preset, [cfg.batch])
     if args.dry_run:
-        print(json.dumps(dry_run(cfg, batches=batches if args.command in ("sweep", "compare", "demo") else None),
-                         indent=2))
+        print(
+            json.dumps(
+                dry_run(cfg, batches=batches if args.command in ("sweep", "compare", "demo") else None),
+                indent=2,
+            )
+        )
         return 0
     from rlvr_trainer import experiments as ex
 
@@ -179,8 +231,15 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "evidence":
         seeds = args.seeds or [0, 1, 2]
         lrs = args.lrs or [cfg.base_lr / 4, cfg.base_lr / 2, cfg.base_lr]
-        report = ex.evidence(cfg, args.out, batches=batches, lrs=lrs, seeds=seeds,
-                             chunk_minutes=args.chunk_minutes, progress=progress)
+        report = ex.evidence(
+            cfg,
+            args.out,
+            batches=batches,
+            lrs=lrs,
+            seeds=seeds,
+            chunk_minutes=args.chunk_minutes,
+            progress=progress,
+        )
         if report is None:
             print(f"evidence: chunk done, not finished; run the same command again to continue ({args.out})")
             return 3
@@ -190,8 +249,15 @@ def _main(args: argparse.Namespace) -> int:
         # and the live schedule on the first
         demo = args.command == "demo" and not args.seeds
         seeds = args.seeds or ([0, 1] if demo else [0])
-        report = ex.compare(cfg, args.out, batches=batches, seeds=seeds, resume=resume, progress=progress,
-                            schedule_seeds=seeds[:1] if demo else None)
+        report = ex.compare(
+            cfg,
+            args.out,
+            batches=batches,
+            seeds=seeds,
+            resume=resume,
+            progress=progress,
+            schedule_seeds=seeds[:1] if demo else None,
+        )
         print(f"report: {report.resolve()}")
     elif args.command == "sweep":
         from rlvr_schedule.clocks import fit_sweep
@@ -201,8 +267,14 @@ def _main(args: argparse.Namespace) -> int:
         report = write_report(runs, args.out / "report", fit=fit_sweep(runs), title="rlvr-trainer sweep")
         print(f"report: {report.resolve()}")
     elif args.command == "schedule":
-        runs = ex.schedule(cfg, args.out, seeds=args.seeds or [0], resume=resume, progress=progress,
-                           policy=ex.policy_config(cfg, batches=batches))
+        runs = ex.schedule(
+            cfg,
+            args.out,
+            seeds=args.seeds or [0],
+            resume=resume,
+            progress=progress,
+            policy=ex.policy_config(cfg, batches=batches),
+        )
         print(ex.summarize(runs, None))
         print(f"logs: {(Path(args.out) / 'schedule').resolve()}")
     else:  # train

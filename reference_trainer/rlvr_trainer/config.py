@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from rlvr_schedule.errors import ConfigError
-
 from rlvr_trainer.grpo import LOSS_TYPES
 
 __all__ = ["TrainConfig", "PRESETS", "preset", "QWEN25_MATH_15B"]
@@ -25,11 +25,15 @@ class TrainConfig:
 
     model: str | None = None  # HF directory; None = the embedded tiny model
     task: str = "arithmetic"  # "arithmetic" or a local .jsonl/.parquet of GSM8K/MATH records
-    task_max_level: int | None = 1  # arithmetic only: 0 = one-digit sums, 1 = + two-digit + one-digit, None = all
+    task_max_level: int | None = (
+        1  # arithmetic only: 0 = one-digit sums, 1 = + two-digit + one-digit, None = all
+    )
     group_size: int = 8
     batch: int = 32  # rollouts per update at the start
     base_batch: int = 32
-    base_lr: float = 4e-4  # the demo's LR: the tiny model learns (+0.3 reward), then collapses near the budget's end
+    base_lr: float = (
+        4e-4  # the demo's LR: the tiny model learns (+0.3 reward), then collapses near the budget's end
+    )
     lr_rule: str = "sqrt"
     max_samples: int = 14336  # per run; `make demo` (2 seeds x 5 batches + the schedule) ~9 min on 2 cores
     micro_batch: int = 16  # rollouts in the first (random, noise-estimate) micro-batch; grad_norm_micro
@@ -64,15 +68,28 @@ class TrainConfig:
 
     def validate(self) -> None:
         """ConfigError naming the first invalid field."""
+
         def need(cond: bool, name: str, msg: str) -> None:
             if not cond:
                 raise ConfigError(f"{msg}, got {getattr(self, name)!r}", field=name)
 
-        for name in ("group_size", "batch", "base_batch", "max_samples", "micro_batch", "ppo_epochs",
-                     "max_tokens", "max_model_len"):
+        for name in (
+            "group_size",
+            "batch",
+            "base_batch",
+            "max_samples",
+            "micro_batch",
+            "ppo_epochs",
+            "max_tokens",
+            "max_model_len",
+        ):
             v = getattr(self, name)
-            need(isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, "must be a positive integer")
-        need(self.batch % self.group_size == 0, "batch", f"must be a multiple of group_size={self.group_size}")
+            need(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1, name, "must be a positive integer"
+            )
+        need(
+            self.batch % self.group_size == 0, "batch", f"must be a multiple of group_size={self.group_size}"
+        )
         need(self.group_size >= 2, "group_size", "must be >= 2 (advantages are relative to the group)")
         need(self.base_lr > 0, "base_lr", "must be positive")
         need(self.lr_rule in ("sqrt", "linear", "constant"), "lr_rule", "must be sqrt, linear or constant")
@@ -82,8 +99,11 @@ class TrainConfig:
         need(self.clip_high >= 0, "clip_high", "must be >= 0")
         need(self.beta >= 0, "beta", "must be >= 0")
         need(self.temperature >= 0, "temperature", "must be >= 0")
-        need(isinstance(self.micro_tokens, int) and self.micro_tokens >= 0, "micro_tokens",
-             "must be a non-negative integer (0: micro_batch x max_model_len)")
+        need(
+            isinstance(self.micro_tokens, int) and self.micro_tokens >= 0,
+            "micro_tokens",
+            "must be a non-negative integer (0: micro_batch x max_model_len)",
+        )
         need(self.warmup_samples >= 0, "warmup_samples", "must be >= 0")
         need(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
 
@@ -97,14 +117,16 @@ class TrainConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> "TrainConfig":
+    def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> TrainConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         for k in d:
             if k not in names:
-                raise ConfigError(f"unknown key (allowed: {', '.join(sorted(names))})", source=source, field=k)
+                raise ConfigError(
+                    f"unknown key (allowed: {', '.join(sorted(names))})", source=source, field=k
+                )
         return cls(**dict(d))
 
-    def replace(self, **kw: Any) -> "TrainConfig":
+    def replace(self, **kw: Any) -> TrainConfig:
         return dataclasses.replace(self, **kw)
 
     def json(self) -> str:
@@ -114,10 +136,18 @@ class TrainConfig:
 #: Qwen2.5-Math-1.5B's architecture (from its config.json), used by ``--dry-run`` when the
 #: weights are not on this machine.
 QWEN25_MATH_15B: dict[str, Any] = {
-    "architectures": ["Qwen2ForCausalLM"], "hidden_size": 1536, "intermediate_size": 8960,
-    "num_hidden_layers": 28, "num_attention_heads": 12, "num_key_value_heads": 2, "vocab_size": 151936,
-    "max_position_embeddings": 4096, "tie_word_embeddings": True, "rope_theta": 10000.0,
-    "rms_norm_eps": 1e-6, "torch_dtype": "bfloat16",
+    "architectures": ["Qwen2ForCausalLM"],
+    "hidden_size": 1536,
+    "intermediate_size": 8960,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 12,
+    "num_key_value_heads": 2,
+    "vocab_size": 151936,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": True,
+    "rope_theta": 10000.0,
+    "rms_norm_eps": 1e-6,
+    "torch_dtype": "bfloat16",
 }
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -125,17 +155,34 @@ PRESETS: dict[str, dict[str, Any]] = {
     "tiny": {},
     # paper-like settings for a real GPU run; weights from a local path or the HF cache
     "qwen2.5-math-1.5b": {
-        "model": "Qwen/Qwen2.5-Math-1.5B", "task": "gsm8k.jsonl", "group_size": 8, "batch": 128,
-        "base_batch": 128, "base_lr": 1e-6, "lr_rule": "sqrt", "max_samples": 200_000, "micro_batch": 8,
-        "max_tokens": 1024, "max_model_len": 1536, "loss_type": "dr_grpo", "scale_rewards": False,
-        "clip_low": 0.2, "clip_high": 0.28, "beta": 0.0, "track_kl": False, "dtype": "bfloat16",
+        "model": "Qwen/Qwen2.5-Math-1.5B",
+        "task": "gsm8k.jsonl",
+        "group_size": 8,
+        "batch": 128,
+        "base_batch": 128,
+        "base_lr": 1e-6,
+        "lr_rule": "sqrt",
+        "max_samples": 200_000,
+        "micro_batch": 8,
+        "max_tokens": 1024,
+        "max_model_len": 1536,
+        "loss_type": "dr_grpo",
+        "scale_rewards": False,
+        "clip_low": 0.2,
+        "clip_high": 0.28,
+        "beta": 0.0,
+        "track_kl": False,
+        "dtype": "bfloat16",
         "warmup_samples": 2048,
         "checkpoint_every": 50,
     },
 }
 
 #: Sweep batches per preset: a 16x range of rollout batches.
-SWEEP_BATCHES: dict[str, list[int]] = {"tiny": [8, 16, 32, 64, 128], "qwen2.5-math-1.5b": [64, 128, 256, 512, 1024]}
+SWEEP_BATCHES: dict[str, list[int]] = {
+    "tiny": [8, 16, 32, 64, 128],
+    "qwen2.5-math-1.5b": [64, 128, 256, 512, 1024],
+}
 
 
 def preset(name: str, **overrides: Any) -> TrainConfig:

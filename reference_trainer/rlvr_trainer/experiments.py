@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rlvr_schedule.records import Run
-
 from rlvr_trainer.config import TrainConfig
 
 __all__ = ["run_one", "sweep", "schedule", "compare", "evidence", "policy_config", "read_run", "summarize"]
@@ -51,8 +51,15 @@ def _finished(out_dir: Path, cfg: TrainConfig) -> bool:
     return bool(lines) and json.loads(lines[-1]).get("samples", 0) >= cfg.max_samples
 
 
-def run_one(cfg: TrainConfig, out_dir: str | Path, *, policy: Any = None, resume: bool = False,
-            progress: bool = True, desc: str | None = None) -> Run:
+def run_one(
+    cfg: TrainConfig,
+    out_dir: str | Path,
+    *,
+    policy: Any = None,
+    resume: bool = False,
+    progress: bool = True,
+    desc: str | None = None,
+) -> Run:
     """Train one run; ``policy`` is a :class:`~rlvr_schedule.policy.PolicyConfig` for the live
     two-clock schedule (None: constant ``cfg.batch``). A finished run is read back, not re-run."""
     from rlvr_trainer.train import Trainer
@@ -73,20 +80,39 @@ def run_one(cfg: TrainConfig, out_dir: str | Path, *, policy: Any = None, resume
     return read_run(out_dir, desc)
 
 
-def sweep(cfg: TrainConfig, batches: Sequence[int], out: str | Path, *, seeds: Sequence[int] = (0,),
-          resume: bool = True, progress: bool = True) -> list[Run]:
+def sweep(
+    cfg: TrainConfig,
+    batches: Sequence[int],
+    out: str | Path,
+    *,
+    seeds: Sequence[int] = (0,),
+    resume: bool = True,
+    progress: bool = True,
+) -> list[Run]:
     """Constant-batch runs over ``batches`` (same seed and sample budget, LR by the rule)."""
     runs = []
     for seed in seeds:
         for b in batches:
             name = f"b{b}-s{seed}"
-            runs.append(run_one(cfg.replace(batch=b, seed=seed), Path(out) / "sweep" / name, resume=resume,
-                                progress=progress, desc=f"sweep {name}"))
+            runs.append(
+                run_one(
+                    cfg.replace(batch=b, seed=seed),
+                    Path(out) / "sweep" / name,
+                    resume=resume,
+                    progress=progress,
+                    desc=f"sweep {name}",
+                )
+            )
     return runs
 
 
-def policy_config(cfg: TrainConfig, *, batches: Sequence[int] | None = None, critical_batch: float | None = None,
-                  **overrides: Any):
+def policy_config(
+    cfg: TrainConfig,
+    *,
+    batches: Sequence[int] | None = None,
+    critical_batch: float | None = None,
+    **overrides: Any,
+):
     """The two-clock policy for this trainer: starts at ``cfg.batch`` (or half the critical batch
     when one is given), grows x2 before the forecast failure, LR by the same rule as the sweep."""
     from rlvr_schedule.policy import BatchConstraints, PolicyConfig
@@ -94,7 +120,10 @@ def policy_config(cfg: TrainConfig, *, batches: Sequence[int] | None = None, cri
     lo = min(batches) if batches else cfg.group_size
     hi = max(batches) if batches else cfg.max_batch
     kw: dict[str, Any] = dict(
-        initial_batch=cfg.batch, base_lr=cfg.base_lr, base_batch=cfg.base_batch, lr_rule=cfg.lr_rule,
+        initial_batch=cfg.batch,
+        base_lr=cfg.base_lr,
+        base_batch=cfg.base_batch,
+        lr_rule=cfg.lr_rule,
         constraints=BatchConstraints(group_size=cfg.group_size, min_batch=lo, max_batch=hi),
     )
     if critical_batch is not None and math.isfinite(critical_batch) and critical_batch > 0:
@@ -103,14 +132,29 @@ def policy_config(cfg: TrainConfig, *, batches: Sequence[int] | None = None, cri
     return PolicyConfig(**kw)
 
 
-def schedule(cfg: TrainConfig, out: str | Path, *, seeds: Sequence[int] = (0,), policy: Any = None,
-             resume: bool = True, progress: bool = True) -> list[Run]:
+def schedule(
+    cfg: TrainConfig,
+    out: str | Path,
+    *,
+    seeds: Sequence[int] = (0,),
+    policy: Any = None,
+    resume: bool = True,
+    progress: bool = True,
+) -> list[Run]:
     """The two-clock policy live in the loop (one run per seed)."""
     runs = []
     for seed in seeds:
         c = cfg.replace(seed=seed)
-        runs.append(run_one(c, Path(out) / "schedule" / f"s{seed}", policy=policy or policy_config(c),
-                            resume=resume, progress=progress, desc=f"schedule s{seed}"))
+        runs.append(
+            run_one(
+                c,
+                Path(out) / "schedule" / f"s{seed}",
+                policy=policy or policy_config(c),
+                resume=resume,
+                progress=progress,
+                desc=f"schedule s{seed}",
+            )
+        )
     return runs
 
 
@@ -124,23 +168,36 @@ def summarize(runs: Sequence[Run], target: float | None) -> str:
 
     from rlvr_schedule.clocks import ProgressClock
 
-    rows = ["| run | batches | samples | updates | final reward (last 10%) | samples to target |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        "| run | batches | samples | updates | final reward (last 10%) | samples to target |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in runs:
         rew = r.array("reward_mean")
-        tail = rew[-max(1, len(rew) // 10):]
+        tail = rew[-max(1, len(rew) // 10) :]
         hit = "n/a"
         if target is not None and target == target:
             clock = ProgressClock(target=target).fit(r)
             hit = f"{clock.samples_to_target_:.0f}" if clock.reached_target_ else "not reached"
         batches = "->".join(str(b) for b in dict.fromkeys(int(x) for x in r.array("batch")))
-        rows.append(f"| {r.name} | {batches} | {int(r.samples[-1])} | {len(r)} | {float(np.nanmean(tail)):.3f} | {hit} |")
+        rows.append(
+            f"| {r.name} | {batches} | {int(r.samples[-1])} | {len(r)} | {float(np.nanmean(tail)):.3f} | {hit} |"
+        )
     return "\n".join(rows)
 
 
-def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds: Sequence[int] = (0,),
-            resume: bool = True, progress: bool = True, use_fit: bool = True,
-            fits_by_lr: dict[float, dict] | None = None, schedule_seeds: Sequence[int] | None = None) -> Path:
+def compare(
+    cfg: TrainConfig,
+    out: str | Path,
+    *,
+    batches: Sequence[int],
+    seeds: Sequence[int] = (0,),
+    resume: bool = True,
+    progress: bool = True,
+    use_fit: bool = True,
+    fits_by_lr: dict[float, dict] | None = None,
+    schedule_seeds: Sequence[int] | None = None,
+) -> Path:
     """Sweep, then the live schedule (seeded with the sweep's critical batch when ``use_fit`` and
     the fit is finite, else from the online gradient-noise estimate), then the report; returns
     the report's index.html."""
@@ -153,8 +210,10 @@ def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds:
     try:
         fit = fit_sweep(sweep_runs)
     except ValueError as exc:
-        raise RlvrScheduleError(f"cannot fit the clocks to the sweep ({exc}); raise --max-samples so every "
-                                "run has several updates") from exc
+        raise RlvrScheduleError(
+            f"cannot fit the clocks to the sweep ({exc}); raise --max-samples so every "
+            "run has several updates"
+        ) from exc
     crit = getattr(fit, "critical_batch", None) if use_fit else None
     if crit is not None and math.isfinite(crit) and crit > 0:
         # start at critical_fraction x the sweep's critical batch
@@ -177,19 +236,34 @@ def compare(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], seeds:
             d = json.loads(line)
             records.append(d)
             if d.get("switched"):
-                decisions.append(f"seed {seed}: step {d['step']} samples {d['samples']} -> batch {d['batch']} "
-                                 f"lr {d['lr']:.3g} ({d['reason']})")
+                decisions.append(
+                    f"seed {seed}: step {d['step']} samples {d['samples']} -> batch {d['batch']} "
+                    f"lr {d['lr']:.3g} ({d['reason']})"
+                )
     verdict = "\n".join(verdicts(fit.to_dict(), decisions=records, fits_by_lr=fits_by_lr))
-    return write_report(sweep_runs + sched_runs, out / "report", fit=fit,
-                        title="rlvr-trainer: sweep vs two-clock schedule",
-                        extra_sections=[("Verdicts on the predictions", verdict),
-                                        ("Schedule vs constant batches", table),
-                                        ("Schedule switches", "\n".join(decisions) or "no switch")])
+    return write_report(
+        sweep_runs + sched_runs,
+        out / "report",
+        fit=fit,
+        title="rlvr-trainer: sweep vs two-clock schedule",
+        extra_sections=[
+            ("Verdicts on the predictions", verdict),
+            ("Schedule vs constant batches", table),
+            ("Schedule switches", "\n".join(decisions) or "no switch"),
+        ],
+    )
 
 
-
-def evidence(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], lrs: Sequence[float],
-             seeds: Sequence[int] = (0, 1, 2), chunk_minutes: float = 45.0, progress: bool = True) -> Path | None:
+def evidence(
+    cfg: TrainConfig,
+    out: str | Path,
+    *,
+    batches: Sequence[int],
+    lrs: Sequence[float],
+    seeds: Sequence[int] = (0, 1, 2),
+    chunk_minutes: float = 45.0,
+    progress: bool = True,
+) -> Path | None:
     """The full experiment, resumable in chunks: constant-batch sweeps at every base LR in ``lrs``
     (``seeds`` each), then the live schedule against the constants at ``cfg.base_lr`` and the report
     with a verdict per prediction (B* ~ 1/lr from the per-LR fits).
@@ -213,8 +287,12 @@ def evidence(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], lrs: 
         if _finished(d, c):
             continue
         if ran and (time.monotonic() - t0) / 60 > chunk_minutes:  # at least one run per call
-            log.warning("evidence: chunk of %.0f min used, %d of %d sweep runs left; run again to continue",
-                        chunk_minutes, len(todo) - i, len(todo))
+            log.warning(
+                "evidence: chunk of %.0f min used, %d of %d sweep runs left; run again to continue",
+                chunk_minutes,
+                len(todo) - i,
+                len(todo),
+            )
             return None
         run_one(c, d, resume=True, progress=progress, desc=f"lr {lr:g} b{b}-s{seed}")
         ran += 1
@@ -222,8 +300,17 @@ def evidence(cfg: TrainConfig, out: str | Path, *, batches: Sequence[int], lrs: 
         return None  # the schedule runs and the report in the next chunk
     fits = {}
     for lr in lrs:
-        runs = [read_run(out / f"lr{lr:g}" / "sweep" / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds for b in batches]
+        runs = [
+            read_run(out / f"lr{lr:g}" / "sweep" / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds for b in batches
+        ]
         fits[lr] = fit_sweep(runs).to_dict()
     (out / "fits_by_lr.json").write_text(json.dumps({f"{lr:g}": f for lr, f in fits.items()}, indent=2))
-    return compare(cfg, out / f"lr{cfg.base_lr:g}", batches=batches, seeds=seeds, resume=True,
-                   progress=progress, fits_by_lr=fits)
+    return compare(
+        cfg,
+        out / f"lr{cfg.base_lr:g}",
+        batches=batches,
+        seeds=seeds,
+        resume=True,
+        progress=progress,
+        fits_by_lr=fits,
+    )

@@ -25,29 +25,49 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
-__all__ = ["LOSS_TYPES", "group_advantages", "token_logprobs", "aggregate", "policy_loss", "LossStats",
-           "MicroBatch", "PackedBatch", "plan_micro_batches", "pack_rollouts", "linear_logprobs",
-           "completion_logprobs", "reference_logprobs", "UpdateResult", "packed_update", "LOGIT_CHUNK_BYTES",
-           "logit_chunk", "micro_scale"]
+__all__ = [
+    "LOSS_TYPES",
+    "group_advantages",
+    "token_logprobs",
+    "aggregate",
+    "policy_loss",
+    "LossStats",
+    "MicroBatch",
+    "PackedBatch",
+    "plan_micro_batches",
+    "pack_rollouts",
+    "linear_logprobs",
+    "completion_logprobs",
+    "reference_logprobs",
+    "UpdateResult",
+    "packed_update",
+    "LOGIT_CHUNK_BYTES",
+    "logit_chunk",
+    "micro_scale",
+]
 
 LOSS_TYPES = ("grpo", "token_mean", "dr_grpo")
 
 
-def group_advantages(rewards: torch.Tensor, group_size: int, *, scale: bool = True,
-                     eps: float = 1e-4) -> torch.Tensor:
+def group_advantages(
+    rewards: torch.Tensor, group_size: int, *, scale: bool = True, eps: float = 1e-4
+) -> torch.Tensor:
     """``r - mean(group)``, divided by the group's std when ``scale`` (Dr. GRPO sets it False).
 
     ``rewards`` is flat, groups contiguous (``[g0 r0..r{G-1}, g1 ...]``). The std is the unbiased
     one (as in TRL); a group with equal rewards gets advantage 0 either way.
     """
     if rewards.ndim != 1 or rewards.numel() % group_size:
-        raise ValueError(f"rewards must be flat with a multiple of group_size={group_size} entries, "
-                         f"got shape {tuple(rewards.shape)}")
+        raise ValueError(
+            f"rewards must be flat with a multiple of group_size={group_size} entries, "
+            f"got shape {tuple(rewards.shape)}"
+        )
     r = rewards.view(-1, group_size).to(torch.float32)
     adv = r - r.mean(dim=1, keepdim=True)
     if scale:
@@ -56,8 +76,9 @@ def group_advantages(rewards: torch.Tensor, group_size: int, *, scale: bool = Tr
     return adv.reshape(-1)
 
 
-def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, *,
-                   with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+def token_logprobs(
+    logits: torch.Tensor, targets: torch.Tensor, *, with_entropy: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-prob of each target token (and the per-position entropy) from ``[.., T, V]`` logits."""
     logp_all = torch.log_softmax(logits.float(), dim=-1)
     logp = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
@@ -65,8 +86,9 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, *,
     return logp, ent
 
 
-def aggregate(per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, *, n_seqs: int,
-              n_tokens: int, max_len: int) -> torch.Tensor:
+def aggregate(
+    per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, *, n_seqs: int, n_tokens: int, max_len: int
+) -> torch.Tensor:
     """This micro-batch's share of the batch loss (see the module docstring)."""
     m = mask.to(per_token.dtype)
     if loss_type == "grpo":
@@ -88,17 +110,29 @@ class LossStats:
     kl: float = 0.0
     entropy: float = 0.0
 
-    def add(self, other: "LossStats") -> None:
+    def add(self, other: LossStats) -> None:
         self.tokens += other.tokens
         self.clipped += other.clipped
         self.kl += other.kl
         self.entropy += other.entropy
 
 
-def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
-                *, loss_type: str, n_seqs: int, n_tokens: int, max_len: int, clip_low: float = 0.2,
-                clip_high: float = 0.2, ref_logp: torch.Tensor | None = None, beta: float = 0.0,
-                entropy: torch.Tensor | None = None) -> tuple[torch.Tensor, LossStats]:
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    loss_type: str,
+    n_seqs: int,
+    n_tokens: int,
+    max_len: int,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    ref_logp: torch.Tensor | None = None,
+    beta: float = 0.0,
+    entropy: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, LossStats]:
     """PPO-clip surrogate with separate low/high ranges, plus ``beta`` x k3 KL to the reference.
 
     Per token: ``-min(ratio A, clip(ratio, 1 - clip_low, 1 + clip_high) A) + beta KL`` with
@@ -120,9 +154,12 @@ def policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Te
     loss = aggregate(per_token, mask, loss_type, n_seqs=n_seqs, n_tokens=n_tokens, max_len=max_len)
     with torch.no_grad():
         is_clipped = (clipped < unclipped).to(m.dtype)
-        stats = LossStats(tokens=float(m.sum()), clipped=float((is_clipped * m).sum()),
-                          kl=float((kl.detach() * m).sum()) if kl is not None else float("nan"),
-                          entropy=float((entropy.detach() * m).sum()) if entropy is not None else float("nan"))
+        stats = LossStats(
+            tokens=float(m.sum()),
+            clipped=float((is_clipped * m).sum()),
+            kl=float((kl.detach() * m).sum()) if kl is not None else float("nan"),
+            entropy=float((entropy.detach() * m).sum()) if entropy is not None else float("nan"),
+        )
     return loss, stats
 
 
@@ -198,13 +235,14 @@ def _cut(rows: list[int], lengths: Sequence[int], token_budget: int) -> list[lis
     out: list[list[int]] = []
     j = m
     while j > 0:
-        out.append(rows[cut_at[j]:j])
+        out.append(rows[cut_at[j] : j])
         j = cut_at[j]
     return out[::-1]
 
 
-def plan_micro_batches(lengths: Sequence[int], *, micro_batch: int, token_budget: int,
-                       seed: Any = 0) -> tuple[list[list[int]], int]:
+def plan_micro_batches(
+    lengths: Sequence[int], *, micro_batch: int, token_budget: int, seed: Any = 0
+) -> tuple[list[list[int]], int]:
     """Row indices per micro-batch, and how many leading micro-batches hold the noise sample.
 
     When the batch has more than ``micro_batch`` rows, its first rows are a uniform random
@@ -223,8 +261,15 @@ def plan_micro_batches(lengths: Sequence[int], *, micro_batch: int, token_budget
     return head + _cut([i for i in range(n) if i not in taken], lengths, token_budget), len(head)
 
 
-def pack_rollouts(prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[Sequence[int]], *, pad_id: int,
-                  micro_batch: int, token_budget: int, seed: Any = 0) -> PackedBatch:
+def pack_rollouts(
+    prompt_ids: Sequence[Sequence[int]],
+    completion_ids: Sequence[Sequence[int]],
+    *,
+    pad_id: int,
+    micro_batch: int,
+    token_budget: int,
+    seed: Any = 0,
+) -> PackedBatch:
     """Micro-batches of ``prompt + completion`` rows (see :func:`plan_micro_batches`)."""
     if len(prompt_ids) != len(completion_ids):
         raise ValueError("prompt_ids and completion_ids must have one entry per rollout")
@@ -249,8 +294,17 @@ def pack_rollouts(prompt_ids: Sequence[Sequence[int]], completion_ids: Sequence[
                 mask[k, : len(c)] = 1.0
                 pr.extend([k] * len(c))
                 pc.extend(range(len(p) - 1, len(p) - 1 + len(c)))
-        micro.append(MicroBatch(rows, ids, attn, targets, mask, torch.tensor(pr, dtype=torch.long),
-                                torch.tensor(pc, dtype=torch.long)))
+        micro.append(
+            MicroBatch(
+                rows,
+                ids,
+                attn,
+                targets,
+                mask,
+                torch.tensor(pr, dtype=torch.long),
+                torch.tensor(pc, dtype=torch.long),
+            )
+        )
     clen = torch.tensor([len(c) for c in completion_ids], dtype=torch.float32)
     return PackedBatch(micro, len(lengths), int(clen.sum()), clen, noise)
 
@@ -302,13 +356,25 @@ class _LinearLogprob(torch.autograd.Function):
                 gw += g.t() @ hidden[a:b].to(acc)
             if gb is not None:
                 gb += g.sum(0)
-        return (gh, gw.to(weight.dtype) if gw is not None else None,
-                gb.to(bias.dtype) if gb is not None else None, None, None, None)
+        return (
+            gh,
+            gw.to(weight.dtype) if gw is not None else None,
+            gb.to(bias.dtype) if gb is not None else None,
+            None,
+            None,
+            None,
+        )
 
 
-def linear_logprobs(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor,
-                    bias: torch.Tensor | None = None, *, chunk: int | None = None,
-                    with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+def linear_logprobs(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    *,
+    chunk: int | None = None,
+    with_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-prob of ``targets`` under ``h @ W.T + b`` (``hidden [N, H]``, ``weight [V, H]``) and,
     optionally, the entropy (no gradient): at most ``chunk`` rows of fp32 logits exist at once."""
     chunk = chunk or logit_chunk(weight.shape[0])
@@ -319,7 +385,9 @@ def linear_logprobs(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.T
 def _split_head(model) -> tuple[Any, Any] | None:
     """(decoder, lm_head) when logits are a plain linear map of the decoder's last hidden state."""
     cfg = getattr(model, "config", None)
-    if cfg is not None and (getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None)):
+    if cfg is not None and (
+        getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logit_scale", None)
+    ):
         return None
     get_dec = getattr(model, "get_decoder", None)
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
@@ -332,8 +400,9 @@ def _split_head(model) -> tuple[Any, Any] | None:
     return (dec, head) if dec is not None and dec is not model else None
 
 
-def completion_logprobs(model, mb: MicroBatch, *, with_entropy: bool = False,
-                        chunk: int | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+def completion_logprobs(
+    model, mb: MicroBatch, *, with_entropy: bool = False, chunk: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``[m, Lc]`` log-probs of ``mb``'s completion tokens (0 on padding), and their entropy.
 
     Runs the decoder over the micro-batch, keeps the hidden states at completion positions only
@@ -346,10 +415,13 @@ def completion_logprobs(model, mb: MicroBatch, *, with_entropy: bool = False,
         dec, head = parts
         hidden = dec(input_ids=mb.input_ids, attention_mask=mb.attention_mask).last_hidden_state
         h = hidden[mb.pos_rows, mb.pos_cols]
-        flat, ent = linear_logprobs(h, head.weight, mb.targets[mb.mask > 0], head.bias, chunk=chunk,
-                                    with_entropy=with_entropy)
+        flat, ent = linear_logprobs(
+            h, head.weight, mb.targets[mb.mask > 0], head.bias, chunk=chunk, with_entropy=with_entropy
+        )
     else:
-        logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits[mb.pos_rows, mb.pos_cols]
+        logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits[
+            mb.pos_rows, mb.pos_cols
+        ]
         flat, ent = token_logprobs(logits, mb.targets[mb.mask > 0])
         if with_entropy:
             with torch.no_grad():
@@ -394,10 +466,21 @@ def reference_logprobs(ref_model, packed: PackedBatch) -> list[torch.Tensor]:
         return [completion_logprobs(ref_model, mb)[0] for mb in packed.micro]
 
 
-def packed_update(model, optimizer: torch.optim.Optimizer, packed: PackedBatch, advantages: torch.Tensor, *,
-                  loss_type: str, max_len: int, clip_low: float, clip_high: float, beta: float = 0.0,
-                  ppo_epochs: int = 1, max_grad_norm: float = 1.0,
-                  ref_logp: list[torch.Tensor] | None = None) -> UpdateResult:
+def packed_update(
+    model,
+    optimizer: torch.optim.Optimizer,
+    packed: PackedBatch,
+    advantages: torch.Tensor,
+    *,
+    loss_type: str,
+    max_len: int,
+    clip_low: float,
+    clip_high: float,
+    beta: float = 0.0,
+    ppo_epochs: int = 1,
+    max_grad_norm: float = 1.0,
+    ref_logp: list[torch.Tensor] | None = None,
+) -> UpdateResult:
     """One optimizer step per PPO epoch over ``packed``'s micro-batches (gradients accumulated).
 
     The old policy's log-probs are epoch 0's own (detached): no optimizer step happens before
@@ -414,9 +497,20 @@ def packed_update(model, optimizer: torch.optim.Optimizer, packed: PackedBatch, 
             if epoch == 0:
                 old.append(logp.detach())
             loss, st = policy_loss(
-                logp, old[j], advantages[mb.rows], mb.mask, loss_type=loss_type, n_seqs=n_seqs, n_tokens=n_tokens,
-                max_len=max_len, clip_low=clip_low, clip_high=clip_high,
-                ref_logp=ref_logp[j] if ref_logp is not None else None, beta=beta, entropy=ent)
+                logp,
+                old[j],
+                advantages[mb.rows],
+                mb.mask,
+                loss_type=loss_type,
+                n_seqs=n_seqs,
+                n_tokens=n_tokens,
+                max_len=max_len,
+                clip_low=clip_low,
+                clip_high=clip_high,
+                ref_logp=ref_logp[j] if ref_logp is not None else None,
+                beta=beta,
+                entropy=ent,
+            )
             loss.backward()
             if epoch == 0:
                 res.stats.add(st)
@@ -425,8 +519,9 @@ def packed_update(model, optimizer: torch.optim.Optimizer, packed: PackedBatch, 
             if epoch == 0 and j == packed.noise_micro - 1:
                 # the noise sample's own mean gradient (same parameters): rescale its share
                 rows = sum(len(m.rows) for m in packed.micro[: j + 1])
-                res.grad_norm_micro = _grad_norm(params) * micro_scale(loss_type, n_seqs, n_tokens, rows,
-                                                                      res.stats.tokens)
+                res.grad_norm_micro = _grad_norm(params) * micro_scale(
+                    loss_type, n_seqs, n_tokens, rows, res.stats.tokens
+                )
                 res.micro_batch = rows
         res.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
         optimizer.step()

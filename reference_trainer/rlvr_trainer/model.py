@@ -71,8 +71,14 @@ def build_tokenizer():
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
     tok.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=PAD, eos_token=EOS, unk_token=UNK,
-                                   padding_side="left", model_max_length=64)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token=PAD,
+        eos_token=EOS,
+        unk_token=UNK,
+        padding_side="left",
+        model_max_length=64,
+    )
 
 
 def build_model(cfg: TinyModelConfig, vocab_size: int, *, eos_id: int = 1, pad_id: int = 0):
@@ -82,11 +88,19 @@ def build_model(cfg: TinyModelConfig, vocab_size: int, *, eos_id: int = 1, pad_i
 
     torch.manual_seed(cfg.seed)
     config = Qwen2Config(
-        vocab_size=vocab_size, hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
-        num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
-        num_key_value_heads=cfg.num_heads, max_position_embeddings=cfg.max_position,
-        tie_word_embeddings=False, eos_token_id=eos_id, bos_token_id=eos_id, pad_token_id=pad_id,
-        torch_dtype="float32", use_sliding_window=False,
+        vocab_size=vocab_size,
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_heads,
+        max_position_embeddings=cfg.max_position,
+        tie_word_embeddings=False,
+        eos_token_id=eos_id,
+        bos_token_id=eos_id,
+        pad_token_id=pad_id,
+        torch_dtype="float32",
+        use_sliding_window=False,
     )
     return Qwen2ForCausalLM(config).float()
 
@@ -107,7 +121,9 @@ def warm_start(model, tokenizer, cfg: TinyModelConfig, *, progress: bool = False
     task = ArithmeticTask(seed=cfg.seed + 1)
     rng = random.Random(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.warm_lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / cfg.warm_steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 20) * max(0.1, 1 - s / cfg.warm_steps)
+    )
     model.train()
     losses = []
     steps = range(cfg.warm_steps)
@@ -117,7 +133,9 @@ def warm_start(model, tokenizer, cfg: TinyModelConfig, *, progress: bool = False
         steps = tqdm(steps, desc="warm start", leave=False)
     for _ in steps:
         probs = [task.problem(rng.randrange(1 << 30)) for _ in range(cfg.warm_batch)]
-        texts = [p.prompt + (p.solution if rng.random() < cfg.boxed_fraction else p.answer) + EOS for p in probs]
+        texts = [
+            p.prompt + (p.solution if rng.random() < cfg.boxed_fraction else p.answer) + EOS for p in probs
+        ]
         enc = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
         plen = [len(tokenizer(p.prompt, add_special_tokens=False)["input_ids"]) for p in probs]
         width = max(map(len, enc))
@@ -127,10 +145,14 @@ def warm_start(model, tokenizer, cfg: TinyModelConfig, *, progress: bool = False
         for i, (e, n) in enumerate(zip(enc, plen)):
             ids[i, : len(e)] = torch.tensor(e)
             attn[i, : len(e)] = 1
-            labels[i, n: len(e)] = torch.tensor(e[n:])
+            labels[i, n : len(e)] = torch.tensor(e[n:])
         logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1]
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
-                                                 ignore_index=-100, label_smoothing=cfg.label_smoothing)
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]),
+            labels[:, 1:].reshape(-1),
+            ignore_index=-100,
+            label_smoothing=cfg.label_smoothing,
+        )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -141,8 +163,9 @@ def warm_start(model, tokenizer, cfg: TinyModelConfig, *, progress: bool = False
     return {"loss_first": losses[0], "loss_last": sum(losses[-10:]) / min(10, len(losses))}
 
 
-def ensure_tiny_model(cfg: TinyModelConfig | None = None, *, root: Path | None = None,
-                      progress: bool = False) -> Path:
+def ensure_tiny_model(
+    cfg: TinyModelConfig | None = None, *, root: Path | None = None, progress: bool = False
+) -> Path:
     """Path of the warm-started tiny model, building and caching it on first use.
 
     Written to a temporary directory and renamed into place, so a half-built model is never

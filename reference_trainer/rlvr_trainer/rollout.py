@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 __all__ = ["Rollout", "VLLMEngine", "HFEngine", "make_engine", "set_cpu_env"]
 
@@ -49,7 +49,10 @@ class Rollout:
 
 class _RotaryReloadFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.getMessage().startswith("RotaryEmbedding") and "Failed to load weights" in record.getMessage())
+        return not (
+            record.getMessage().startswith("RotaryEmbedding")
+            and "Failed to load weights" in record.getMessage()
+        )
 
 
 def _seed(run_seed: int, step: int, i: int) -> int:
@@ -64,12 +67,19 @@ def _seed(run_seed: int, step: int, i: int) -> int:
 class VLLMEngine:
     """One ``vllm.LLM`` per run, loaded from a Hugging Face directory and updated in place."""
 
-    def __init__(self, model_dir: str | Path, *, max_tokens: int, temperature: float = 1.0,
-                 max_model_len: int = 64, dtype: str = "float32", seed: int = 0) -> None:
+    def __init__(
+        self,
+        model_dir: str | Path,
+        *,
+        max_tokens: int,
+        temperature: float = 1.0,
+        max_model_len: int = 64,
+        dtype: str = "float32",
+        seed: int = 0,
+    ) -> None:
         set_cpu_env()
-        from vllm import LLM
-
         import torch
+        from vllm import LLM
 
         self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
         kw = {}
@@ -77,22 +87,46 @@ class VLLMEngine:
             # a prompt prefill split over engine steps rewinds the request's seeded generator, which
             # fails on CPU ("CPU Generator does not use offset"): schedule whole prompts only
             kw = {"enable_chunked_prefill": False, "max_num_batched_tokens": max(4096, max_model_len)}
-        self.llm = LLM(model=str(model_dir), dtype=dtype, seed=seed, max_model_len=max_model_len,
-                       enforce_eager=True, enable_prefix_caching=True, gpu_memory_utilization=0.5, **kw)
+        self.llm = LLM(
+            model=str(model_dir),
+            dtype=dtype,
+            seed=seed,
+            max_model_len=max_model_len,
+            enforce_eager=True,
+            enable_prefix_caching=True,
+            gpu_memory_utilization=0.5,
+            **kw,
+        )
         self.tokenizer = self.llm.get_tokenizer()
         # rotary embeddings hold no checkpoint weights: vLLM warns on every reload and keeps its
         # own (correct) cos/sin cache; the logprob check in tests/trainer covers it
-        logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(_RotaryReloadFilter())
+        logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").addFilter(
+            _RotaryReloadFilter()
+        )
 
-    def generate(self, prompts: Sequence[str], n: int, *, step: int, logprobs: bool = False,
-                 temperature: float | None = None) -> list[list[Rollout]]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        n: int,
+        *,
+        step: int,
+        logprobs: bool = False,
+        temperature: float | None = None,
+    ) -> list[list[Rollout]]:
         """``n`` completions per prompt (groups in prompt order)."""
         from vllm import SamplingParams
 
         temp = self.temperature if temperature is None else temperature
-        params = [SamplingParams(n=n, temperature=temp, max_tokens=self.max_tokens,
-                                 logprobs=0 if logprobs else None, seed=_seed(self.seed, step, i))
-                  for i in range(len(prompts))]
+        params = [
+            SamplingParams(
+                n=n,
+                temperature=temp,
+                max_tokens=self.max_tokens,
+                logprobs=0 if logprobs else None,
+                seed=_seed(self.seed, step, i),
+            )
+            for i in range(len(prompts))
+        ]
         outs = self.llm.generate(list(prompts), params, use_tqdm=False)
         groups = []
         for out in outs:
@@ -127,8 +161,15 @@ class HFEngine:
         self.model, self.tokenizer = model, tokenizer
         self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
 
-    def generate(self, prompts: Sequence[str], n: int, *, step: int, logprobs: bool = False,
-                 temperature: float | None = None) -> list[list[Rollout]]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        n: int,
+        *,
+        step: int,
+        logprobs: bool = False,
+        temperature: float | None = None,
+    ) -> list[list[Rollout]]:
         import torch
 
         tok = self.tokenizer
@@ -141,12 +182,19 @@ class HFEngine:
             ids = torch.tensor([pid] * n)
             with torch.random.fork_rng(), torch.no_grad():
                 torch.manual_seed(_seed(self.seed, step, i))
-                out = self.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=temp > 0,
-                                          temperature=temp if temp > 0 else None, top_k=0, top_p=1.0,
-                                          max_new_tokens=self.max_tokens, eos_token_id=tok.eos_token_id,
-                                          pad_token_id=tok.pad_token_id)
+                out = self.model.generate(
+                    ids,
+                    attention_mask=torch.ones_like(ids),
+                    do_sample=temp > 0,
+                    temperature=temp if temp > 0 else None,
+                    top_k=0,
+                    top_p=1.0,
+                    max_new_tokens=self.max_tokens,
+                    eos_token_id=tok.eos_token_id,
+                    pad_token_id=tok.pad_token_id,
+                )
             group = []
-            for row in out[:, len(pid):].tolist():
+            for row in out[:, len(pid) :].tolist():
                 if tok.eos_token_id in row:
                     row = row[: row.index(tok.eos_token_id) + 1]
                     finished = True
@@ -165,12 +213,28 @@ class HFEngine:
         pass
 
 
-def make_engine(kind: str, *, model_dir: str | Path, model, tokenizer, max_tokens: int,
-                temperature: float, seed: int, max_model_len: int = 64, dtype: str = "float32"):
+def make_engine(
+    kind: str,
+    *,
+    model_dir: str | Path,
+    model,
+    tokenizer,
+    max_tokens: int,
+    temperature: float,
+    seed: int,
+    max_model_len: int = 64,
+    dtype: str = "float32",
+):
     """``"vllm"`` (default) or ``"hf"``."""
     if kind == "vllm":
-        return VLLMEngine(model_dir, max_tokens=max_tokens, temperature=temperature, seed=seed,
-                          max_model_len=max_model_len, dtype=dtype)
+        return VLLMEngine(
+            model_dir,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            max_model_len=max_model_len,
+            dtype=dtype,
+        )
     if kind == "hf":
         return HFEngine(model, tokenizer, max_tokens=max_tokens, temperature=temperature, seed=seed)
     raise ValueError(f"rollout engine must be 'vllm' or 'hf', got {kind!r}")

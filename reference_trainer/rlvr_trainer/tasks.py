@@ -11,15 +11,25 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Protocol, Sequence
+from typing import Protocol
 
 from rlvr_schedule.errors import IngestError
 
-__all__ = ["Problem", "Task", "ArithmeticTask", "FileTask", "load_problems", "math_reward", "exact_reward",
-           "verify_reward", "score"]
+__all__ = [
+    "Problem",
+    "Task",
+    "ArithmeticTask",
+    "FileTask",
+    "load_problems",
+    "math_reward",
+    "exact_reward",
+    "verify_reward",
+    "score",
+]
 
 MATH_PROMPT = "{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}."
 
@@ -116,11 +126,19 @@ def _row_to_problem(row: dict, source: str, line: int | None) -> Problem:
     q = next((row[k] for k in _QUESTION_KEYS if k in row), None)
     a = next((row[k] for k in _ANSWER_KEYS if k in row), None)
     if not isinstance(q, str) or not q.strip():
-        raise IngestError(f"missing question text (one of {_QUESTION_KEYS})", source=source, line=line,
-                          field=next((k for k in _QUESTION_KEYS if k in row), _QUESTION_KEYS[0]))
+        raise IngestError(
+            f"missing question text (one of {_QUESTION_KEYS})",
+            source=source,
+            line=line,
+            field=next((k for k in _QUESTION_KEYS if k in row), _QUESTION_KEYS[0]),
+        )
     if a is None or (isinstance(a, str) and not a.strip()):
-        raise IngestError(f"missing gold answer (one of {_ANSWER_KEYS})", source=source, line=line,
-                          field=next((k for k in _ANSWER_KEYS if k in row), _ANSWER_KEYS[0]))
+        raise IngestError(
+            f"missing gold answer (one of {_ANSWER_KEYS})",
+            source=source,
+            line=line,
+            field=next((k for k in _ANSWER_KEYS if k in row), _ANSWER_KEYS[0]),
+        )
     return Problem(prompt=MATH_PROMPT.format(question=q.strip()), answer=_gold(str(a)))
 
 

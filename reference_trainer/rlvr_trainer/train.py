@@ -24,7 +24,6 @@ from rlvr_schedule.ingest import JsonlWriter
 from rlvr_schedule.plugins import PluginHost
 from rlvr_schedule.records import BatchSchedule, Stage, StepRecord
 from rlvr_schedule.theory.scaling import lr_for_batch
-
 from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
 from rlvr_trainer.config import TrainConfig
 from rlvr_trainer.grpo import group_advantages, pack_rollouts, packed_update, reference_logprobs
@@ -59,9 +58,17 @@ class Trainer:
     change the batch or LR.
     """
 
-    def __init__(self, cfg: TrainConfig, out_dir: str | Path, *, schedule: BatchSchedule | None = None,
-                 plugins: PluginHost | None = None, progress: bool = False, desc: str | None = None,
-                 advisory: bool = False) -> None:
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        out_dir: str | Path,
+        *,
+        schedule: BatchSchedule | None = None,
+        plugins: PluginHost | None = None,
+        progress: bool = False,
+        desc: str | None = None,
+        advisory: bool = False,
+    ) -> None:
         set_cpu_env()
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -85,10 +92,12 @@ class Trainer:
         self.plugins = plugins if plugins is not None else PluginHost(load_entrypoints=False)
         self.schedule = schedule if schedule is not None else initial_schedule(cfg)
         self.batch, lr = self.schedule.current.batch, self.schedule.current.lr
-        self.driver = ScheduleDriver(self.schedule, self.set_batch, self.plugins, in_effect=(self.batch, float(lr)),
-                                     advisory=advisory)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=lr, betas=cfg.adam_betas,
-                                           weight_decay=cfg.weight_decay)
+        self.driver = ScheduleDriver(
+            self.schedule, self.set_batch, self.plugins, in_effect=(self.batch, float(lr)), advisory=advisory
+        )
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(), lr=lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
+        )
         self.step = 0
         self.samples = 0
         self.next_problem = 0
@@ -115,10 +124,17 @@ class Trainer:
 
     # --- checkpoint ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"config": self.cfg.to_dict(), "model": self.model.state_dict(),
-                "optimizer": self.optimizer.state_dict(), "schedule": self.schedule.state_dict(),
-                "step": self.step, "samples": self.samples, "next_problem": self.next_problem,
-                "batch": self.batch, "lr": self.lr}
+        return {
+            "config": self.cfg.to_dict(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "step": self.step,
+            "samples": self.samples,
+            "next_problem": self.next_problem,
+            "batch": self.batch,
+            "lr": self.lr,
+        }
 
     def save(self) -> Path:
         return save_checkpoint(self.checkpoint_path, self.state_dict())
@@ -144,9 +160,17 @@ class Trainer:
     def _engine(self):
         if self.engine is None:
             c = self.cfg
-            self.engine = make_engine(c.rollout, model_dir=self.model_dir, model=self.model,
-                                      tokenizer=self.tokenizer, max_tokens=c.max_tokens, temperature=c.temperature,
-                                      seed=c.seed, max_model_len=c.max_model_len, dtype=c.dtype)
+            self.engine = make_engine(
+                c.rollout,
+                model_dir=self.model_dir,
+                model=self.model,
+                tokenizer=self.tokenizer,
+                max_tokens=c.max_tokens,
+                temperature=c.temperature,
+                seed=c.seed,
+                max_model_len=c.max_model_len,
+                dtype=c.dtype,
+            )
             self.engine.push_weights(self.model)  # the engine always runs the trainer's weights
         return self.engine
 
@@ -160,8 +184,13 @@ class Trainer:
         if self.progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=self.cfg.max_samples, initial=min(self.samples, self.cfg.max_samples),
-                       desc=self.desc, unit="rollout", dynamic_ncols=True)
+            bar = tqdm(
+                total=self.cfg.max_samples,
+                initial=min(self.samples, self.cfg.max_samples),
+                desc=self.desc,
+                unit="rollout",
+                dynamic_ncols=True,
+            )
         done = 0
         with JsonlWriter(self.metrics_path) as mfh, JsonlWriter(self.decisions_path) as dfh:
             while self.samples < self.cfg.max_samples and (max_steps is None or done < max_steps):
@@ -173,8 +202,12 @@ class Trainer:
                 done += 1
                 if bar is not None:
                     bar.update(record.batch)
-                    bar.set_postfix(batch=record.batch, reward=f"{record.reward_mean:.3f}",
-                                    entropy=f"{record.entropy:.3f}", refresh=False)
+                    bar.set_postfix(
+                        batch=record.batch,
+                        reward=f"{record.reward_mean:.3f}",
+                        entropy=f"{record.entropy:.3f}",
+                        refresh=False,
+                    )
                 if self.cfg.checkpoint_every and self.step % self.cfg.checkpoint_every == 0:
                     self.save()
         if bar is not None:
@@ -205,15 +238,31 @@ class Trainer:
         t1 = time.perf_counter()
 
         adv = group_advantages(rewards, g, scale=cfg.scale_rewards)
-        packed = pack_rollouts([r.prompt_ids for r in rollouts], [r.completion_ids for r in rollouts],
-                               pad_id=self.tokenizer.pad_token_id, micro_batch=cfg.micro_batch,
-                               token_budget=cfg.token_budget(), seed=f"{cfg.seed}/{self.step}")
+        packed = pack_rollouts(
+            [r.prompt_ids for r in rollouts],
+            [r.completion_ids for r in rollouts],
+            pad_id=self.tokenizer.pad_token_id,
+            micro_batch=cfg.micro_batch,
+            token_budget=cfg.token_budget(),
+            seed=f"{cfg.seed}/{self.step}",
+        )
         n_seqs = packed.n_seqs
         ref_logp = reference_logprobs(self.ref_model, packed) if self.ref_model is not None else None
         t_logp = time.perf_counter()
-        upd = packed_update(self.model, self.optimizer, packed, adv, loss_type=cfg.loss_type, max_len=cfg.max_tokens,
-                            clip_low=cfg.clip_low, clip_high=cfg.clip_high, beta=cfg.beta, ppo_epochs=cfg.ppo_epochs,
-                            max_grad_norm=cfg.max_grad_norm, ref_logp=ref_logp)
+        upd = packed_update(
+            self.model,
+            self.optimizer,
+            packed,
+            adv,
+            loss_type=cfg.loss_type,
+            max_len=cfg.max_tokens,
+            clip_low=cfg.clip_low,
+            clip_high=cfg.clip_high,
+            beta=cfg.beta,
+            ppo_epochs=cfg.ppo_epochs,
+            max_grad_norm=cfg.max_grad_norm,
+            ref_logp=ref_logp,
+        )
         stats, grad_norm, grad_norm_micro = upd.stats, upd.grad_norm, upd.grad_norm_micro
         for group in self.optimizer.param_groups:
             group["lr"] = lr  # keep the schedule's LR as the optimizer's state (checkpoints, set_batch)
@@ -227,18 +276,34 @@ class Trainer:
         grouped = rewards.view(-1, g)
         tok = max(stats.tokens, 1.0)
         return StepRecord(
-            step=self.step, samples=self.samples, batch=batch, lr=lr,
-            reward_mean=float(rewards.mean()), reward_std=float(rewards.std()) if n_seqs > 1 else 0.0,
-            entropy=stats.entropy / tok, kl=stats.kl / tok if ref_logp is not None else math.nan,
-            grad_norm=grad_norm, clip_frac=stats.clipped / (tok * cfg.ppo_epochs),
+            step=self.step,
+            samples=self.samples,
+            batch=batch,
+            lr=lr,
+            reward_mean=float(rewards.mean()),
+            reward_std=float(rewards.std()) if n_seqs > 1 else 0.0,
+            entropy=stats.entropy / tok,
+            kl=stats.kl / tok if ref_logp is not None else math.nan,
+            grad_norm=grad_norm,
+            clip_frac=stats.clipped / (tok * cfg.ppo_epochs),
             response_length=float(packed.completion_lengths.mean()),
             frac_zero_std=float((grouped.std(dim=1) == 0).float().mean()),
-            grad_norm_micro=grad_norm_micro, micro_batch=upd.micro_batch,
-            extra={"lr_effective": lr * warm, "rollout_s": t1 - t0, "update_s": t2 - t1, "push_s": t3 - t2,
-                   # the same wall time split finer (generate + reward = rollout; logprob + backward = update)
-                   "generate_s": t_gen - t0, "reward_s": t1 - t_gen, "logprob_s": t_logp - t1,
-                   "backward_s": t2 - t_logp, "micro_batches": upd.n_micro, "padded_positions": upd.positions,
-                   "truncated_frac": float(sum(not r.finished for r in rollouts) / n_seqs)},
+            grad_norm_micro=grad_norm_micro,
+            micro_batch=upd.micro_batch,
+            extra={
+                "lr_effective": lr * warm,
+                "rollout_s": t1 - t0,
+                "update_s": t2 - t1,
+                "push_s": t3 - t2,
+                # the same wall time split finer (generate + reward = rollout; logprob + backward = update)
+                "generate_s": t_gen - t0,
+                "reward_s": t1 - t_gen,
+                "logprob_s": t_logp - t1,
+                "backward_s": t2 - t_logp,
+                "micro_batches": upd.n_micro,
+                "padded_positions": upd.positions,
+                "truncated_frac": float(sum(not r.finished for r in rollouts) / n_seqs),
+            },
         )
 
     def _tensors(self, rollouts: list[Rollout]) -> tuple[torch.Tensor, ...]:
@@ -252,5 +317,5 @@ class Trainer:
         for i, (s, r) in enumerate(zip(seqs, rollouts)):
             ids[i, : len(s)] = torch.tensor(s)
             attn[i, : len(s)] = 1
-            mask[i, len(r.prompt_ids) - 1: len(s) - 1] = 1.0
+            mask[i, len(r.prompt_ids) - 1 : len(s) - 1] = 1.0
         return ids[:, :-1], attn[:, :-1], ids[:, 1:], mask

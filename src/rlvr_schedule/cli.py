@@ -18,8 +18,9 @@ import json
 import math
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -90,9 +91,13 @@ def _batch_options(items: Sequence[str] | None) -> tuple[int | None, dict[str, i
 def _read_options(args: argparse.Namespace, batch: int | None = None):
     from rlvr_schedule.ingest.options import ReadOptions, parse_alias_options
 
-    return ReadOptions(batch=batch, base_lr=getattr(args, "base_lr", None),
-                       aliases=parse_alias_options(getattr(args, "alias", None)) or None,
-                       format=getattr(args, "format", None), logging_steps=getattr(args, "logging_steps", None))
+    return ReadOptions(
+        batch=batch,
+        base_lr=getattr(args, "base_lr", None),
+        aliases=parse_alias_options(getattr(args, "alias", None)) or None,
+        format=getattr(args, "format", None),
+        logging_steps=getattr(args, "logging_steps", None),
+    )
 
 
 #: fewer records than this and no clock can be fitted (a slope needs points on both sides).
@@ -106,10 +111,14 @@ def _load(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list:
 
     default, per_log = _batch_options(getattr(args, "batch", None))
     logs = list(paths if paths is not None else args.logs)
-    keys = {log: next((k for k in (log, Path(log).name, Path(log).stem) if k in per_log), None) for log in logs}
+    keys = {
+        log: next((k for k in (log, Path(log).name, Path(log).stem) if k in per_log), None) for log in logs
+    }
     unused = set(per_log) - set(keys.values())
     if unused:
-        raise RlvrScheduleError(f"--batch {', '.join(sorted(unused))}=...: no such log among {', '.join(logs)}")
+        raise RlvrScheduleError(
+            f"--batch {', '.join(sorted(unused))}=...: no such log among {', '.join(logs)}"
+        )
     runs, seen = [], {}
     for log in logs:
         key = keys[log]
@@ -117,7 +126,9 @@ def _load(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list:
         for run in got:
             where = Path(run.source).resolve() if run.source else None
             if where is not None and where in seen:
-                raise IngestError(f"given twice (also as {seen[where]}): each run once, please", source=run.source)
+                raise IngestError(
+                    f"given twice (also as {seen[where]}): each run once, please", source=run.source
+                )
             if where is not None:
                 seen[where] = log
         runs.extend(got)
@@ -125,16 +136,21 @@ def _load(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list:
         raise RlvrScheduleError("no runs given")
     for run in runs:
         if len(run) < MIN_RECORDS:
-            raise IngestError(f"run {run.name!r} has {len(run)} record(s); at least {MIN_RECORDS} are needed",
-                              source=run.source)
+            raise IngestError(
+                f"run {run.name!r} has {len(run)} record(s); at least {MIN_RECORDS} are needed",
+                source=run.source,
+            )
         info = training_lr(run)
         run.meta["lr_info"] = info
         lrs = run.array("lr")
         if (lrs[~np.isnan(lrs)] <= 0).any() or not math.isfinite(info.lr):
             zero = "LR 0 or below" if (lrs[~np.isnan(lrs)] <= 0).any() else "no LR"
-            warnings.warn(f"{run.source or run.name}: run {run.name!r} logs {zero} on some records "
-                          f"(lr after warm-up: {_fmt(info.lr)}); pass --base-lr if the log lost it",
-                          UserWarning, stacklevel=2)
+            warnings.warn(
+                f"{run.source or run.name}: run {run.name!r} logs {zero} on some records "
+                f"(lr after warm-up: {_fmt(info.lr)}); pass --base-lr if the log lost it",
+                UserWarning,
+                stacklevel=2,
+            )
     _warn_setup_differs(runs)
     return runs
 
@@ -148,8 +164,12 @@ def _warn_setup_differs(runs: Sequence[Any]) -> None:
     differ = {k: sorted(v) for k, v in keys.items() if len(v) > 1}
     if differ:
         what = "; ".join(f"{k}: {', '.join(v)}" for k, v in differ.items())
-        warnings.warn(f"the runs differ in more than batch and LR ({what}): one critical batch for all "
-                      "of them may not mean much", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"the runs differ in more than batch and LR ({what}): one critical batch for all "
+            "of them may not mean much",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _check_target(args: argparse.Namespace) -> None:
@@ -160,8 +180,16 @@ def _check_target(args: argparse.Namespace) -> None:
 
 #: keys of JSON output that count rollouts (written as integers).
 def _is_count_key(key: str) -> bool:
-    return key.endswith(("samples", "samples_to_target", "samples_interval", "samples_to_target_interval",
-                         "made_at_samples", "warmup_samples")) or key in ("until_samples", "start_samples")
+    return key.endswith(
+        (
+            "samples",
+            "samples_to_target",
+            "samples_interval",
+            "samples_to_target_interval",
+            "made_at_samples",
+            "warmup_samples",
+        )
+    ) or key in ("until_samples", "start_samples")
 
 
 def _int_counts(obj: Any, key: str = "") -> Any:
@@ -211,6 +239,7 @@ def _fmt_count(v: Any) -> str:
 
 # -- commands -----------------------------------------------------------------------------------
 
+
 def _run_rows(runs: Sequence[Any], d: dict[str, Any]) -> list[dict[str, Any]]:
     """fit's per-run rows plus where each run's batch and LR came from (and its LR after warm-up)."""
     rows = []
@@ -241,14 +270,39 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return 0
     print(f"critical batch B*: {_estimate(d, 'critical_batch', und, count=True)} rollouts/update")
     print(f"failure samples:   {_estimate(d, 'failure_samples', und, count=True)}")
-    print(f"failure exponent:  {_estimate(d, 'failure_exponent', und)} "
-          "(0 = fails on a sample schedule, 1 = on a step schedule)")
+    print(
+        f"failure exponent:  {_estimate(d, 'failure_exponent', und)} "
+        "(0 = fails on a sample schedule, 1 = on a step schedule)"
+    )
     print(f"target reward:     {_fmt(d.get('target'))}")
-    _table("runs", ["run", "batch", "batch from", "lr after warm-up", "lr schedule", "rate/rollout",
-                    "samples to target", "failure samples", "signal"],
-           [[r.get("name"), r.get("batch"), r.get("batch_source") or "-", r.get("lr"), r.get("lr_schedule") or "-",
-             r.get("rate"), r.get("samples_to_target"), r.get("failure_samples"), r.get("failure_signal")]
-            for r in d["runs"]])
+    _table(
+        "runs",
+        [
+            "run",
+            "batch",
+            "batch from",
+            "lr after warm-up",
+            "lr schedule",
+            "rate/rollout",
+            "samples to target",
+            "failure samples",
+            "signal",
+        ],
+        [
+            [
+                r.get("name"),
+                r.get("batch"),
+                r.get("batch_source") or "-",
+                r.get("lr"),
+                r.get("lr_schedule") or "-",
+                r.get("rate"),
+                r.get("samples_to_target"),
+                r.get("failure_samples"),
+                r.get("failure_signal"),
+            ]
+            for r in d["runs"]
+        ],
+    )
     return 0
 
 
@@ -270,9 +324,13 @@ def _warn_plan_worse(d: dict[str, Any]) -> None:
     pred = (d.get("predicted") or {}).get("samples_to_target")
     measured = [c.get("samples_to_target") for c in d.get("constant") or [] if c.get("samples_to_target")]
     if pred and measured and pred > PLAN_WORSE * min(measured):
-        warnings.warn(f"the plan is predicted to need {pred:,.0f} rollouts to the target, more than "
-                      f"{PLAN_WORSE:g}x the best constant run measured ({min(measured):,.0f}): its model does "
-                      "not fit this sweep well; prefer the best constant batch", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"the plan is predicted to need {pred:,.0f} rollouts to the target, more than "
+            f"{PLAN_WORSE:g}x the best constant run measured ({min(measured):,.0f}): its model does "
+            "not fit this sweep well; prefer the best constant batch",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
@@ -285,8 +343,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(d)
         return 0
-    _table("planned stages", ["stage", "batch", "lr", "until samples"],
-           [[i, s.get("batch"), s.get("lr"), s.get("until_samples")] for i, s in enumerate(d["stages"])])
+    _table(
+        "planned stages",
+        ["stage", "batch", "lr", "until samples"],
+        [[i, s.get("batch"), s.get("lr"), s.get("until_samples")] for i, s in enumerate(d["stages"])],
+    )
     pred = d.get("predicted") or {}
     if pred:
         print("predicted: " + ", ".join(f"{k} {_fmt(v)}" for k, v in pred.items()))
@@ -305,18 +366,27 @@ def _schedule_for_simulation(args: argparse.Namespace):
     from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
 
     initial: int | str = "auto" if args.initial_batch is None else args.initial_batch
-    return TwoClockScheduler(PolicyConfig(initial_batch=initial, base_batch=args.base_batch, base_lr=args.lr,
-                                          fallback_batch=args.base_batch))
+    return TwoClockScheduler(
+        PolicyConfig(
+            initial_batch=initial, base_batch=args.base_batch, base_lr=args.lr, fallback_batch=args.base_batch
+        )
+    )
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from rlvr_schedule.synthetic import SyntheticEnvironment
     from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.synthetic import SyntheticEnvironment
 
     def env() -> SyntheticEnvironment:
-        return SyntheticEnvironment(critical_batch=args.critical_batch, failure_samples=args.failure_samples,
-                                    lr0=args.lr, base_batch=args.base_batch, noise=args.noise, seed=args.seed,
-                                    drift=args.drift)
+        return SyntheticEnvironment(
+            critical_batch=args.critical_batch,
+            failure_samples=args.failure_samples,
+            lr0=args.lr,
+            base_batch=args.base_batch,
+            noise=args.noise,
+            seed=args.seed,
+            drift=args.drift,
+        )
 
     runs = [env().run(_schedule_for_simulation(args), args.max_samples)]
     runs[0].name = "schedule"
@@ -330,19 +400,36 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     for run, rd in zip(runs, d["runs"]):
         stt = rd.get("samples_to_target")
         steps = _steps_to(run, stt)
-        rows.append({"run": run.name, "batches": sorted({r.batch for r in run.records}),
-                     "samples_to_target": stt, "steps_to_target": steps,
-                     "failure_samples": rd.get("failure_samples"),
-                     "best_reward": _best(run)})
+        rows.append(
+            {
+                "run": run.name,
+                "batches": sorted({r.batch for r in run.records}),
+                "samples_to_target": stt,
+                "steps_to_target": steps,
+                "failure_samples": rd.get("failure_samples"),
+                "best_reward": _best(run),
+            }
+        )
     out = {"target": d.get("target"), "runs": rows}
     if args.json:
         _print_json(out)
         return 0
     print(f"target reward {_fmt(d.get('target'))}")
-    _table("simulation", ["run", "batches", "samples to target", "steps to target", "failure samples",
-                          "best reward"],
-           [[r["run"], r["batches"], r["samples_to_target"], r["steps_to_target"], r["failure_samples"],
-             r["best_reward"]] for r in rows])
+    _table(
+        "simulation",
+        ["run", "batches", "samples to target", "steps to target", "failure samples", "best reward"],
+        [
+            [
+                r["run"],
+                r["batches"],
+                r["samples_to_target"],
+                r["steps_to_target"],
+                r["failure_samples"],
+                r["best_reward"],
+            ]
+            for r in rows
+        ],
+    )
     return 0
 
 
@@ -384,6 +471,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # -- watch and replay -----------------------------------------------------------------------------
 
+
 class _Watch:
     """What ``watch`` prints, computed only from the records read so far (fed one by one)."""
 
@@ -423,26 +511,39 @@ class _Watch:
         lo, hi = fc.interval if fc is not None else (math.nan, math.nan)  # rollouts left: low, high
         lo, hi = (fc.samples + lo, fc.samples + hi) if fc is not None else (lo, hi)
         b_simple = self.noise.b_simple
-        return _clean({
-            "records": self.records, "step": rec.step, "samples": rec.samples, "batch": rec.batch,
-            "lr": rec.lr, "reward": rec.reward_mean, "rate_per_rollout": self.progress.rate,
-            "b_simple": b_simple if math.isfinite(b_simple) else None,
-            "failure_signal": fc.signal if fc is not None else None,
-            "failure_samples": fc.failure_samples if fc is not None else None,
-            "failure_samples_interval": [lo, hi], "alarms": list(self.alarms),
-        })
+        return _clean(
+            {
+                "records": self.records,
+                "step": rec.step,
+                "samples": rec.samples,
+                "batch": rec.batch,
+                "lr": rec.lr,
+                "reward": rec.reward_mean,
+                "rate_per_rollout": self.progress.rate,
+                "b_simple": b_simple if math.isfinite(b_simple) else None,
+                "failure_signal": fc.signal if fc is not None else None,
+                "failure_samples": fc.failure_samples if fc is not None else None,
+                "failure_samples_interval": [lo, hi],
+                "alarms": list(self.alarms),
+            }
+        )
 
 
 def _watch_line(where: str, st: dict[str, Any]) -> str:
     iv = st.get("failure_samples_interval") or [None, None]
-    fail = ("-" if st.get("failure_samples") is None else
-            f"{_fmt_count(st['failure_samples'])} [{_fmt_count(iv[0])}, {_fmt_count(iv[1])}] ({st['failure_signal']})")
+    fail = (
+        "-"
+        if st.get("failure_samples") is None
+        else f"{_fmt_count(st['failure_samples'])} [{_fmt_count(iv[0])}, {_fmt_count(iv[1])}] ({st['failure_signal']})"
+    )
     b_simple = "-" if st.get("b_simple") is None else _fmt_count(st["b_simple"])
     rate = "-" if st.get("rate_per_rollout") is None else f"{st['rate_per_rollout']:.3g}"
     alarms = "; ".join(st["alarms"]) if st.get("alarms") else "none"
-    return (f"[{where}] step {st['step']}  rollouts {_fmt_count(st['samples'])}  batch {st['batch']}  "
-            f"lr {_fmt(st.get('lr'))}  reward {_fmt(st.get('reward'))}  rate/rollout {rate}  "
-            f"B_simple {b_simple}  failure at {fail}  alarms: {alarms}")
+    return (
+        f"[{where}] step {st['step']}  rollouts {_fmt_count(st['samples'])}  batch {st['batch']}  "
+        f"lr {_fmt(st.get('lr'))}  reward {_fmt(st.get('reward'))}  rate/rollout {rate}  "
+        f"B_simple {b_simple}  failure at {fail}  alarms: {alarms}"
+    )
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
@@ -457,7 +558,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         while True:
             new = follower.poll()
             if args.max_records is not None:
-                new = new[:max(args.max_records - watch.records, 0)]
+                new = new[: max(args.max_records - watch.records, 0)]
             for w in follower.warnings[shown_warnings:]:
                 print(f"warning: {w}", file=sys.stderr)
             shown_warnings = len(follower.warnings)
@@ -493,34 +594,73 @@ def cmd_replay(args: argparse.Namespace) -> int:
         dec = schedule.step(rec)
         nxt = run.records[i + 1] if i + 1 < len(run.records) else None
         if dec.switched:
-            events.append({"kind": "schedule", "step": rec.step, "samples": rec.samples, "batch": dec.batch,
-                           "lr": dec.lr, "reason": dec.reason,
-                           "run_batch": nxt.batch if nxt else rec.batch, "run_lr": nxt.lr if nxt else rec.lr})
+            events.append(
+                {
+                    "kind": "schedule",
+                    "step": rec.step,
+                    "samples": rec.samples,
+                    "batch": dec.batch,
+                    "lr": dec.lr,
+                    "reason": dec.reason,
+                    "run_batch": nxt.batch if nxt else rec.batch,
+                    "run_lr": nxt.lr if nxt else rec.lr,
+                }
+            )
         if prev is not None and rec.batch != prev.batch:
-            events.append({"kind": "run", "step": rec.step, "samples": rec.samples, "batch": rec.batch,
-                           "lr": rec.lr, "reason": "the run changed its batch"})
+            events.append(
+                {
+                    "kind": "run",
+                    "step": rec.step,
+                    "samples": rec.samples,
+                    "batch": rec.batch,
+                    "lr": rec.lr,
+                    "reason": "the run changed its batch",
+                }
+            )
         prev = rec
     final = schedule.current
-    out = {"run": run.name, "schedule": str(args.schedule), "records": len(run),
-           "run_batches": sorted({r.batch for r in run.records}), "events": events,
-           "final_stage": {"batch": final.batch, "lr": final.lr}}
+    out = {
+        "run": run.name,
+        "schedule": str(args.schedule),
+        "records": len(run),
+        "run_batches": sorted({r.batch for r in run.records}),
+        "events": events,
+        "final_stage": {"batch": final.batch, "lr": final.lr},
+    }
     if args.json:
         _print_json(_int_counts(_clean(out)))
         return 0
-    print(f"replay of {run.name} ({len(run)} records, {_fmt_count(run.records[-1].samples)} rollouts) under "
-          f"{args.schedule} (advisory: nothing applied)")
+    print(
+        f"replay of {run.name} ({len(run)} records, {_fmt_count(run.records[-1].samples)} rollouts) under "
+        f"{args.schedule} (advisory: nothing applied)"
+    )
     if not events:
-        print("the schedule would not have switched; the run kept batch "
-              f"{', '.join(map(str, out['run_batches']))}")
+        print(
+            "the schedule would not have switched; the run kept batch "
+            f"{', '.join(map(str, out['run_batches']))}"
+        )
         return 0
-    _table("decisions", ["step", "rollouts", "who", "batch", "lr", "why", "the run trained at"],
-           [[e["step"], e["samples"], e["kind"], e["batch"], e["lr"], e["reason"],
-             f"batch {e['run_batch']}, lr {_fmt(e['run_lr'])}" if e["kind"] == "schedule" else "-"]
-            for e in events])
+    _table(
+        "decisions",
+        ["step", "rollouts", "who", "batch", "lr", "why", "the run trained at"],
+        [
+            [
+                e["step"],
+                e["samples"],
+                e["kind"],
+                e["batch"],
+                e["lr"],
+                e["reason"],
+                f"batch {e['run_batch']}, lr {_fmt(e['run_lr'])}" if e["kind"] == "schedule" else "-",
+            ]
+            for e in events
+        ],
+    )
     return 0
 
 
 # -- parser -------------------------------------------------------------------------------------
+
 
 def _formats_help() -> str:
     from rlvr_schedule.ingest.load import FORMATS
@@ -529,8 +669,10 @@ def _formats_help() -> str:
     for f in FORMATS.values():
         lines.append(f"  {f.name:14s} {f.what}")
         lines.append(f"  {'':14s} each record needs: {f.needs}")
-    lines.append("every run needs a reward, its rollouts per update (logged, printed config or --batch) "
-                 "and, for the LR rule, its LR (logged or --base-lr)")
+    lines.append(
+        "every run needs a reward, its rollouts per update (logged, printed config or --batch) "
+        "and, for the LR rule, its LR (logged or --base-lr)"
+    )
     return "\n".join(lines)
 
 
@@ -569,29 +711,56 @@ def _positive_float(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     from rlvr_schedule.ingest.load import FORMATS
 
-    p = _Parser(prog="rlvr-schedule", description=__doc__.split("\n")[0], epilog=_formats_help(),
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(
+        prog="rlvr-schedule",
+        description=__doc__.split("\n")[0],
+        epilog=_formats_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     p._subparsers_by_name = {}  # type: ignore[attr-defined]
 
     def add(name: str, help: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=help, description=help, epilog=_formats_help(),
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+        sp = sub.add_parser(
+            name,
+            help=help,
+            description=help,
+            epilog=_formats_help(),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         p._subparsers_by_name[name] = sp  # type: ignore[attr-defined]
         return sp
 
     def read_opts(sp: argparse.ArgumentParser) -> None:
         g = sp.add_argument_group("reading logs (where a log is silent)")
-        g.add_argument("--format", choices=list(FORMATS), default=None, help="the log format (default: detected)")
-        g.add_argument("--batch", action="append", default=None, metavar="N|LOG=N",
-                       help="rollouts per optimizer update (prompts x responses per prompt); LOG=N for one "
-                            "log (its path or file name); repeatable")
-        g.add_argument("--base-lr", type=_positive_float, default=None, help="the run's LR when the log has none")
-        g.add_argument("--alias", action="append", default=None, metavar="KEY=FIELD",
-                       help="read logged KEY as FIELD (e.g. acc=reward_mean); repeatable")
-        g.add_argument("--logging-steps", type=_positive_int, default=None,
-                       help="optimizer steps between console dicts when no progress bar shows it")
+        g.add_argument(
+            "--format", choices=list(FORMATS), default=None, help="the log format (default: detected)"
+        )
+        g.add_argument(
+            "--batch",
+            action="append",
+            default=None,
+            metavar="N|LOG=N",
+            help="rollouts per optimizer update (prompts x responses per prompt); LOG=N for one "
+            "log (its path or file name); repeatable",
+        )
+        g.add_argument(
+            "--base-lr", type=_positive_float, default=None, help="the run's LR when the log has none"
+        )
+        g.add_argument(
+            "--alias",
+            action="append",
+            default=None,
+            metavar="KEY=FIELD",
+            help="read logged KEY as FIELD (e.g. acc=reward_mean); repeatable",
+        )
+        g.add_argument(
+            "--logging-steps",
+            type=_positive_int,
+            default=None,
+            help="optimizer steps between console dicts when no progress bar shows it",
+        )
 
     def logs_cmd(name: str, help: str) -> argparse.ArgumentParser:
         sp = add(name, help)
@@ -606,8 +775,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = logs_cmd("plan", "a multi-step schedule from sweep logs")
     sp.add_argument("--json", action="store_true")
-    sp.add_argument("--group-size", type=_positive_int, default=None,
-                    help="rollouts per prompt; batches are multiples")
+    sp.add_argument(
+        "--group-size", type=_positive_int, default=None, help="rollouts per prompt; batches are multiples"
+    )
     sp.add_argument("--out", default=None, help="also write the plan as JSON (a schedule file) here")
     sp.set_defaults(func=cmd_plan)
 
@@ -618,8 +788,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp = add("watch", "follow a growing log: rollouts, progress rate, B_simple, failure forecast, alarms")
     sp.add_argument("log", help="the log being written (any format above)")
     sp.add_argument("--interval", type=_positive_float, default=2.0, help="seconds between reads")
-    sp.add_argument("--until-idle", type=_positive_float, default=None,
-                    help="stop once the log has not grown for this many seconds (default: follow forever)")
+    sp.add_argument(
+        "--until-idle",
+        type=_positive_float,
+        default=None,
+        help="stop once the log has not grown for this many seconds (default: follow forever)",
+    )
     sp.add_argument("--max-records", type=_positive_int, default=None, help="stop after this many records")
     sp.add_argument("--json", action="store_true", help="one JSON object per refresh")
     read_opts(sp)
@@ -633,21 +807,40 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_replay)
 
     sp = add("simulate", "run a schedule in the closed-loop synthetic environment")
-    sp.add_argument("--schedule", default=None, help="YAML/JSON schedule file (default: the two-clock policy)")
-    sp.add_argument("--critical-batch", type=float, default=256.0,
-                    help="the environment's critical batch at --lr, --base-batch (rollouts/update)")
-    sp.add_argument("--failure-samples", type=float, default=50_000.0,
-                    help="rollouts until collapse (at every batch, under the sqrt rule)")
+    sp.add_argument(
+        "--schedule", default=None, help="YAML/JSON schedule file (default: the two-clock policy)"
+    )
+    sp.add_argument(
+        "--critical-batch",
+        type=float,
+        default=256.0,
+        help="the environment's critical batch at --lr, --base-batch (rollouts/update)",
+    )
+    sp.add_argument(
+        "--failure-samples",
+        type=float,
+        default=50_000.0,
+        help="rollouts until collapse (at every batch, under the sqrt rule)",
+    )
     sp.add_argument("--lr", type=_positive_float, default=1e-6, help="LR at --base-batch")
     sp.add_argument("--base-batch", type=_positive_int, default=64)
-    sp.add_argument("--initial-batch", type=_positive_int, default=None,
-                    help="two-clock policy's first batch (default: auto, below the estimated critical batch)")
+    sp.add_argument(
+        "--initial-batch",
+        type=_positive_int,
+        default=None,
+        help="two-clock policy's first batch (default: auto, below the estimated critical batch)",
+    )
     sp.add_argument("--noise", type=float, default=1.0, help="metric-noise multiplier (0: exact clocks)")
     sp.add_argument("--drift", type=float, default=0.0, help="critical batch growth with progress")
     sp.add_argument("--seed", type=int, default=0)
     sp.add_argument("--max-samples", type=int, default=80_000)
-    sp.add_argument("--constant", type=int, nargs="*", default=[16, 64, 256, 1024],
-                    help="constant batches to compare against")
+    sp.add_argument(
+        "--constant",
+        type=int,
+        nargs="*",
+        default=[16, 64, 256, 1024],
+        help="constant batches to compare against",
+    )
     sp.add_argument("--target", type=float, default=None)
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_simulate)

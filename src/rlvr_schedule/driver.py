@@ -60,9 +60,16 @@ class ScheduleDriver:
     decision is applied). ``advisory``: decide and log, apply nothing.
     """
 
-    def __init__(self, schedule: Schedule, apply: ApplyFn | None = None, plugins: PluginHost | None = None,
-                 *, in_effect: tuple[int, float] | None = None, advisory: bool = False,
-                 strict: bool | None = None) -> None:
+    def __init__(
+        self,
+        schedule: Schedule,
+        apply: ApplyFn | None = None,
+        plugins: PluginHost | None = None,
+        *,
+        in_effect: tuple[int, float] | None = None,
+        advisory: bool = False,
+        strict: bool | None = None,
+    ) -> None:
         if apply is None and not advisory:
             raise TypeError("ScheduleDriver needs the host's apply(batch, lr), or advisory=True")
         self.schedule = schedule if callable(getattr(schedule, "propose", None)) else _StepOnly(schedule)
@@ -114,9 +121,15 @@ class ScheduleDriver:
         target = (int(proposal.batch), float(proposal.lr))
         if self.advisory:
             if proposal.switched:
-                log.info("rlvr-schedule (advisory, not applied): step %s, %s rollouts/update, lr %g: %s "
-                         "(progress %.3g reward per rollout at the batch in effect)",
-                         proposal.step, target[0], target[1], proposal.reason, self.progress.rate)
+                log.info(
+                    "rlvr-schedule (advisory, not applied): step %s, %s rollouts/update, lr %g: %s "
+                    "(progress %.3g reward per rollout at the batch in effect)",
+                    proposal.step,
+                    target[0],
+                    target[1],
+                    proposal.reason,
+                    self.progress.rate,
+                )
             return self.schedule.commit(proposal)
         if target == self.in_effect:
             return self.schedule.commit(proposal)
@@ -134,8 +147,11 @@ class ScheduleDriver:
             self._fault("<host>", "apply", exc)
             return f"the host could not apply it ({type(exc).__name__}: {exc})"
         if ok is False:
-            log.warning("rlvr-schedule: the host refused %s rollouts/update, lr %g; keeping the stage in effect",
-                        batch, lr)
+            log.warning(
+                "rlvr-schedule: the host refused %s rollouts/update, lr %g; keeping the stage in effect",
+                batch,
+                lr,
+            )
             return "the host refused it"
         prev, self.in_effect = self.in_effect, (batch, lr)
         if prev != self.in_effect:
@@ -159,8 +175,15 @@ class ScheduleDriver:
     def _held(self, record: StepRecord, why: str) -> Decision:
         cur = self.schedule.current
         batch, lr = self.in_effect or (int(cur.batch), float(cur.lr))
-        return Decision(step=record.step, samples=record.samples, batch=batch, lr=lr,
-                        stage=int(getattr(self.schedule, "index", 0)), switched=False, reason=f"held: {why}")
+        return Decision(
+            step=record.step,
+            samples=record.samples,
+            batch=batch,
+            lr=lr,
+            stage=int(getattr(self.schedule, "index", 0)),
+            switched=False,
+            reason=f"held: {why}",
+        )
 
     def _notify(self, hook: str, **kwargs: Any) -> None:
         if self.plugins is None:
@@ -173,8 +196,12 @@ class ScheduleDriver:
     def _fault(self, who: str, where: str, exc: BaseException) -> None:
         if self.strict:
             raise exc
-        log.error("rlvr-schedule: %s raised in %s; training continues at the stage in effect", who, where,
-                  exc_info=exc)
+        log.error(
+            "rlvr-schedule: %s raised in %s; training continues at the stage in effect",
+            who,
+            where,
+            exc_info=exc,
+        )
         self.faults.append((who, where, exc))
 
     # --- state ---------------------------------------------------------------------------------
@@ -182,12 +209,19 @@ class ScheduleDriver:
         """JSON-able: the schedule's state, the rollouts counted and the stage in effect."""
         from rlvr_schedule.policy.base import encode_floats
 
-        estimators = {f"{i}:{e.name}": e.state_dict() for i, e in enumerate(self.estimators)
-                      if hasattr(e, "state_dict")}
-        return {"version": _STATE_VERSION, "schedule": self.schedule.state_dict(), "samples": self.samples,
-                "step": self.last_step, "in_effect": None if self.in_effect is None else list(self.in_effect),
-                "last_decision": None if self.last_decision is None else self.last_decision.to_dict(),
-                "progress": encode_floats(self.progress.state_dict()), "estimators": encode_floats(estimators)}
+        estimators = {
+            f"{i}:{e.name}": e.state_dict() for i, e in enumerate(self.estimators) if hasattr(e, "state_dict")
+        }
+        return {
+            "version": _STATE_VERSION,
+            "schedule": self.schedule.state_dict(),
+            "samples": self.samples,
+            "step": self.last_step,
+            "in_effect": None if self.in_effect is None else list(self.in_effect),
+            "last_decision": None if self.last_decision is None else self.last_decision.to_dict(),
+            "progress": encode_floats(self.progress.state_dict()),
+            "estimators": encode_floats(estimators),
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`state_dict`; :meth:`start` then re-applies the stage that was in effect."""
@@ -243,8 +277,15 @@ class _StepOnly:
         return decision
 
     def hold(self, decision: Decision, why: str) -> Decision:
-        return Decision(step=decision.step, samples=decision.samples, batch=decision.batch, lr=decision.lr,
-                        stage=decision.stage, switched=False, reason=f"held: {why}")
+        return Decision(
+            step=decision.step,
+            samples=decision.samples,
+            batch=decision.batch,
+            lr=decision.lr,
+            stage=decision.stage,
+            switched=False,
+            reason=f"held: {why}",
+        )
 
     def __getattr__(self, attr: str) -> Any:
         if attr == "inner":

@@ -23,8 +23,9 @@ def _where(source: str | None, line: int | None, field: str | None) -> str:
 class IngestError(RlvrScheduleError, ValueError):
     """A log that cannot be read into a correct run; says where."""
 
-    def __init__(self, message: str, *, source: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, source: str | None = None, line: int | None = None, field: str | None = None
+    ) -> None:
         self.source, self.line, self.field = source, line, field
         where = _where(source, line, field)
         super().__init__(f"{where}: {message}" if where else message)

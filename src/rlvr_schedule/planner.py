@@ -108,8 +108,10 @@ def plan_schedule(
     if not growth > 1:
         raise ValueError(f"growth must be > 1, got {growth!r}")
     if not 0 < horizon_fraction < 1:
-        raise ValueError("horizon_fraction must be in (0, 1): the share of a stage's failure horizon it "
-                         f"uses, got {horizon_fraction!r}")
+        raise ValueError(
+            "horizon_fraction must be in (0, 1): the share of a stage's failure horizon it "
+            f"uses, got {horizon_fraction!r}"
+        )
     if max_stages < 1:
         raise ValueError(f"max_stages must be >= 1, got {max_stages!r}")
     runs = list(runs)
@@ -124,12 +126,16 @@ def plan_schedule(
     if not bstar > 0:
         raise RlvrScheduleError(
             "cannot plan: the sweep gives no critical batch (need constant-batch runs at two or more "
-            "batches whose reward reaches the target)")
+            "batches whose reward reaches the target)"
+        )
     notes: list[str] = []
 
     # --- progress clock: E0 from the runs' measured samples to target -------------------------
-    e0s = [rf.samples_to_target * (1 - rf.batch / (2 * bstar)) for rf in fit.runs
-           if getattr(rf, "constant_batch", True) and _finite(rf.samples_to_target) and rf.batch < 2 * bstar]
+    e0s = [
+        rf.samples_to_target * (1 - rf.batch / (2 * bstar))
+        for rf in fit.runs
+        if getattr(rf, "constant_batch", True) and _finite(rf.samples_to_target) and rf.batch < 2 * bstar
+    ]
     if e0s:
         e0 = float(np.median(e0s))
     elif _finite(getattr(fit, "rate_at_zero", None)) and fit.rate_at_zero > 0:
@@ -160,11 +166,14 @@ def plan_schedule(
         info = training_lr(smallest)
         lr0 = info.lr
         if info.warms_up or info.decays:
-            notes.append(f"base LR {lr0:.3g} of run {smallest.name!r} is its LR after warm-up "
-                         f"({info.describe()}; first logged {info.first_lr:.3g})")
+            notes.append(
+                f"base LR {lr0:.3g} of run {smallest.name!r} is its LR after warm-up "
+                f"({info.describe()}; first logged {info.first_lr:.3g})"
+            )
     if not (_finite(lr0) and lr0 > 0):
-        raise RlvrScheduleError(f"cannot plan: no usable base LR (run {smallest.name!r} has lr {lr0!r}); "
-                                "pass base_lr")
+        raise RlvrScheduleError(
+            f"cannot plan: no usable base LR (run {smallest.name!r} has lr {lr0!r}); pass base_lr"
+        )
 
     # --- ladder of batches and switch points ----------------------------------------------------
     batches = [cons.snap(start_fraction * bstar, "down")]
@@ -186,10 +195,20 @@ def plan_schedule(
         until = None if last else math.ceil(start + horizon_fraction * health * failure_at(b))
         if until is not None and stages and until <= (stages[-1].until_samples or 0):
             until = (stages[-1].until_samples or 0) + 1
-        reason = (f"initial: {start_fraction:g} x critical batch {bstar:.4g}" if k == 0 else
-                  f"{horizon_fraction:g} of the failure horizon of stage {k - 1} used")
-        stages.append(Stage(batch=b, lr=float(lr_for_batch(b, b0, lr0, rule=lr_rule)), reason=reason,
-                            start_samples=int(start), until_samples=until))
+        reason = (
+            f"initial: {start_fraction:g} x critical batch {bstar:.4g}"
+            if k == 0
+            else f"{horizon_fraction:g} of the failure horizon of stage {k - 1} used"
+        )
+        stages.append(
+            Stage(
+                batch=b,
+                lr=float(lr_for_batch(b, b0, lr0, rule=lr_rule)),
+                reason=reason,
+                start_samples=int(start),
+                until_samples=until,
+            )
+        )
         if until is not None:
             health -= (until - start) / failure_at(b)
             start = float(until)
@@ -223,13 +242,27 @@ def plan_schedule(
     for rf in fit.runs:
         stt = _num(rf.samples_to_target)
         pred = _num(samples_to_target_model(rf.batch, bstar, e0)) if _finite(e0) else None
-        constant.append({
-            "name": rf.name, "batch": rf.batch, "lr": _num(train_lrs.get(rf.name, rf.lr)),
-            "samples_to_target": stt, "steps_to_target": None if stt is None else stt / rf.batch,
-            "predicted_samples_to_target": pred,
-            "predicted_steps_to_target": None if pred is None else pred / rf.batch,
-            "failure_samples": _num(rf.failure_samples),
-        })
-    return Plan(stages=stages, critical_batch=bstar, failure_samples=fail, failure_exponent=alpha,
-                target=float(fit.target), samples_to_target_at_zero=e0, predicted=predicted, constant=constant,
-                constraints=cons, notes=notes)
+        constant.append(
+            {
+                "name": rf.name,
+                "batch": rf.batch,
+                "lr": _num(train_lrs.get(rf.name, rf.lr)),
+                "samples_to_target": stt,
+                "steps_to_target": None if stt is None else stt / rf.batch,
+                "predicted_samples_to_target": pred,
+                "predicted_steps_to_target": None if pred is None else pred / rf.batch,
+                "failure_samples": _num(rf.failure_samples),
+            }
+        )
+    return Plan(
+        stages=stages,
+        critical_batch=bstar,
+        failure_samples=fail,
+        failure_exponent=alpha,
+        target=float(fit.target),
+        samples_to_target_at_zero=e0,
+        predicted=predicted,
+        constant=constant,
+        constraints=cons,
+        notes=notes,
+    )

@@ -9,8 +9,9 @@ All sample counts are *rollouts* (prompts x group size), the unit both clocks ru
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -78,7 +79,7 @@ class StepRecord:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "StepRecord":
+    def from_dict(cls, d: Mapping[str, Any]) -> StepRecord:
         """Inverse of :meth:`to_dict` for canonical names; unknown keys go to ``extra``."""
         known = {f.name for f in fields(cls)} - {"extra"}
         kw: dict[str, Any] = {k: d[k] for k in known if k in d and d[k] is not None}

@@ -9,7 +9,8 @@ decides it, so a reader does not have to compare intervals by eye. Pure Python o
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["verdicts", "progress_verdict", "failure_verdict", "lr_verdict", "switch_verdict"]
 
@@ -45,13 +46,19 @@ def progress_verdict(fit: Mapping[str, Any]) -> str:
     r_lo, r_hi = (sum(rates[b]) / len(rates[b]) for b in (lo, hi))
     cb, iv = fit.get("critical_batch"), fit.get("critical_batch_interval") or [None, None]
     fall = 1.0 - r_hi / r_lo if r_lo > 0 else math.nan
-    by = f"rate at B={hi} is {100 * (1 - fall):.0f}% of B={lo}'s" if _fin(fall) else "no progress at the small batch"
+    by = (
+        f"rate at B={hi} is {100 * (1 - fall):.0f}% of B={lo}'s"
+        if _fin(fall)
+        else "no progress at the small batch"
+    )
     if not _fin(cb):
         return f"per-sample progress falls above B*: no (no finite B* in {lo}-{hi}; {by})"
     inside = all(_fin(x) for x in iv) and lo / 2 <= iv[0] and iv[1] <= 2 * hi
     ok = inside and _fin(fall) and fall > 0
-    return (f"per-sample progress falls above B*: {'yes' if ok else 'not shown'} "
-            f"(B* = {cb:.3g} {_iv(iv)} rollouts/update; {by})")
+    return (
+        f"per-sample progress falls above B*: {'yes' if ok else 'not shown'} "
+        f"(B* = {cb:.3g} {_iv(iv)} rollouts/update; {by})"
+    )
 
 
 def failure_verdict(fit: Mapping[str, Any]) -> str:
@@ -62,8 +69,10 @@ def failure_verdict(fit: Mapping[str, Any]) -> str:
         return f"failure on a sample clock (alpha ~ 0): not testable (no run of {len(runs)} failed)"
     signals = sorted({str(r.get("failure_signal")) for r in failed})
     a, iv = fit.get("failure_exponent"), fit.get("failure_exponent_interval") or [None, None]
-    where = (f"{len(failed)}/{len(runs)} runs failed ({', '.join(signals)}) after "
-             f"{fit.get('failure_samples', math.nan):.4g} {_iv(fit.get('failure_samples_interval'))} rollouts")
+    where = (
+        f"{len(failed)}/{len(runs)} runs failed ({', '.join(signals)}) after "
+        f"{fit.get('failure_samples', math.nan):.4g} {_iv(fit.get('failure_samples_interval'))} rollouts"
+    )
     if not _fin(a) or not all(_fin(x) for x in iv):
         return f"failure on a sample clock (alpha ~ 0): undetermined ({where}; no exponent interval)"
     zero, one = iv[0] <= 0 <= iv[1], iv[0] <= 1 <= iv[1]
@@ -73,8 +82,11 @@ def failure_verdict(fit: Mapping[str, Any]) -> str:
 
 def lr_verdict(fits: Mapping[float, Mapping[str, Any]]) -> str:
     """Prediction 3: B* ~ 1/lr, from fits at several base LRs (log-log slope of B* on LR; -1 predicted)."""
-    pts = [(lr, f["critical_batch"]) for lr, f in sorted(fits.items())
-           if _fin(lr) and lr > 0 and _fin(f.get("critical_batch")) and f["critical_batch"] > 0]
+    pts = [
+        (lr, f["critical_batch"])
+        for lr, f in sorted(fits.items())
+        if _fin(lr) and lr > 0 and _fin(f.get("critical_batch")) and f["critical_batch"] > 0
+    ]
     if len(pts) < 2:
         return f"B* ~ 1/lr: not testable (finite B* at {len(pts)} of {len(fits)} learning rates)"
     xs = [math.log(lr) for lr, _ in pts]
@@ -95,15 +107,24 @@ def switch_verdict(decisions: Sequence[Mapping[str, Any]], failure_samples: floa
     first = sw[0]
     tail = ""
     if _fin(failure_samples):
-        tail = (", before the sweep's failure point" if first.get("samples", math.inf) < failure_samples
-                else ", after the sweep's failure point")
+        tail = (
+            ", before the sweep's failure point"
+            if first.get("samples", math.inf) < failure_samples
+            else ", after the sweep's failure point"
+        )
     steps = " -> ".join(str(d.get("batch")) for d in sw)
-    return (f"the schedule switched: yes, {len(sw)} time(s) (batch -> {steps}; first at "
-            f"{first.get('samples')} rollouts{tail}; {first.get('reason', '')})")
+    return (
+        f"the schedule switched: yes, {len(sw)} time(s) (batch -> {steps}; first at "
+        f"{first.get('samples')} rollouts{tail}; {first.get('reason', '')})"
+    )
 
 
-def verdicts(fit: Mapping[str, Any], *, decisions: Sequence[Mapping[str, Any]] = (),
-             fits_by_lr: Mapping[float, Mapping[str, Any]] | None = None) -> list[str]:
+def verdicts(
+    fit: Mapping[str, Any],
+    *,
+    decisions: Sequence[Mapping[str, Any]] = (),
+    fits_by_lr: Mapping[float, Mapping[str, Any]] | None = None,
+) -> list[str]:
     """All verdicts that the given data can decide, one line each (markdown list items)."""
     out = [progress_verdict(fit), failure_verdict(fit)]
     if fits_by_lr:

@@ -36,14 +36,31 @@ from rlvr_schedule.records import Run, StepRecord
 #: imported from the package, so the test also checks the package's alias tables.
 KEYS = {
     "canonical": {},
-    "verl": {"step": "training/global_step", "lr": "actor/lr", "reward_mean": "critic/score/mean",
-             "reward_std": "critic/score/std", "entropy": "actor/entropy", "kl": "actor/kl_loss",
-             "grad_norm": "actor/grad_norm", "clip_frac": "actor/pg_clipfrac",
-             "response_length": "response_length/mean", "batch": "batch_size"},
-    "trl": {"step": "step", "lr": "learning_rate", "reward_mean": "reward", "reward_std": "reward_std",
-            "entropy": "entropy", "kl": "kl", "grad_norm": "grad_norm",
-            "frac_zero_std": "frac_reward_zero_std", "response_length": "completions/mean_length",
-            "clip_frac": "clip_ratio/region_mean", "batch": "batch_size"},
+    "verl": {
+        "step": "training/global_step",
+        "lr": "actor/lr",
+        "reward_mean": "critic/score/mean",
+        "reward_std": "critic/score/std",
+        "entropy": "actor/entropy",
+        "kl": "actor/kl_loss",
+        "grad_norm": "actor/grad_norm",
+        "clip_frac": "actor/pg_clipfrac",
+        "response_length": "response_length/mean",
+        "batch": "batch_size",
+    },
+    "trl": {
+        "step": "step",
+        "lr": "learning_rate",
+        "reward_mean": "reward",
+        "reward_std": "reward_std",
+        "entropy": "entropy",
+        "kl": "kl",
+        "grad_norm": "grad_norm",
+        "frac_zero_std": "frac_reward_zero_std",
+        "response_length": "completions/mean_length",
+        "clip_frac": "clip_ratio/region_mean",
+        "batch": "batch_size",
+    },
 }
 
 _DIFF_Q = np.array([-1.5 * math.sqrt(2) * x for x in np.polynomial.hermite.hermgauss(24)[0]])
@@ -63,18 +80,18 @@ class SimTask:
     base_batch: int = 64
     lr0: float = 1e-6
     group_size: int = 8
-    skill_gain: float = 3.0   # expected skill gained by F at B -> 0
+    skill_gain: float = 3.0  # expected skill gained by F at B -> 0
     skill0: float = -2.0
     b_simple: float = 100.0
     dim: int = 16
     entropy0: float = 1.2
     noise_share: float = 0.2  # share of the drift lost to noise x curvature
-    coords: int = 256         # independent coordinates behind the skill (a high-dim model's averaging)
+    coords: int = 256  # independent coordinates behind the skill (a high-dim model's averaging)
 
     def __post_init__(self) -> None:
         self.p0 = self.skill_gain / self.failure_samples
         self.eta = self.p0 / (1 - self.noise_share)
-        self.kappa = self.p0 / (self.critical_batch * self.eta**2)     # d = kappa eta^2 / 2 = p0/(2B*)
+        self.kappa = self.p0 / (self.critical_batch * self.eta**2)  # d = kappa eta^2 / 2 = p0/(2B*)
         self.sigma2 = 2 * self.noise_share * self.eta / (self.kappa * self.eta**2)
 
     def rate(self, batch: float) -> float:
@@ -88,8 +105,9 @@ class SimTask:
         return self.lr0 * math.sqrt(batch / self.base_batch)
 
 
-def simulate_run(task: SimTask, batch: int, *, seed: int, max_samples: float | None = None,
-                 micro_batch: int | None = None) -> Run:
+def simulate_run(
+    task: SimTask, batch: int, *, seed: int, max_samples: float | None = None, micro_batch: int | None = None
+) -> Run:
     """One constant-batch run to ``max_samples`` (default 1.3 x its failure point)."""
     rng = np.random.default_rng(seed)
     g = task.group_size
@@ -142,12 +160,24 @@ def simulate_run(task: SimTask, batch: int, *, seed: int, max_samples: float | N
         else:
             skill -= 4.0 * batch / (0.3 * fail)
         samples += batch
-        recs.append(StepRecord(
-            step=step, samples=samples, batch=batch, lr=task.lr(batch), reward_mean=float(rewards_mean),
-            reward_std=reward_std, entropy=float(entropy), kl=float(kl),
-            grad_norm=float(np.linalg.norm(full)) * spike, clip_frac=0.02 + 0.01 * rng.random(),
-            response_length=300 + 100 * min(t / fail, 1.5), frac_zero_std=frac_zero,
-            grad_norm_micro=float(np.linalg.norm(m_micro)) * spike, micro_batch=micro))
+        recs.append(
+            StepRecord(
+                step=step,
+                samples=samples,
+                batch=batch,
+                lr=task.lr(batch),
+                reward_mean=float(rewards_mean),
+                reward_std=reward_std,
+                entropy=float(entropy),
+                kl=float(kl),
+                grad_norm=float(np.linalg.norm(full)) * spike,
+                clip_frac=0.02 + 0.01 * rng.random(),
+                response_length=300 + 100 * min(t / fail, 1.5),
+                frac_zero_std=frac_zero,
+                grad_norm_micro=float(np.linalg.norm(m_micro)) * spike,
+                micro_batch=micro,
+            )
+        )
     return Run(recs, name=f"b{batch}")
 
 

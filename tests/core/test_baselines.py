@@ -43,21 +43,34 @@ def test_ramp_follows_megatron_formula():
 
 
 def test_ramp_lr_follows_rule_and_exports_a_static_config(tmp_path):
-    s = LinearRampSchedule(32, 32, 4096, 128, base_lr=1e-6, base_batch=32, lr_rule="sqrt",
-                           constraints=BatchConstraints(group_size=8))
+    s = LinearRampSchedule(
+        32,
+        32,
+        4096,
+        128,
+        base_lr=1e-6,
+        base_batch=32,
+        lr_rule="sqrt",
+        constraints=BatchConstraints(group_size=8),
+    )
     assert [st.lr for st in s.stages] == pytest.approx([1e-6 * math.sqrt(k) for k in (1, 2, 3, 4)])
     path = tmp_path / "ramp.json"
     path.write_text(json.dumps(s.to_dict()))
     again = load_schedule(path)
-    assert [(st.batch, st.until_samples) for st in again.stages] == [(st.batch, st.until_samples) for st in s.stages]
+    assert [(st.batch, st.until_samples) for st in again.stages] == [
+        (st.batch, st.until_samples) for st in s.stages
+    ]
 
 
-@pytest.mark.parametrize("kw, field", [
-    ({"start": 16, "increment": 20, "ramp_samples": 100, "final_batch": 64}, "increment"),
-    ({"start": 64, "increment": 16, "ramp_samples": 100, "final_batch": 32}, "final_batch"),
-    ({"start": 0, "increment": 16, "ramp_samples": 100, "final_batch": 32}, "start"),
-    ({"start": 16, "increment": 1, "ramp_samples": 10, "final_batch": 64}, "ramp_samples"),
-])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"start": 16, "increment": 20, "ramp_samples": 100, "final_batch": 64}, "increment"),
+        ({"start": 64, "increment": 16, "ramp_samples": 100, "final_batch": 32}, "final_batch"),
+        ({"start": 0, "increment": 16, "ramp_samples": 100, "final_batch": 32}, "start"),
+        ({"start": 16, "increment": 1, "ramp_samples": 10, "final_batch": 64}, "ramp_samples"),
+    ],
+)
 def test_ramp_rejects_bad_settings(kw, field):
     with pytest.raises(ConfigError) as e:
         LinearRampSchedule(**kw, base_lr=1e-6)
@@ -87,8 +100,9 @@ def run_env(sched, env, samples):
 def test_adaptive_moves_to_goodput_optimum_on_synthetic_task():
     # B_simple of the task = its critical batch (256); optimum sqrt(256 x 64) = 128
     env = SyntheticEnvironment(critical_batch=256, failure_samples=50_000, seed=3)
-    sched = NoiseScaleAdaptiveSchedule(16, base_lr=1e-6, t0=64.0, t1=1.0, lr_rule="sqrt",
-                                       constraints=BatchConstraints(group_size=8))
+    sched = NoiseScaleAdaptiveSchedule(
+        16, base_lr=1e-6, t0=64.0, t1=1.0, lr_rule="sqrt", constraints=BatchConstraints(group_size=8)
+    )
     run, decisions = run_env(sched, env, 30_000)
     assert decisions[0].batch == 16  # waits for the noise-scale warm-up
     final = run.records[-1].batch
@@ -115,8 +129,9 @@ def test_adaptive_resume_gives_same_decisions():
     env = SyntheticEnvironment(critical_batch=256, failure_samples=50_000, drift=3.0, seed=5)
 
     def make():
-        return NoiseScaleAdaptiveSchedule(16, base_lr=1e-6, t0=64.0, t1=1.0,
-                                          constraints=BatchConstraints(group_size=8))
+        return NoiseScaleAdaptiveSchedule(
+            16, base_lr=1e-6, t0=64.0, t1=1.0, constraints=BatchConstraints(group_size=8)
+        )
 
     run = env.run(make(), 40_000)
     full = env.decisions
@@ -137,14 +152,19 @@ def test_adaptive_rejects_foreign_state_and_bad_settings():
     with pytest.raises(ConfigError) as e:
         a.load_state_dict({"kind": "static"})
     assert e.value.field == "kind"
-    for kw, field in [({"t0": 0.0, "t1": 0.0}, "t1"), ({"t0": 1.0, "t1": 0.1, "lr_rule": "cubic"}, "lr_rule"),
-                      ({"t0": 1.0, "t1": 0.1, "max_batch": 16}, "max_batch"),
-                      ({"t0": 1.0, "t1": 0.1, "grid": 1.0}, "grid")]:
+    for kw, field in [
+        ({"t0": 0.0, "t1": 0.0}, "t1"),
+        ({"t0": 1.0, "t1": 0.1, "lr_rule": "cubic"}, "lr_rule"),
+        ({"t0": 1.0, "t1": 0.1, "max_batch": 16}, "max_batch"),
+        ({"t0": 1.0, "t1": 0.1, "grid": 1.0}, "grid"),
+    ]:
         with pytest.raises(ConfigError) as e:
             NoiseScaleAdaptiveSchedule(32, base_lr=1e-6, **kw)
         assert e.value.field == field
     with pytest.raises(ConfigError) as e:
-        NoiseScaleAdaptiveSchedule(12, base_lr=1e-6, t0=1.0, t1=0.1, constraints=BatchConstraints(group_size=8))
+        NoiseScaleAdaptiveSchedule(
+            12, base_lr=1e-6, t0=1.0, t1=0.1, constraints=BatchConstraints(group_size=8)
+        )
     assert e.value.field == "initial_batch"
 
 
@@ -152,8 +172,9 @@ def test_ramp_resume_gives_same_decisions():
     env = SyntheticEnvironment(critical_batch=256, failure_samples=20_000, seed=2)
 
     def make():
-        return LinearRampSchedule(16, 16, 8000, 128, base_lr=1e-6, base_batch=64,
-                                  constraints=BatchConstraints(group_size=8))
+        return LinearRampSchedule(
+            16, 16, 8000, 128, base_lr=1e-6, base_batch=64, constraints=BatchConstraints(group_size=8)
+        )
 
     run = env.run(make(), 12_000)
     full = env.decisions
@@ -172,8 +193,17 @@ def test_adaptive_without_decrease_never_shrinks():
 
     def batches(allow: bool) -> list[int]:
         env = SyntheticEnvironment(critical_batch=64, failure_samples=30_000, seed=11)
-        sched = NoiseScaleAdaptiveSchedule(32, base_lr=1e-6, t0=64.0, t1=1.0, lr_rule="sqrt", allow_decrease=allow,
-                                           interval=1, min_gain=0.0, constraints=BatchConstraints(group_size=8))
+        sched = NoiseScaleAdaptiveSchedule(
+            32,
+            base_lr=1e-6,
+            t0=64.0,
+            t1=1.0,
+            lr_rule="sqrt",
+            allow_decrease=allow,
+            interval=1,
+            min_gain=0.0,
+            constraints=BatchConstraints(group_size=8),
+        )
         return [r.batch for r in env.run(sched, 20_000).records]
 
     def shrinks(b: list[int]) -> int:

@@ -52,8 +52,9 @@ def test_fit_human_output_names_the_clocks(sweep_logs: list[str], capsys: pytest
     assert "critical batch" in out and "failure samples" in out
 
 
-def test_plan_json_contract_and_schedule_file(sweep_logs: list[str], tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_json_contract_and_schedule_file(
+    sweep_logs: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "plan.json"
     d = _json_out(capsys, ["plan", *sweep_logs, "--json", "--out", str(out)])
     stages = d["stages"]
@@ -70,15 +71,30 @@ def test_plan_json_contract_and_schedule_file(sweep_logs: list[str], tmp_path: P
 
 
 def test_simulate_runs_the_closed_loop(capsys: pytest.CaptureFixture[str]) -> None:
-    d = _json_out(capsys, ["simulate", "--json", "--max-samples", "40000", "--critical-batch", "64",
-                           "--failure-samples", "30000", "--constant", "16", "256"])
+    d = _json_out(
+        capsys,
+        [
+            "simulate",
+            "--json",
+            "--max-samples",
+            "40000",
+            "--critical-batch",
+            "64",
+            "--failure-samples",
+            "30000",
+            "--constant",
+            "16",
+            "256",
+        ],
+    )
     names = [r["run"] for r in d["runs"]]
     assert names == ["schedule", "constant-16", "constant-256"]
     assert all(r["best_reward"] is not None for r in d["runs"])
 
 
-def test_report_writes_pngs_and_summary(sweep_logs: list[str], tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_writes_pngs_and_summary(
+    sweep_logs: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "rep"
     assert cli.main(["report", *sweep_logs, "--out", str(out)]) == 0
     index = Path(capsys.readouterr().out.strip().splitlines()[-1])
@@ -93,16 +109,22 @@ def test_report_writes_pngs_and_summary(sweep_logs: list[str], tmp_path: Path,
 
 def test_bad_input_exits_2_with_file_and_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"step": 1, "batch": 8, "lr": 0.001, "reward_mean": 0.1}\n{"step": 2, oops\n'
-                   '{"step": 3, "batch": 8, "lr": 0.001, "reward_mean": 0.2}\n')
-    res = subprocess.run([sys.executable, "-m", "rlvr_schedule.cli", "fit", str(bad)], capture_output=True,
-                         text=True)
+    bad.write_text(
+        '{"step": 1, "batch": 8, "lr": 0.001, "reward_mean": 0.1}\n{"step": 2, oops\n'
+        '{"step": 3, "batch": 8, "lr": 0.001, "reward_mean": 0.2}\n'
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "rlvr_schedule.cli", "fit", str(bad)], capture_output=True, text=True
+    )
     assert res.returncode == 2
     assert f"{bad}:2" in res.stderr
     assert "Traceback" not in res.stderr
 
 
 def test_missing_file_exits_2(tmp_path: Path) -> None:
-    res = subprocess.run([sys.executable, "-m", "rlvr_schedule.cli", "fit", str(tmp_path / "nope.jsonl")],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "rlvr_schedule.cli", "fit", str(tmp_path / "nope.jsonl")],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2 and "nope.jsonl" in res.stderr and "Traceback" not in res.stderr

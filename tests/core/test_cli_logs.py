@@ -34,7 +34,10 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
 
 # -- real logs, unconverted -------------------------------------------------------------------
 
-def test_fit_reads_verl_console_logs_with_their_rollouts_per_update(capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_fit_reads_verl_console_logs_with_their_rollouts_per_update(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     d = _json(capsys, ["fit", str(QWEN), str(GEMMA), "--json"])
     rows = {r["name"].split("-")[0]: r for r in d["runs"]}
     assert rows["Qwen2.5"]["batch"] == 256 and rows["gemma"]["batch"] == 512
@@ -60,17 +63,35 @@ def test_fit_trainer_state_with_batch_option(capsys: pytest.CaptureFixture[str])
     (row,) = d["runs"]
     assert row["batch"] == 8 and row["batch_source"] == "option --batch"
     # the LR after the 6-step warm-up (peak logged 9.924e-4), not the first logged 1.667e-4
-    assert row["lr"] == pytest.approx(9.924e-4, rel=1e-3) and row["lr_first"] == pytest.approx(1.667e-4, rel=1e-3)
+    assert row["lr"] == pytest.approx(9.924e-4, rel=1e-3) and row["lr_first"] == pytest.approx(
+        1.667e-4, rel=1e-3
+    )
     assert "warm-up" in row["lr_schedule"] and "decays" in row["lr_schedule"]
 
 
 def test_alias_and_format_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "custom.jsonl"
-    log.write_text("".join(json.dumps({"it": i, "acc": 0.1 + 0.01 * i, "n": 64}) + "\n" for i in range(1, 30)))
+    log.write_text(
+        "".join(json.dumps({"it": i, "acc": 0.1 + 0.01 * i, "n": 64}) + "\n" for i in range(1, 30))
+    )
     assert cli.main(["fit", str(log)]) == 2
     assert "--alias" in capsys.readouterr().err
-    d = _json(capsys, ["fit", str(log), "--alias", "acc=reward_mean", "--alias", "it=step",
-                       "--alias", "n=batch", "--base-lr", "1e-6", "--json"])
+    d = _json(
+        capsys,
+        [
+            "fit",
+            str(log),
+            "--alias",
+            "acc=reward_mean",
+            "--alias",
+            "it=step",
+            "--alias",
+            "n=batch",
+            "--base-lr",
+            "1e-6",
+            "--json",
+        ],
+    )
     assert d["runs"][0]["batch"] == 64 and d["runs"][0]["lr"] == pytest.approx(1e-6)
     assert cli.main(["fit", str(log), "--alias", "acc=nonsense"]) == 2
     assert "unknown field 'nonsense'" in capsys.readouterr().err
@@ -78,8 +99,10 @@ def test_alias_and_format_options(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 # -- LR after warm-up ---------------------------------------------------------------------------
 
-def test_plan_on_logs_with_lr_warm_up_gives_sqrt_rule_lrs(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_plan_on_logs_with_lr_warm_up_gives_sqrt_rule_lrs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A 2048-rollout linear warm-up and a final linear decay logged on every run: the plan's LRs
     follow the square-root rule from the LR the smallest run trained at, within 20%."""
     runs = make_sweep([16, 32, 64, 128, 256], critical_batch=128, failure_samples=60_000, seed=1)
@@ -92,7 +115,9 @@ def test_plan_on_logs_with_lr_warm_up_gives_sqrt_rule_lrs(tmp_path: Path,
         for r in run.records:
             warm = min(1.0, r.samples / 2048)
             decay = 1.0 if r.samples < 0.7 * last else max(0.1, 1 - (r.samples - 0.7 * last) / (0.3 * last))
-            recs.append(StepRecord(**{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "lr": lr * warm * decay}))
+            recs.append(
+                StepRecord(**{**{f: getattr(r, f) for f in r.__dataclass_fields__}, "lr": lr * warm * decay})
+            )
         first[run.batch] = recs[0].lr
         p = tmp_path / f"b{run.batch}.jsonl"
         write_jsonl(p, recs)
@@ -110,6 +135,7 @@ def test_plan_on_logs_with_lr_warm_up_gives_sqrt_rule_lrs(tmp_path: Path,
 
 # -- bad input ----------------------------------------------------------------------------------
 
+
 def test_data_errors_exit_2_without_traceback(tmp_path: Path) -> None:
     short = tmp_path / "short.jsonl"
     short.write_text('{"step": 1, "samples": 8, "reward": 0.1}\n{"step": 2, "samples": 16, "reward": 0.2}\n')
@@ -122,8 +148,13 @@ def test_data_errors_exit_2_without_traceback(tmp_path: Path) -> None:
         (["fit", str(QWEN), str(QWEN)], "given twice"),
     ]
     for argv, msg in cases:
-        proc = subprocess.run([sys.executable, "-m", "rlvr_schedule.cli", *argv], capture_output=True, text=True,
-                              env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "rlvr_schedule.cli", *argv],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"},
+            timeout=120,
+        )
         assert proc.returncode == 2, (argv, proc.stderr)
         assert msg in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
@@ -146,15 +177,22 @@ def test_version_help_and_subcommand_usage(capsys: pytest.CaptureFixture[str]) -
 
 def test_lr_zero_is_flagged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "zero.jsonl"
-    log.write_text("".join(json.dumps({"step": i, "batch": 8, "lr": 0.0, "reward": 0.1 * i}) + "\n"
-                           for i in range(1, 10)))
+    log.write_text(
+        "".join(
+            json.dumps({"step": i, "batch": 8, "lr": 0.0, "reward": 0.1 * i}) + "\n" for i in range(1, 10)
+        )
+    )
     cli.main(["fit", str(log), "--json"])
     assert "LR 0" in capsys.readouterr().err
 
 
 def test_undetermined_estimates_are_said_so() -> None:
-    d = {"failure_exponent": -2.4, "failure_exponent_interval": [-35.9, 31.1],
-         "critical_batch": 100.0, "critical_batch_interval": [50.0, 200.0]}
+    d = {
+        "failure_exponent": -2.4,
+        "failure_exponent_interval": [-35.9, 31.1],
+        "critical_batch": 100.0,
+        "critical_batch_interval": [50.0, 200.0],
+    }
     und = cli._undetermined(d)
     assert und == ["failure_exponent"]
     assert cli._estimate(d, "failure_exponent", und).startswith("undetermined")
@@ -167,12 +205,21 @@ def test_report_tells_runs_of_equal_batch_apart_and_plots_the_fired_signal() -> 
     a, b = make_sweep([64, 64], critical_batch=128, failure_samples=20_000, seed=3, steps=10)
     a.name, b.name = "seed0", "seed1"
     assert _label(a, [a, b]) != _label(b, [a, b])
-    assert fired_signal([{"failure_signal": "reward_crash"}, {"failure_signal": "reward_crash"},
-                         {"failure_signal": "entropy_collapse"}]) == "reward_mean"
+    assert (
+        fired_signal(
+            [
+                {"failure_signal": "reward_crash"},
+                {"failure_signal": "reward_crash"},
+                {"failure_signal": "entropy_collapse"},
+            ]
+        )
+        == "reward_mean"
+    )
     assert fired_signal([{"failure_signal": None}], [a]) == "entropy"
 
 
 # -- watch and replay ---------------------------------------------------------------------------
+
 
 def test_watch_follows_a_log_that_grows_while_it_runs(tmp_path: Path) -> None:
     """A writer thread appends verl console lines (from the real Qwen log) while `watch` reads."""
@@ -189,7 +236,7 @@ def test_watch_follows_a_log_that_grows_while_it_runs(tmp_path: Path) -> None:
         for i in range(0, len(steps), 10):
             time.sleep(0.4)
             with open(log, "a", encoding="utf-8") as fh:
-                chunk = "".join(steps[i:i + 10])
+                chunk = "".join(steps[i : i + 10])
                 fh.write(chunk[:-40])  # a line half written ...
                 fh.flush()
                 time.sleep(0.1)
@@ -197,9 +244,24 @@ def test_watch_follows_a_log_that_grows_while_it_runs(tmp_path: Path) -> None:
 
     t = threading.Thread(target=writer)
     t.start()
-    proc = subprocess.run([sys.executable, "-m", "rlvr_schedule.cli", "watch", str(log), "--interval", "0.05",
-                           "--until-idle", "2.5", "--json"], capture_output=True, text=True,
-                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rlvr_schedule.cli",
+            "watch",
+            str(log),
+            "--interval",
+            "0.05",
+            "--until-idle",
+            "2.5",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
     t.join()
     assert proc.returncode == 0, proc.stderr
     states = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
@@ -217,11 +279,15 @@ def test_watch_max_records_on_a_finished_log(capsys: pytest.CaptureFixture[str])
     assert out and "rollouts 12,800" in out[-1] and "batch 256" in out[-1]
 
 
-def test_replay_a_static_schedule_over_the_real_qwen_run(tmp_path: Path,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_a_static_schedule_over_the_real_qwen_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     sched = tmp_path / "s.json"
-    sched.write_text(json.dumps({"stages": [{"batch": 256, "lr": 1e-6, "until_samples": 50_000},
-                                            {"batch": 512, "lr": 1.414e-6}]}))
+    sched.write_text(
+        json.dumps(
+            {"stages": [{"batch": 256, "lr": 1e-6, "until_samples": 50_000}, {"batch": 512, "lr": 1.414e-6}]}
+        )
+    )
     d = _json(capsys, ["replay", str(QWEN), "--schedule", str(sched), "--json"])
     (ev,) = [e for e in d["events"] if e["kind"] == "schedule"]
     # the first record with >= 50,000 rollouts: 256 per update from step 0 -> step 195 (50,176)
@@ -233,18 +299,30 @@ def test_replay_a_static_schedule_over_the_real_qwen_run(tmp_path: Path,
 
 
 def test_int_counts_helper() -> None:
-    out = cli._int_counts({"samples_to_target": 1234.6, "rate": 0.5, "failure_samples_interval": [1.2, 3.7],
-                           "stages": [{"until_samples": 10.0, "lr": 1e-6}]})
-    assert out == {"samples_to_target": 1235, "rate": 0.5, "failure_samples_interval": [1, 4],
-                   "stages": [{"until_samples": 10, "lr": 1e-6}]}
+    out = cli._int_counts(
+        {
+            "samples_to_target": 1234.6,
+            "rate": 0.5,
+            "failure_samples_interval": [1.2, 3.7],
+            "stages": [{"until_samples": 10.0, "lr": 1e-6}],
+        }
+    )
+    assert out == {
+        "samples_to_target": 1235,
+        "rate": 0.5,
+        "failure_samples_interval": [1, 4],
+        "stages": [{"until_samples": 10, "lr": 1e-6}],
+    }
     assert np.isfinite(out["rate"])
 
 
 def test_plan_worse_than_the_best_constant_run_warns(capsys: pytest.CaptureFixture[str]) -> None:
     import warnings
 
-    d = {"predicted": {"samples_to_target": 40_000}, "constant": [{"samples_to_target": 20_000},
-                                                                  {"samples_to_target": None}]}
+    d = {
+        "predicted": {"samples_to_target": 40_000},
+        "constant": [{"samples_to_target": 20_000}, {"samples_to_target": None}],
+    }
     with pytest.warns(UserWarning, match="more than 1.5x the best constant run"):
         cli._warn_plan_worse(d)
     with warnings.catch_warnings():
@@ -252,7 +330,9 @@ def test_plan_worse_than_the_best_constant_run_warns(capsys: pytest.CaptureFixtu
         cli._warn_plan_worse({"predicted": {"samples_to_target": 25_000}, "constant": d["constant"]})
 
 
-def test_batch_per_log_for_a_sweep_of_trainer_states(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_batch_per_log_for_a_sweep_of_trainer_states(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """trainer_state.json holds no batch: a sweep of them needs one --batch per log (LOG=N)."""
     import shutil
 

@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 
 from rlvr_schedule.clocks import (
-    EntropyCollapse,
-    FailureForecast,
-    GradientNoiseScale,
     ClipRatioRise,
     Detector,
+    EntropyCollapse,
     EntropySurge,
+    FailureForecast,
+    GradientNoiseScale,
     GradNormSpike,
     KLBlowup,
     LogProbMismatch,
-    ResponseLengthSurge,
     OnlineProgress,
+    ResponseLengthSurge,
     RewardCrash,
     ZeroVarianceGroups,
     two_batch_estimate,
@@ -34,14 +34,29 @@ sys.path.insert(0, str(Path(__file__).parent))
 from independent_sim import SimTask, simulate_run  # noqa: E402
 
 
-def _linear_records(n: int, batch: int, rate: float, start_samples: int = 0, start_step: int = 0,
-                    reward0: float = 0.1, noise: float = 0.0, seed: int = 0) -> list[StepRecord]:
+def _linear_records(
+    n: int,
+    batch: int,
+    rate: float,
+    start_samples: int = 0,
+    start_step: int = 0,
+    reward0: float = 0.1,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> list[StepRecord]:
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):
         s = start_samples + (i + 1) * batch
-        out.append(StepRecord(step=start_step + i + 1, samples=s, batch=batch, lr=1e-6,
-                              reward_mean=reward0 + rate * s + noise * rng.normal()))
+        out.append(
+            StepRecord(
+                step=start_step + i + 1,
+                samples=s,
+                batch=batch,
+                lr=1e-6,
+                reward_mean=reward0 + rate * s + noise * rng.normal(),
+            )
+        )
     return out
 
 
@@ -56,8 +71,14 @@ def test_online_progress_rate_and_switch_effect() -> None:
     assert op.rate_per_step == pytest.approx(32 * 2e-5, rel=1e-6)
     assert math.isnan(op.switch_effect)
     r_end = first[-1]
-    second = _linear_records(100, 128, 1e-5, start_samples=r_end.samples, start_step=r_end.step,
-                             reward0=r_end.reward_mean - 1e-5 * r_end.samples)
+    second = _linear_records(
+        100,
+        128,
+        1e-5,
+        start_samples=r_end.samples,
+        start_step=r_end.step,
+        reward0=r_end.reward_mean - 1e-5 * r_end.samples,
+    )
     for r in second:
         op.update(r)
     assert op.rate == pytest.approx(1e-5, rel=1e-6)
@@ -98,8 +119,9 @@ def test_gradient_noise_scale_recovers_b_simple_from_simulated_norms() -> None:
 def test_gradient_noise_scale_skips_records_without_both_norms() -> None:
     gns = GradientNoiseScale()
     assert math.isnan(gns.update(StepRecord(step=1, samples=64, batch=64, lr=1e-6, grad_norm=1.0)))
-    gns.update(StepRecord(step=2, samples=128, batch=64, lr=1e-6, grad_norm=1.0, grad_norm_micro=2.0,
-                          micro_batch=64))  # micro == full: not a second batch size
+    gns.update(
+        StepRecord(step=2, samples=128, batch=64, lr=1e-6, grad_norm=1.0, grad_norm_micro=2.0, micro_batch=64)
+    )  # micro == full: not a second batch size
     assert gns.n_updates == 0
     with pytest.raises(ValueError, match="beta"):
         GradientNoiseScale(beta=1.0)
@@ -111,8 +133,9 @@ def test_failure_forecast_linear_entropy() -> None:
     out = []
     for i in range(300):
         s = (i + 1) * 64
-        out.append(ff.update(StepRecord(step=i + 1, samples=s, batch=64, lr=1e-6,
-                                        entropy=1.0 - 0.9 * s / fail)))
+        out.append(
+            ff.update(StepRecord(step=i + 1, samples=s, batch=64, lr=1e-6, entropy=1.0 - 0.9 * s / fail))
+        )
     assert math.isnan(out[5])
     assert ff.failure_samples == pytest.approx(fail, rel=0.02)
     lo, hi = ff.interval
@@ -125,26 +148,36 @@ def test_failure_forecast_noisy_interval_and_flat_signal() -> None:
     fail = 40_000
     for i in range(300):
         s = (i + 1) * 32
-        ff.update(StepRecord(step=i + 1, samples=s, batch=32, lr=1e-6,
-                             entropy=1.0 - 0.9 * s / fail + 0.02 * rng.normal()))
+        ff.update(
+            StepRecord(
+                step=i + 1, samples=s, batch=32, lr=1e-6, entropy=1.0 - 0.9 * s / fail + 0.02 * rng.normal()
+            )
+        )
     lo, hi = ff.interval
     assert lo <= fail - ff.samples <= hi
     flat = FailureForecast(min_points=5)
     for i in range(50):
-        flat.update(StepRecord(step=i + 1, samples=(i + 1) * 8, batch=8, lr=1e-6,
-                               entropy=1.0 + 0.01 * (i % 2)))
+        flat.update(
+            StepRecord(step=i + 1, samples=(i + 1) * 8, batch=8, lr=1e-6, entropy=1.0 + 0.01 * (i % 2))
+        )
     assert math.isinf(flat.samples_to_failure)  # no downward trend: no failure in sight
     with pytest.raises(ValueError, match="model"):
         FailureForecast(model="cubic")
 
 
 def _all_online() -> list:
-    return [OnlineProgress(window=60, min_points=10), GradientNoiseScale(beta=0.9),
-            FailureForecast(window=60),
-            FailureForecast("kl", model="loglinear", threshold=0.2), EntropyCollapse(), RewardCrash(),
-            GradNormSpike(warmup=20, warmup_samples=0, blowup_ratio=5.0),
-            KLBlowup(warmup=20, warmup_samples=0, blowup_ratio=5.0, min_value=0.1),
-            ZeroVarianceGroups(threshold=0.5), ResponseLengthSurge(surge_ratio=1.2)]
+    return [
+        OnlineProgress(window=60, min_points=10),
+        GradientNoiseScale(beta=0.9),
+        FailureForecast(window=60),
+        FailureForecast("kl", model="loglinear", threshold=0.2),
+        EntropyCollapse(),
+        RewardCrash(),
+        GradNormSpike(warmup=20, warmup_samples=0, blowup_ratio=5.0),
+        KLBlowup(warmup=20, warmup_samples=0, blowup_ratio=5.0, min_value=0.1),
+        ZeroVarianceGroups(threshold=0.5),
+        ResponseLengthSurge(surge_ratio=1.2),
+    ]
 
 
 def _out(obj, rec):
@@ -162,8 +195,12 @@ def _out(obj, rec):
 def test_state_dict_round_trip_resumes_identically(idx: int) -> None:
     task = SimTask(critical_batch=100, failure_samples=10_000)
     recs = simulate_run(task, 32, seed=1).records
-    recs += [StepRecord(step=r.step, samples=r.samples, batch=64, lr=r.lr, reward_mean=r.reward_mean,
-                        entropy=r.entropy) for r in simulate_run(task, 64, seed=9).records]
+    recs += [
+        StepRecord(
+            step=r.step, samples=r.samples, batch=64, lr=r.lr, reward_mean=r.reward_mean, entropy=r.entropy
+        )
+        for r in simulate_run(task, 64, seed=9).records
+    ]
     ref, a = _all_online()[idx], _all_online()[idx]
     half = len(recs) // 2
     want = [_out(ref, r) for r in recs]
@@ -181,8 +218,10 @@ def test_state_dict_round_trip_resumes_identically(idx: int) -> None:
 def test_detectors_fire_once_per_streak_with_onset() -> None:
     d = EntropyCollapse(fraction=0.5, warmup=3, patience=3, warmup_samples=0)
     ent = [1.0, 1.0, 1.0, 0.9, 0.4, 0.4, 0.4, 0.4, 0.9, 0.3, 0.3, 0.3]
-    alarms = [d.update(StepRecord(step=i + 1, samples=(i + 1) * 10, batch=10, lr=1e-6, entropy=e))
-              for i, e in enumerate(ent)]
+    alarms = [
+        d.update(StepRecord(step=i + 1, samples=(i + 1) * 10, batch=10, lr=1e-6, entropy=e))
+        for i, e in enumerate(ent)
+    ]
     fired = [a for a in alarms if a is not None]
     assert [(a.step, a.confirmed_step) for a in fired] == [(5, 7), (10, 12)]
     assert fired[0].samples == 50 and d.first_alarm == fired[0] and d.n_alarms == 2
@@ -268,9 +307,18 @@ def test_spike_detectors_warn_on_spikes_and_fail_on_sustained_blowups() -> None:
     assert fired_k == [254]  # onset 251, confirmed after patience (5 records)
     # x20 sustained over 64 records of 64 rollouts: a blow-up, dated at its onset
     g = GradNormSpike()
-    alarms = [g.update(StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1.0,
-                                  grad_norm=float(np.exp(rng.normal(0, 0.1))) * (20.0 if i >= 100 else 1.0)))
-              for i in range(164)]
+    alarms = [
+        g.update(
+            StepRecord(
+                step=i + 1,
+                samples=64 * (i + 1),
+                batch=64,
+                lr=1.0,
+                grad_norm=float(np.exp(rng.normal(0, 0.1))) * (20.0 if i >= 100 else 1.0),
+            )
+        )
+        for i in range(164)
+    ]
     got = [a for a in alarms if a is not None]
     assert len(got) == 1 and got[0].step == 101 and got[0].confirmed_samples - got[0].samples + 64 >= 2048
 
@@ -283,12 +331,22 @@ def _coming_apart(n: int = 120) -> list[StepRecord]:
     for i in range(n):
         bad = i >= 60
         j = float(np.exp(rng.normal(0, 0.05)))
-        out.append(StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6, reward_mean=0.5,
-                              entropy=(1.5 if bad else 0.5) * j,
-                              response_length=(505.0 if bad else 200.0) * j,
-                              clip_frac=(0.2 if bad else 0.02) * j,
-                              extra={"response_length_cap": 512.0,
-                                     "training/rollout_probs_diff_mean": (0.2 if bad else 0.01) * j}))
+        out.append(
+            StepRecord(
+                step=i + 1,
+                samples=64 * (i + 1),
+                batch=64,
+                lr=1e-6,
+                reward_mean=0.5,
+                entropy=(1.5 if bad else 0.5) * j,
+                response_length=(505.0 if bad else 200.0) * j,
+                clip_frac=(0.2 if bad else 0.02) * j,
+                extra={
+                    "response_length_cap": 512.0,
+                    "training/rollout_probs_diff_mean": (0.2 if bad else 0.01) * j,
+                },
+            )
+        )
     return out
 
 
@@ -326,8 +384,10 @@ def test_kl_rising_from_zero_and_zero_grad_norms_are_no_failure() -> None:
 def test_zero_variance_groups() -> None:
     z = ZeroVarianceGroups(threshold=0.9, patience=2, group_size=8, excess=0.3)
     # p = 0.5, g = 8: expected zero-std fraction 2/256; 0.5 is far above it
-    recs = [StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, reward_mean=0.5, frac_zero_std=f)
-            for i, f in enumerate([0.01, 0.02, 0.5, 0.5])]
+    recs = [
+        StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, reward_mean=0.5, frac_zero_std=f)
+        for i, f in enumerate([0.01, 0.02, 0.5, 0.5])
+    ]
     out = [z.update(r) for r in recs]
     assert out[:3] == [None, None, None] and out[3] is not None and out[3].step == 3
     with pytest.raises(ValueError, match="group_size"):

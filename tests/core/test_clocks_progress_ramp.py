@@ -32,16 +32,27 @@ def test_a_ramp_reaches_the_target_where_its_reward_does() -> None:
     # the mean reward crosses 0.4 at 4096 rollouts; the first crossing of a noisy smoothed curve
     # comes earlier (as at any constant batch), but not within the first few updates: with a
     # 2%-of-records window (3 records here) the median was 38 rollouts
-    got = np.array([ProgressClock(target=0.4).fit(ramp_run(seed), failure_samples=None).samples_to_target_
-                    for seed in range(40)])
+    got = np.array(
+        [
+            ProgressClock(target=0.4).fit(ramp_run(seed), failure_samples=None).samples_to_target_
+            for seed in range(40)
+        ]
+    )
     assert np.median(got) > 1200, got
     assert np.mean(got < 300) < 0.1, got
 
 
 def test_a_constant_batch_run_keeps_its_record_window() -> None:
     rng = np.random.default_rng(0)
-    run = Run([StepRecord(step=i + 1, samples=32 * (i + 1), batch=32, lr=1e-4, reward_mean=float(rng.random()))
-               for i in range(500)], name="c32")
+    run = Run(
+        [
+            StepRecord(step=i + 1, samples=32 * (i + 1), batch=32, lr=1e-4, reward_mean=float(rng.random()))
+            for i in range(500)
+        ],
+        name="c32",
+    )
     pc = ProgressClock(target=0.9).fit(run, failure_samples=None)
     x, ys = pc.curve_
-    assert ys[250] == pytest.approx(np.mean(run.array("reward_mean")[245:255]))  # 10 records = 2% of 500, centred
+    assert ys[250] == pytest.approx(
+        np.mean(run.array("reward_mean")[245:255])
+    )  # 10 records = 2% of 500, centred

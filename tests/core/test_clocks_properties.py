@@ -25,9 +25,19 @@ from rlvr_schedule.records import Run, StepRecord
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _curve_run(batch: int, rate: float, n_samples: float, *, reward0: float = 0.1, ceiling: float = 0.8,
-               noise: float = 0.0, seed: int = 0, step0: int = 0, name: str | None = None,
-               fail_at: float | None = None) -> Run:
+def _curve_run(
+    batch: int,
+    rate: float,
+    n_samples: float,
+    *,
+    reward0: float = 0.1,
+    ceiling: float = 0.8,
+    noise: float = 0.0,
+    seed: int = 0,
+    step0: int = 0,
+    name: str | None = None,
+    fail_at: float | None = None,
+) -> Run:
     """Reward R0 + span (1 - exp(-rate t / span)) (negative rate: falls); entropy collapses at fail_at."""
     rng = np.random.default_rng(seed)
     span = ceiling - reward0
@@ -37,8 +47,11 @@ def _curve_run(batch: int, rate: float, n_samples: float, *, reward0: float = 0.
         t = i * batch  # rollouts trained on before this update's rollouts
         r = reward0 + span * (1 - math.exp(-rate * t / span)) + noise * rng.normal()
         ent = 1.0 if fail_at is None or t < fail_at else 0.01
-        recs.append(StepRecord(step=step0 + i + 1, samples=(i + 1) * batch, batch=batch, lr=1e-6,
-                               reward_mean=r, entropy=ent))
+        recs.append(
+            StepRecord(
+                step=step0 + i + 1, samples=(i + 1) * batch, batch=batch, lr=1e-6, reward_mean=r, entropy=ent
+            )
+        )
     return Run(recs, name=name or f"b{batch}")
 
 
@@ -86,10 +99,16 @@ def test_step_renumbering_changes_nothing(offset: int, seed: int) -> None:
 
 
 @settings(max_examples=15, deadline=None)
-@given(dim=st.integers(2, 24), b_simple=st.floats(2.0, 500.0), b_small=st.integers(1, 32),
-       factor=st.integers(2, 16), seed=st.integers(0, 10_000))
-def test_gradient_noise_scale_is_unbiased_on_gaussian_gradients(dim: int, b_simple: float, b_small: int,
-                                                               factor: int, seed: int) -> None:
+@given(
+    dim=st.integers(2, 24),
+    b_simple=st.floats(2.0, 500.0),
+    b_small=st.integers(1, 32),
+    factor=st.integers(2, 16),
+    seed=st.integers(0, 10_000),
+)
+def test_gradient_noise_scale_is_unbiased_on_gaussian_gradients(
+    dim: int, b_simple: float, b_small: int, factor: int, seed: int
+) -> None:
     """EMAs of the two-batch estimates match |G|^2 and tr(Sigma) within 5 standard errors."""
     rng = np.random.default_rng(seed)
     n, beta = 3000, 0.999
@@ -104,10 +123,15 @@ def test_gradient_noise_scale_is_unbiased_on_gaussian_gradients(dim: int, b_simp
     gns = GradientNoiseScale(beta=beta)
     g2_est, tr_est = [], []
     for i in range(n):
-        rec = StepRecord(step=i + 1, samples=(i + 1) * b_big, batch=b_big, lr=1e-3,
-                         grad_norm=float(np.linalg.norm(full[i])),
-                         grad_norm_micro=float(np.linalg.norm(small[i])),
-                         micro_batch=b_small)
+        rec = StepRecord(
+            step=i + 1,
+            samples=(i + 1) * b_big,
+            batch=b_big,
+            lr=1e-3,
+            grad_norm=float(np.linalg.norm(full[i])),
+            grad_norm_micro=float(np.linalg.norm(small[i])),
+            micro_batch=b_small,
+        )
         gns.update(rec)
         a, c = float(np.sum(small[i] ** 2)), float(np.sum(full[i] ** 2))
         g2_est.append((b_big * c - b_small * a) / (b_big - b_small))
@@ -143,10 +167,16 @@ def test_reward_ceiling_exact(a: float, b: float, h0: float) -> None:
 
 
 @SETTINGS
-@given(offset=st.floats(0, 1e9), slope=st.floats(-1e-3, 1e-3), window=st.integers(3, 60),
-       n=st.integers(3, 400), seed=st.integers(0, 1000))
-def test_sliding_ols_matches_polyfit_on_large_sample_counts(offset: float, slope: float, window: int,
-                                                           n: int, seed: int) -> None:
+@given(
+    offset=st.floats(0, 1e9),
+    slope=st.floats(-1e-3, 1e-3),
+    window=st.integers(3, 60),
+    n=st.integers(3, 400),
+    seed=st.integers(0, 1000),
+)
+def test_sliding_ols_matches_polyfit_on_large_sample_counts(
+    offset: float, slope: float, window: int, n: int, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     x = offset + np.cumsum(rng.integers(1, 512, n)).astype(float)
     y = slope * (x - offset) + rng.normal(0, 0.1, n)
@@ -160,8 +190,15 @@ def test_sliding_ols_matches_polyfit_on_large_sample_counts(offset: float, slope
 
 
 def test_t_quantiles() -> None:
-    for q, df, want in [(0.975, 1, 12.706), (0.975, 2, 4.303), (0.975, 5, 2.571), (0.975, 10, 2.228),
-                        (0.975, 30, 2.042), (0.95, 4, 2.132), (0.975, math.inf, 1.960)]:
+    for q, df, want in [
+        (0.975, 1, 12.706),
+        (0.975, 2, 4.303),
+        (0.975, 5, 2.571),
+        (0.975, 10, 2.228),
+        (0.975, 30, 2.042),
+        (0.95, 4, 2.132),
+        (0.975, math.inf, 1.960),
+    ]:
         assert t_quantile(q, df) == pytest.approx(want, abs=2e-3)
 
 
@@ -177,8 +214,11 @@ def test_group_statistics_match_monte_carlo(p: float, g: int) -> None:
 
 
 def test_progress_clock_errors_name_the_run_and_field() -> None:
-    run = Run([StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0) for i in range(10)], name="nolog",
-              source="runs/nolog.jsonl")
+    run = Run(
+        [StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0) for i in range(10)],
+        name="nolog",
+        source="runs/nolog.jsonl",
+    )
     with pytest.raises(ValueError, match=r"nolog.*runs/nolog.jsonl.*reward_mean"):
         ProgressClock().fit(run)
     with pytest.raises(ValueError, match="fraction"):

@@ -105,8 +105,11 @@ def _splice(run: Run, dip_at: int, crash_at: int) -> tuple[Run, int]:
 
 
 # long enough for the spliced collapse (from 2/3 of the run, over 8 records) to stay down 5 records
-SPLICE = [n for n in SPLIT["test"] if SPLIT["labels"][n]["label"] == "healthy" and _load(n).batch >= 32
-          and len(_load(n)) >= 40]
+SPLICE = [
+    n
+    for n in SPLIT["test"]
+    if SPLIT["labels"][n]["label"] == "healthy" and _load(n).batch >= 32 and len(_load(n)) >= 40
+]
 
 
 @pytest.mark.parametrize("name", SPLICE)
@@ -129,8 +132,11 @@ def test_collapse_spliced_into_a_held_out_real_run_is_flagged_in_time_not_at_the
     assert a.value < a.threshold < a.baseline
     # the response-length warning comes with the collapse, with its lead (>= 0: not after the failure)
     if fc.failure_samples_ is not None:
-        leads = [fc.lead(w) for w in fc.warnings_ if w.name == "response_length"
-                 and w.samples >= spliced.records[crash_at].samples]
+        leads = [
+            fc.lead(w)
+            for w in fc.warnings_
+            if w.name == "response_length" and w.samples >= spliced.records[crash_at].samples
+        ]
         assert leads and all(x is not None for x in leads)
 
 

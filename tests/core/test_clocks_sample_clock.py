@@ -8,21 +8,20 @@ alarm at all, which biased the exponent towards a step clock.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr_schedule.clocks import FailureClock, FailureScalingFit, GradNormSpike, RewardCrash
+from rlvr_schedule.clocks import FailureClock, FailureScalingFit, RewardCrash
 from rlvr_schedule.records import Run, StepRecord
 
 BATCHES = [8, 16, 32, 64, 128]
 
 
-def crash_run(batch: int, crash_at: int, seed: int, *, budget: int = 4096, spike_at: int | None = None,
-              r0: float = 0.3) -> Run:
+def crash_run(
+    batch: int, crash_at: int, seed: int, *, budget: int = 4096, spike_at: int | None = None, r0: float = 0.3
+) -> Run:
     """Reward r0 (binomial noise at this batch) until ``crash_at`` rollouts, then falling to 0 over
     400 rollouts; grad norm x20 from ``spike_at`` on. No progress first (as on the tiny task at a
     too-high LR)."""
@@ -32,8 +31,18 @@ def crash_run(batch: int, crash_at: int, seed: int, *, budget: int = 4096, spike
         s = (k + 1) * batch
         p = r0 * min(1.0, max(0.0, 1 - (s - crash_at) / 400))
         gn = float(np.exp(rng.normal(0, 0.1))) * (20.0 if spike_at is not None and s >= spike_at else 1.0)
-        recs.append(StepRecord(step=k + 1, samples=s, batch=batch, lr=1e-4, reward_mean=rng.binomial(batch, p) / batch,
-                               entropy=0.4, grad_norm=gn, kl=0.01))
+        recs.append(
+            StepRecord(
+                step=k + 1,
+                samples=s,
+                batch=batch,
+                lr=1e-4,
+                reward_mean=rng.binomial(batch, p) / batch,
+                entropy=0.4,
+                grad_norm=gn,
+                kl=0.01,
+            )
+        )
     return Run(recs, name=f"b{batch}-s{seed}")
 
 
@@ -56,7 +65,10 @@ def test_a_grad_norm_spike_at_a_rollout_count_is_found_at_every_batch() -> None:
     for b in BATCHES:
         run = crash_run(b, 10**9, 0, spike_at=1500)
         c = FailureClock().fit(run)
-        assert c.signal_ == "grad_norm_spike" and 1500 <= c.failure_samples_ < 1500 + b, (b, c.failure_samples_)
+        assert c.signal_ == "grad_norm_spike" and 1500 <= c.failure_samples_ < 1500 + b, (
+            b,
+            c.failure_samples_,
+        )
 
 
 def test_no_alarm_without_a_failure_at_any_batch() -> None:

@@ -38,8 +38,9 @@ def _check(fit: SweepFit, task: SimTask) -> None:
 
 
 @pytest.mark.parametrize("style", ["canonical", "verl", "trl"])
-def test_fit_sweep_recovers_clocks_from_log_files(style: str, sweep: list[Run], task: SimTask,
-                                                  tmp_path: Path) -> None:
+def test_fit_sweep_recovers_clocks_from_log_files(
+    style: str, sweep: list[Run], task: SimTask, tmp_path: Path
+) -> None:
     runs = [load_run(write_log(tmp_path / f"{r.name}.jsonl", r, style)) for r in sweep]
     assert [r.batch for r in runs] == BATCHES
     fit = fit_sweep(runs)
@@ -84,8 +85,10 @@ def test_runs_without_failure_and_with_a_batch_switch(sweep: list[Run]) -> None:
     # cut every run before collapse: no failure anywhere -> failure_samples null, fit still works
     early = [Run([x for x in r.records if x.samples < 20_000], name=r.name) for r in sweep]
     # a scheduled run (batch switch) is reported but kept out of the critical-batch fit
-    sw = Run(sweep[0].records[:300] + [type(x)(**{**x.to_dict(), "batch": 32})
-                                       for x in sweep[1].records[150:300]], name="switch")
+    sw = Run(
+        sweep[0].records[:300] + [type(x)(**{**x.to_dict(), "batch": 32}) for x in sweep[1].records[150:300]],
+        name="switch",
+    )
     fit = fit_sweep(early + [sw])
     d = fit.to_dict()
     assert d["failure_samples"] is None
@@ -104,20 +107,36 @@ def test_project_synthetic_sweep_is_recovered_too() -> None:
 
 
 def test_a_run_that_collapses_at_once_is_left_out_and_a_run_without_reward_is_an_error(
-        sweep: list[Run]) -> None:
+    sweep: list[Run],
+) -> None:
     from rlvr_schedule.clocks import EntropyCollapse, RewardCrash
     from rlvr_schedule.records import StepRecord
 
-    dead = Run([StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6, reward_mean=0.1,
-                           entropy=1.0 if i < 1 else 0.0) for i in range(40)], name="dead")
+    dead = Run(
+        [
+            StepRecord(
+                step=i + 1,
+                samples=64 * (i + 1),
+                batch=64,
+                lr=1e-6,
+                reward_mean=0.1,
+                entropy=1.0 if i < 1 else 0.0,
+            )
+            for i in range(40)
+        ],
+        name="dead",
+    )
     dets = [EntropyCollapse(fraction=None, floor=0.1, patience=1), RewardCrash()]
     fit = fit_sweep(list(sweep[:4]) + [dead], detectors=dets)
     dead_fit = fit.runs[-1]
     assert dead_fit.name == "dead" and dead_fit.failure_samples == 2 * 64
     assert math.isnan(dead_fit.samples_to_target) and math.isnan(dead_fit.rate)  # no rising part
     assert abs(fit.critical_batch / 160 - 1) < 0.5  # the other runs still give B*
-    silent = Run([StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, entropy=1.0) for i in range(20)],
-                 name="silent", source="logs/silent.jsonl")
+    silent = Run(
+        [StepRecord(step=i + 1, samples=i + 1, batch=1, lr=1.0, entropy=1.0) for i in range(20)],
+        name="silent",
+        source="logs/silent.jsonl",
+    )
     with pytest.raises(ValueError, match="silent.*reward_mean"):
         fit_sweep([sweep[0], silent])
 
@@ -133,7 +152,8 @@ def test_the_fit_does_not_depend_on_the_order_of_the_runs(sweep: list[Run]) -> N
 
 
 def test_a_run_above_twice_the_critical_batch_diverges_and_does_not_drag_the_pooled_failure(
-        task: SimTask, sweep: list[Run]) -> None:
+    task: SimTask, sweep: list[Run]
+) -> None:
     """At 512 > 2 x B* (160) per-rollout progress is negative: the reward falls from the start.
     That run is reported as diverging, with no failure-clock reading, and the pooled failure samples
     stay on the truth (before, its early 'failure' pulled them ~10% low)."""

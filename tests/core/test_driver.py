@@ -15,13 +15,23 @@ from rlvr_schedule.records import StepRecord
 from rlvr_schedule.synthetic import SyntheticEnvironment
 
 # failure_exponent > 0 with an absolute threshold: the first record with entropy <= 0.5 grows the batch
-CFG = dict(initial_batch=8, hysteresis=1, failure_threshold=0.5, forecast_window=3, max_stages=3,
-           min_stage_steps=0, detectors=(), failure_exponent=0.5)
+CFG = dict(
+    initial_batch=8,
+    hysteresis=1,
+    failure_threshold=0.5,
+    forecast_window=3,
+    max_stages=3,
+    min_stage_steps=0,
+    detectors=(),
+    failure_exponent=0.5,
+)
 
 
 def records(n=12, drop_at=6):
-    return [StepRecord(step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=1.0 if i < drop_at else 0.2)
-            for i in range(n)]
+    return [
+        StepRecord(step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=1.0 if i < drop_at else 0.2)
+        for i in range(n)
+    ]
 
 
 class Host:
@@ -131,7 +141,9 @@ def test_state_dict_round_trip_continues_exactly_and_start_reapplies_the_stage()
 def test_a_step_only_schedule_is_driven_too():
     class StepOnly:
         def __init__(self):
-            self.inner = StaticSchedule([{"batch": 8, "lr": 1e-3, "until_samples": 16}, {"batch": 16, "lr": 1e-3}])
+            self.inner = StaticSchedule(
+                [{"batch": 8, "lr": 1e-3, "until_samples": 16}, {"batch": 16, "lr": 1e-3}]
+            )
 
         @property
         def current(self):
@@ -156,7 +168,9 @@ def test_the_driver_runs_the_synthetic_task_like_the_schedule_alone():
     env.run(TwoClockScheduler(cfg), 20_000)
     alone = env.decisions
     sched = TwoClockScheduler(cfg)
-    env.run(ScheduleDriver(sched, lambda b, lr: True, in_effect=(sched.current.batch, sched.current.lr)), 20_000)
+    env.run(
+        ScheduleDriver(sched, lambda b, lr: True, in_effect=(sched.current.batch, sched.current.lr)), 20_000
+    )
     assert env.decisions == alone and sum(d.switched for d in alone) >= 1
 
 
@@ -175,15 +189,22 @@ def test_the_loop_exists_once_no_host_calls_hooks_or_steps_a_schedule_itself():
     assert len(sources) > 20
     for path in sources:
         text = path.read_text(encoding="utf-8")
-        for needle in ("rlvr_schedule_on_record", "rlvr_schedule_on_decision", "rlvr_schedule_apply_decision",
-                       "schedule.step(", ".propose("):
+        for needle in (
+            "rlvr_schedule_on_record",
+            "rlvr_schedule_on_decision",
+            "rlvr_schedule_apply_decision",
+            "schedule.step(",
+            ".propose(",
+        ):
             assert needle not in text, f"{path.relative_to(root)} uses {needle!r}"
     drivers = [p for p in sources if "ScheduleDriver(" in p.read_text(encoding="utf-8")]
     names = sorted(str(p.relative_to(root)) for p in drivers)
-    assert names == ["adapters/rlvr_schedule_adapters/openrlhf/controller.py",
-                     "adapters/rlvr_schedule_adapters/trl/callback.py",
-                     "adapters/rlvr_schedule_adapters/verl/controller.py",
-                     "reference_trainer/rlvr_trainer/train.py"]
+    assert names == [
+        "adapters/rlvr_schedule_adapters/openrlhf/controller.py",
+        "adapters/rlvr_schedule_adapters/trl/callback.py",
+        "adapters/rlvr_schedule_adapters/verl/controller.py",
+        "reference_trainer/rlvr_trainer/train.py",
+    ]
 
 
 def test_the_driver_keeps_the_live_progress_rate_and_feeds_plugin_estimators():

@@ -52,8 +52,17 @@ class FaultCase:
 
 # --- logs through the CLI ------------------------------------------------------------------------
 def _rows(n: int = 60) -> list[dict]:
-    return [{"step": i, "samples": 64 * i, "batch": 64, "lr": 1e-6, "reward_mean": 0.1 + 0.005 * i,
-             "entropy": 1.0 - 0.01 * i} for i in range(1, n + 1)]
+    return [
+        {
+            "step": i,
+            "samples": 64 * i,
+            "batch": 64,
+            "lr": 1e-6,
+            "reward_mean": 0.1 + 0.005 * i,
+            "entropy": 1.0 - 0.01 * i,
+        }
+        for i in range(1, n + 1)
+    ]
 
 
 def _lines() -> list[str]:
@@ -64,16 +73,20 @@ def _cli(argv: list[str]) -> tuple[int, str, str]:
     """(exit status, stdout, stderr); warnings are added to stderr as the CLI prints them (pytest's
     own warning capture would otherwise take them)."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            warnings.catch_warnings(record=True) as caught:
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        warnings.catch_warnings(record=True) as caught,
+    ):
         warnings.simplefilter("always")
         rc = cli.main(argv)
     text = "".join(f"warning: {w.message}\n" for w in caught) + err.getvalue()
     return rc, out.getvalue(), text
 
 
-def _log_case(name: str, body: str | bytes, expect: str, needle: str, *, suffix: str = ".jsonl",
-              command: str = "fit") -> FaultCase:
+def _log_case(
+    name: str, body: str | bytes, expect: str, needle: str, *, suffix: str = ".jsonl", command: str = "fit"
+) -> FaultCase:
     """Write ``body`` as a log, run ``rlvr-schedule <command>``; the message must name ``needle``."""
 
     def run(tmp: Path) -> Outcome:
@@ -96,8 +109,13 @@ def _log_case(name: str, body: str | bytes, expect: str, needle: str, *, suffix:
 
 
 def _nan_every_third() -> str:
-    return "\n".join(ln.replace('"reward_mean": ', '"reward_mean": NaN, "x_": ') if i % 3 == 0 else ln
-                     for i, ln in enumerate(_lines())) + "\n"
+    return (
+        "\n".join(
+            ln.replace('"reward_mean": ', '"reward_mean": NaN, "x_": ') if i % 3 == 0 else ln
+            for i, ln in enumerate(_lines())
+        )
+        + "\n"
+    )
 
 
 def _csv(rows: list[dict]) -> str:
@@ -107,27 +125,61 @@ def _csv(rows: list[dict]) -> str:
 
 GOOD = "\n".join(_lines()) + "\n"
 LOG_CASES = [
-    _log_case("corrupt_middle_line", "\n".join(_lines()[:30] + ["{not json"] + _lines()[30:]) + "\n", "error",
-              ":31"),
+    _log_case(
+        "corrupt_middle_line", "\n".join(_lines()[:30] + ["{not json"] + _lines()[30:]) + "\n", "error", ":31"
+    ),
     _log_case("truncated_last_line", GOOD[:-25], "survived", "truncated last line"),
     _log_case("empty_file", "", "error", "no records"),
     _log_case("binary_garbage", bytes(range(256)) * 4, "error", "not UTF-8"),
     _log_case("rows_not_objects", "[1, 2, 3]\n" * 5, "error", ":1"),
     _log_case("nan_rewards", _nan_every_third(), "survived", "non-finite"),
-    _log_case("infinite_entropy", "\n".join(ln.replace('"entropy": ', '"entropy": Infinity, "y_": ') if i == 10
-                                            else ln for i, ln in enumerate(_lines())) + "\n", "survived", ":11"),
-    _log_case("all_rewards_null", "\n".join(json.dumps({**r, "reward_mean": None}) for r in _rows()) + "\n",
-              "error", "reward_mean"),
-    _log_case("string_reward", "\n".join(json.dumps({**r, "reward_mean": "high"}) if r["step"] == 6 else
-                                         json.dumps(r) for r in _rows()) + "\n", "error", ":6"),
-    _log_case("negative_batch", "\n".join(json.dumps({**r, "batch": -64}) for r in _rows()) + "\n", "error",
-              "'batch'"),
-    _log_case("repeated_steps_resumed_run", "\n".join(_lines()[:20] + _lines()[10:]) + "\n", "survived",
-              "logged again"),
-    _log_case("csv_bad_cell", _csv(_rows()).replace("\n11,704,64,", "\n11,704,abc,"), "error", ":12",
-              suffix=".csv"),
-    _log_case("plan_corrupt_line", "\n".join(_lines()[:5] + ["{\"step\": 6, "] + _lines()[5:]) + "\n", "error",
-              ":6", command="plan"),
+    _log_case(
+        "infinite_entropy",
+        "\n".join(
+            ln.replace('"entropy": ', '"entropy": Infinity, "y_": ') if i == 10 else ln
+            for i, ln in enumerate(_lines())
+        )
+        + "\n",
+        "survived",
+        ":11",
+    ),
+    _log_case(
+        "all_rewards_null",
+        "\n".join(json.dumps({**r, "reward_mean": None}) for r in _rows()) + "\n",
+        "error",
+        "reward_mean",
+    ),
+    _log_case(
+        "string_reward",
+        "\n".join(
+            json.dumps({**r, "reward_mean": "high"}) if r["step"] == 6 else json.dumps(r) for r in _rows()
+        )
+        + "\n",
+        "error",
+        ":6",
+    ),
+    _log_case(
+        "negative_batch",
+        "\n".join(json.dumps({**r, "batch": -64}) for r in _rows()) + "\n",
+        "error",
+        "'batch'",
+    ),
+    _log_case(
+        "repeated_steps_resumed_run",
+        "\n".join(_lines()[:20] + _lines()[10:]) + "\n",
+        "survived",
+        "logged again",
+    ),
+    _log_case(
+        "csv_bad_cell", _csv(_rows()).replace("\n11,704,64,", "\n11,704,abc,"), "error", ":12", suffix=".csv"
+    ),
+    _log_case(
+        "plan_corrupt_line",
+        "\n".join(_lines()[:5] + ['{"step": 6, '] + _lines()[5:]) + "\n",
+        "error",
+        ":6",
+        command="plan",
+    ),
 ]
 
 
@@ -164,13 +216,24 @@ def _nan_lines(text: str, every: int = 4) -> str:
 
 
 LOG_CASES += [
-    _sweep_case("plan_truncated_last_line", lambda t: t[:-30], "survived", "truncated last line", "canonical"),
+    _sweep_case(
+        "plan_truncated_last_line", lambda t: t[:-30], "survived", "truncated last line", "canonical"
+    ),
     _sweep_case("plan_trl_names_nan_quarter", _nan_lines, "survived", "non-finite", "trl"),
-    _sweep_case("plan_verl_names_corrupt_line",
-                lambda t: "\n".join(t.splitlines()[:40] + ["\x00\x00garbage"] + t.splitlines()[40:]),
-                "error", ":41", "verl"),
-    _sweep_case("plan_killed_mid_write_then_resumed",
-                lambda t: t[: len(t) // 2 - 7] + "\n" + t[len(t) // 2:], "error", "not valid JSON", "canonical"),
+    _sweep_case(
+        "plan_verl_names_corrupt_line",
+        lambda t: "\n".join(t.splitlines()[:40] + ["\x00\x00garbage"] + t.splitlines()[40:]),
+        "error",
+        ":41",
+        "verl",
+    ),
+    _sweep_case(
+        "plan_killed_mid_write_then_resumed",
+        lambda t: t[: len(t) // 2 - 7] + "\n" + t[len(t) // 2 :],
+        "error",
+        "not valid JSON",
+        "canonical",
+    ),
 ]
 
 
@@ -188,8 +251,10 @@ def _empty_dir(tmp: Path) -> Outcome:
     return Outcome("error", err.strip().splitlines()[-1])
 
 
-LOG_CASES += [FaultCase("missing_file", "log", "error", _missing_path),
-              FaultCase("empty_log_directory", "log", "error", _empty_dir)]
+LOG_CASES += [
+    FaultCase("missing_file", "log", "error", _missing_path),
+    FaultCase("empty_log_directory", "log", "error", _empty_dir),
+]
 
 
 # --- invalid schedule configs (through `rlvr-schedule simulate --schedule` and load_schedule) ---------
@@ -209,26 +274,43 @@ def _config_case(name: str, text: str, needle: str, suffix: str = ".yaml") -> Fa
 
 CONFIG_CASES = [
     _config_case("unknown_type", "type: cosine\nstages: []\n", "'type'"),
-    _config_case("stage_without_batch", "stages:\n  - {lr: 1.0e-6, until_samples: 100}\n  - {batch: 64, lr: 1.0e-6}\n",
-                 "stages[0].batch"),
+    _config_case(
+        "stage_without_batch",
+        "stages:\n  - {lr: 1.0e-6, until_samples: 100}\n  - {batch: 64, lr: 1.0e-6}\n",
+        "stages[0].batch",
+    ),
     _config_case("negative_lr", "stages:\n  - {batch: 64, lr: -1.0}\n", "stages[0].lr"),
-    _config_case("until_samples_decrease",
-                 "stages:\n  - {batch: 64, lr: 1.0e-6, until_samples: 500}\n"
-                 "  - {batch: 128, lr: 1.0e-6, until_samples: 400}\n  - {batch: 256, lr: 1.0e-6}\n",
-                 "stages[1].until_samples"),
-    _config_case("open_stage_not_last", "stages:\n  - {batch: 64, lr: 1.0e-6, until_samples: null}\n"
-                 "  - {batch: 128, lr: 1.0e-6}\n", "stages[0].until_samples"),
-    _config_case("batch_not_multiple_of_group", "constraints: {group_size: 8}\nstages:\n  - {batch: 60, lr: 1.0e-6}\n",
-                 "stages[0].batch"),
+    _config_case(
+        "until_samples_decrease",
+        "stages:\n  - {batch: 64, lr: 1.0e-6, until_samples: 500}\n"
+        "  - {batch: 128, lr: 1.0e-6, until_samples: 400}\n  - {batch: 256, lr: 1.0e-6}\n",
+        "stages[1].until_samples",
+    ),
+    _config_case(
+        "open_stage_not_last",
+        "stages:\n  - {batch: 64, lr: 1.0e-6, until_samples: null}\n  - {batch: 128, lr: 1.0e-6}\n",
+        "stages[0].until_samples",
+    ),
+    _config_case(
+        "batch_not_multiple_of_group",
+        "constraints: {group_size: 8}\nstages:\n  - {batch: 60, lr: 1.0e-6}\n",
+        "stages[0].batch",
+    ),
     _config_case("yaml_syntax_error", "stages:\n  - {batch: 64, lr: 1.0e-6\n  - oops: [\n", ":"),
     _config_case("json_syntax_error", '{"stages": [{"batch": 64,, "lr": 1e-6}]}', ":1", suffix=".json"),
     _config_case("top_level_list", "- {batch: 64, lr: 1.0e-6}\n", "mapping"),
     _config_case("two_clock_unknown_key", "type: two_clock\ngrowht: 2.0\n", "'growht'"),
     _config_case("two_clock_growth_not_above_1", "type: two_clock\ngrowth: 1.0\n", "'growth'"),
-    _config_case("two_clock_fraction_wrong_side", "type: two_clock\nfailure_signal: entropy\nfailure_fraction: 3\n",
-                 "'failure_fraction'"),
-    _config_case("constraints_max_below_min", "type: two_clock\nconstraints: {min_batch: 64, max_batch: 32}\n",
-                 "constraints.max_batch"),
+    _config_case(
+        "two_clock_fraction_wrong_side",
+        "type: two_clock\nfailure_signal: entropy\nfailure_fraction: 3\n",
+        "'failure_fraction'",
+    ),
+    _config_case(
+        "constraints_max_below_min",
+        "type: two_clock\nconstraints: {min_batch: 64, max_batch: 32}\n",
+        "constraints.max_batch",
+    ),
     _config_case("count_not_integral", "type: two_clock\nhysteresis: 2.5\n", "'hysteresis'"),
     _config_case("number_as_word", "stages:\n  - {batch: sixty-four, lr: 1.0e-6}\n", "stages[0].batch"),
 ]
@@ -240,9 +322,17 @@ def _env() -> SyntheticEnvironment:
 
 
 def _policy(host: PluginHost | None = None) -> TwoClockScheduler:
-    return TwoClockScheduler(PolicyConfig(initial_batch="auto", fallback_batch=32, base_batch=64, base_lr=1e-6,
-                                          auto_records=50, constraints=BatchConstraints(group_size=8)),
-                             detectors=host.failure_detectors() if host is not None else ())
+    return TwoClockScheduler(
+        PolicyConfig(
+            initial_batch="auto",
+            fallback_batch=32,
+            base_batch=64,
+            base_lr=1e-6,
+            auto_records=50,
+            constraints=BatchConstraints(group_size=8),
+        ),
+        detectors=host.failure_detectors() if host is not None else (),
+    )
 
 
 def _driven(host: PluginHost, apply: Callable[[int, float], bool]) -> ScheduleDriver:
@@ -269,8 +359,14 @@ class _Flaky:
             raise RuntimeError(f"injected fault #{self.n}")
 
 
-def _plugin_case(name: str, plugin_factory: Callable[[Path], object], hook: str, *,
-                 same_decisions: bool, switches: bool = True) -> FaultCase:
+def _plugin_case(
+    name: str,
+    plugin_factory: Callable[[Path], object],
+    hook: str,
+    *,
+    same_decisions: bool,
+    switches: bool = True,
+) -> FaultCase:
     """Drive the policy with a faulty plugin (or a faulty host ``apply``, a plugin with ``apply``);
     faults are recorded and logged, the run completes; ``same_decisions``: the decisions match the
     run without the plugin."""
@@ -298,8 +394,11 @@ def _plugin_case(name: str, plugin_factory: Callable[[Path], object], hook: str,
             assert n_sw >= 1
         else:
             assert n_sw == 0
-        return Outcome("survived", f"{len(host.faults)} faults in {sorted(hooks)} logged; {n_sw} switches"
-                       + (", decisions as without the plugin" if same_decisions else ""))
+        return Outcome(
+            "survived",
+            f"{len(host.faults)} faults in {sorted(hooks)} logged; {n_sw} switches"
+            + (", decisions as without the plugin" if same_decisions else ""),
+        )
 
     return FaultCase(name, "plugin", "survived", run)
 
@@ -369,21 +468,41 @@ class _GarbageDetectorPlugin:
 
 
 PLUGIN_CASES = [
-    _plugin_case("observer_raises_every_7th_record", lambda t: _FlakyObserver(7), "rlvr_schedule_on_record",
-                 same_decisions=True),  # policy v2: an observer fault is only logged
-    _plugin_case("on_decision_always_raises", lambda t: _RaisingOnDecision(1), "rlvr_schedule_on_decision",
-                 same_decisions=True),
-    _plugin_case("apply_always_raises", lambda t: _RaisingApply(1), "apply", same_decisions=False,
-                 switches=False),
+    _plugin_case(
+        "observer_raises_every_7th_record",
+        lambda t: _FlakyObserver(7),
+        "rlvr_schedule_on_record",
+        same_decisions=True,
+    ),  # policy v2: an observer fault is only logged
+    _plugin_case(
+        "on_decision_always_raises",
+        lambda t: _RaisingOnDecision(1),
+        "rlvr_schedule_on_decision",
+        same_decisions=True,
+    ),
+    _plugin_case(
+        "apply_always_raises", lambda t: _RaisingApply(1), "apply", same_decisions=False, switches=False
+    ),
     _plugin_case("apply_raises_once_in_3", lambda t: _RaisingApply(3), "apply", same_decisions=False),
-    _plugin_case("failure_detectors_hook_raises", lambda t: _RaisingDetectorHook(),
-                 "rlvr_schedule_failure_detectors", same_decisions=True),
-    _plugin_case("detector_update_raises_every_5th", lambda t: _FlakyDetectorPlugin(5), "update",
-                 same_decisions=False),
-    _plugin_case("detector_without_update", lambda t: _GarbageDetectorPlugin(), "update", same_decisions=False,
-                 switches=False),
-    _plugin_case("jsonl_sink_loses_its_file", _dead_sink, "rlvr_schedule_on_record",
-                 same_decisions=True),  # policy v2: a dead sink no longer freezes the schedule
+    _plugin_case(
+        "failure_detectors_hook_raises",
+        lambda t: _RaisingDetectorHook(),
+        "rlvr_schedule_failure_detectors",
+        same_decisions=True,
+    ),
+    _plugin_case(
+        "detector_update_raises_every_5th", lambda t: _FlakyDetectorPlugin(5), "update", same_decisions=False
+    ),
+    _plugin_case(
+        "detector_without_update",
+        lambda t: _GarbageDetectorPlugin(),
+        "update",
+        same_decisions=False,
+        switches=False,
+    ),
+    _plugin_case(
+        "jsonl_sink_loses_its_file", _dead_sink, "rlvr_schedule_on_record", same_decisions=True
+    ),  # policy v2: a dead sink no longer freezes the schedule
 ]
 
 
@@ -414,16 +533,30 @@ def _static() -> StaticSchedule:
 
 
 STATE_CASES = [
-    _state_case("two_clock_state_into_static", _static, lambda: _policy().state_dict(), "not a StaticSchedule"),
-    _state_case("static_state_of_other_stages", _static,
-                lambda: StaticSchedule([{"batch": 32, "lr": 1e-6}]).state_dict(), "different schedule"),
-    _state_case("static_index_out_of_range", _static, lambda: {**_static().state_dict(), "index": 9},
-                "out of range"),
-    _state_case("adaptive_state_of_other_cost_model",
-                lambda: NoiseScaleAdaptiveSchedule(32, base_lr=1e-6, t0=1.0, t1=0.1),
-                lambda: NoiseScaleAdaptiveSchedule(32, base_lr=1e-6, t0=2.0, t1=0.1).state_dict(), "t0"),
-    _state_case("two_clock_state_without_stages", _policy, lambda: {**_policy().state_dict(), "stages": []},
-                "at least one stage"),
+    _state_case(
+        "two_clock_state_into_static", _static, lambda: _policy().state_dict(), "not a StaticSchedule"
+    ),
+    _state_case(
+        "static_state_of_other_stages",
+        _static,
+        lambda: StaticSchedule([{"batch": 32, "lr": 1e-6}]).state_dict(),
+        "different schedule",
+    ),
+    _state_case(
+        "static_index_out_of_range", _static, lambda: {**_static().state_dict(), "index": 9}, "out of range"
+    ),
+    _state_case(
+        "adaptive_state_of_other_cost_model",
+        lambda: NoiseScaleAdaptiveSchedule(32, base_lr=1e-6, t0=1.0, t1=0.1),
+        lambda: NoiseScaleAdaptiveSchedule(32, base_lr=1e-6, t0=2.0, t1=0.1).state_dict(),
+        "t0",
+    ),
+    _state_case(
+        "two_clock_state_without_stages",
+        _policy,
+        lambda: {**_policy().state_dict(), "stages": []},
+        "at least one stage",
+    ),
 ]
 
 CASES: list[FaultCase] = LOG_CASES + CONFIG_CASES + PLUGIN_CASES + STATE_CASES

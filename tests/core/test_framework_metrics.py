@@ -16,7 +16,10 @@ def test_every_framework_name_resolves_to_its_field():
 
 
 def test_the_synthetic_writers_use_the_table():
-    assert FRAMEWORK_KEYS["trl"] is FRAMEWORK_METRICS["trl"] and FRAMEWORK_KEYS["verl"] is FRAMEWORK_METRICS["verl"]
+    assert (
+        FRAMEWORK_KEYS["trl"] is FRAMEWORK_METRICS["trl"]
+        and FRAMEWORK_KEYS["verl"] is FRAMEWORK_METRICS["verl"]
+    )
 
 
 def test_the_adapters_entry_points_use_the_table():

@@ -6,8 +6,21 @@ import subprocess
 import sys
 import textwrap
 
-BLOCKED = ["pluggy", "yaml", "matplotlib", "torch", "tensorboard", "tensorboardX", "rich", "scipy",
-           "trl", "verl", "openrlhf", "vllm", "transformers"]
+BLOCKED = [
+    "pluggy",
+    "yaml",
+    "matplotlib",
+    "torch",
+    "tensorboard",
+    "tensorboardX",
+    "rich",
+    "scipy",
+    "trl",
+    "verl",
+    "openrlhf",
+    "vllm",
+    "transformers",
+]
 
 SCRIPT = textwrap.dedent(
     """
@@ -36,7 +49,8 @@ SCRIPT = textwrap.dedent(
 
 
 def test_core_imports_and_fits_with_numpy_alone() -> None:
-    out = subprocess.run([sys.executable, "-c", SCRIPT.format(blocked=BLOCKED)], capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(blocked=BLOCKED)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("OK []")

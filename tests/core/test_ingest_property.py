@@ -33,10 +33,17 @@ def runs(draw) -> list[StepRecord]:
         metrics = {f: draw(metric) for f in METRIC_FIELDS}
         if i == 0:
             metrics["reward_mean"] = draw(finite)  # a run needs some reward
-        out.append(StepRecord(
-            step=step, samples=samples, batch=batch, lr=draw(st.one_of(st.just(math.nan), finite)),
-            micro_batch=draw(st.one_of(st.none(), st.integers(1, 512))),
-            extra=draw(st.dictionaries(extra_names, finite, max_size=3)), **metrics))
+        out.append(
+            StepRecord(
+                step=step,
+                samples=samples,
+                batch=batch,
+                lr=draw(st.one_of(st.just(math.nan), finite)),
+                micro_batch=draw(st.one_of(st.none(), st.integers(1, 512))),
+                extra=draw(st.dictionaries(extra_names, finite, max_size=3)),
+                **metrics,
+            )
+        )
     return out
 
 

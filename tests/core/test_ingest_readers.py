@@ -25,10 +25,23 @@ from rlvr_schedule.records import StepRecord
 
 def _records(n: int = 6, batch: int = 16) -> list[StepRecord]:
     return [
-        StepRecord(step=i, samples=batch * i, batch=batch, lr=1e-6, reward_mean=0.1 * i, reward_std=0.2,
-                   entropy=1.0 - 0.05 * i, kl=0.01 * i, grad_norm=0.5, clip_frac=0.02,
-                   response_length=100.0 + i, frac_zero_std=0.3, grad_norm_micro=1.5, micro_batch=4,
-                   extra={"my/metric": float(i)})
+        StepRecord(
+            step=i,
+            samples=batch * i,
+            batch=batch,
+            lr=1e-6,
+            reward_mean=0.1 * i,
+            reward_std=0.2,
+            entropy=1.0 - 0.05 * i,
+            kl=0.01 * i,
+            grad_norm=0.5,
+            clip_frac=0.02,
+            response_length=100.0 + i,
+            frac_zero_std=0.3,
+            grad_norm_micro=1.5,
+            micro_batch=4,
+            extra={"my/metric": float(i)},
+        )
         for i in range(1, n + 1)
     ]
 
@@ -65,7 +78,14 @@ def test_verl_style_csv(ingest_data: Path) -> None:
     assert run.array("batch").tolist() == [64] * 5  # derived from sample differences
     r = run.records[1]
     assert (r.reward_mean, r.entropy, r.kl, r.grad_norm, r.clip_frac, r.response_length, r.lr) == (
-        0.3, 1.0, 0.004, 0.82, 0.02, 154.0, 2e-6)
+        0.3,
+        1.0,
+        0.004,
+        0.82,
+        0.02,
+        154.0,
+        2e-6,
+    )
     assert r.extra["actor/ppo_kl"] == 0.001
 
 
@@ -95,8 +115,17 @@ def test_csv_round_trip_canonical(tmp_path: Path) -> None:
 
 
 def test_csv_round_trip_trl_names(tmp_path: Path) -> None:
-    rows = [{"step": i, "batch": 8, "reward": 0.1 * i, "learning_rate": 1e-5, "entropy": 2.0,
-             "completions/mean_length": 50.0} for i in range(1, 4)]
+    rows = [
+        {
+            "step": i,
+            "batch": 8,
+            "reward": 0.1 * i,
+            "learning_rate": 1e-5,
+            "entropy": 2.0,
+            "completions/mean_length": 50.0,
+        }
+        for i in range(1, 4)
+    ]
     run = read_csv(_write_csv(tmp_path / "trl.csv", rows))
     assert run.array("samples").tolist() == [8, 16, 24]
     assert run.array("response_length").tolist() == [50.0] * 3 and run.lr == 1e-5
@@ -109,6 +138,7 @@ def test_tsv_is_tab_separated(tmp_path: Path) -> None:
 
 
 # -- TensorBoard: real event files -------------------------------------------------------------
+
 
 def _summary_writer():
     from torch.utils.tensorboard import SummaryWriter
@@ -128,8 +158,10 @@ def _write_tb(logdir: Path, rows: list[dict], *, filename_suffix: str = "") -> N
 
 def test_tensorboard_canonical_sink_names(tmp_path: Path) -> None:
     recs = _records(5, batch=32)
-    rows = [{"step": r.step, **{f"rlvr/{k}": v for k, v in r.to_dict().items()
-                                if k not in ("step", "my/metric")}} for r in recs]
+    rows = [
+        {"step": r.step, **{f"rlvr/{k}": v for k, v in r.to_dict().items() if k not in ("step", "my/metric")}}
+        for r in recs
+    ]
     _write_tb(tmp_path / "tb", rows)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -143,8 +175,18 @@ def test_tensorboard_canonical_sink_names(tmp_path: Path) -> None:
 
 
 def test_tensorboard_trl_names_train_prefix(tmp_path: Path) -> None:
-    rows = [{"step": i, "train/reward": 0.1 * i, "train/learning_rate": 1e-6, "train/kl": 0.01,
-             "train/entropy": 1.0, "train/batch": 16.0, "train/epoch": 0.1 * i} for i in range(1, 5)]
+    rows = [
+        {
+            "step": i,
+            "train/reward": 0.1 * i,
+            "train/learning_rate": 1e-6,
+            "train/kl": 0.01,
+            "train/entropy": 1.0,
+            "train/batch": 16.0,
+            "train/epoch": 0.1 * i,
+        }
+        for i in range(1, 5)
+    ]
     _write_tb(tmp_path / "runs" / "trl", rows)
     run = load_run(tmp_path / "runs")  # a directory holding one run directory
     assert run.array("samples").tolist() == [16, 32, 48, 64]
@@ -153,8 +195,17 @@ def test_tensorboard_trl_names_train_prefix(tmp_path: Path) -> None:
 
 
 def test_tensorboard_verl_names_event_file_path(tmp_path: Path) -> None:
-    rows = [{"step": i, "critic/score/mean": 0.5, "actor/kl_loss": 0.02, "actor/ppo_kl": 0.001,
-             "training/global_step": float(i), "samples": 64.0 * i} for i in range(1, 4)]
+    rows = [
+        {
+            "step": i,
+            "critic/score/mean": 0.5,
+            "actor/kl_loss": 0.02,
+            "actor/ppo_kl": 0.001,
+            "training/global_step": float(i),
+            "samples": 64.0 * i,
+        }
+        for i in range(1, 4)
+    ]
     _write_tb(tmp_path / "verl", rows)
     (event_file,) = (tmp_path / "verl").iterdir()
     run = load_run(event_file)
@@ -200,6 +251,7 @@ def test_tensorboard_dir_without_events_is_an_error(tmp_path: Path) -> None:
 
 # -- dispatch ----------------------------------------------------------------------------------
 
+
 def test_load_runs_expands_a_sweep_directory(tmp_path: Path) -> None:
     for b in (16, 32):
         write_jsonl(tmp_path / "sweep" / f"b{b}.jsonl", _records(3, batch=b))
@@ -238,6 +290,7 @@ def test_load_run_passes_user_aliases(tmp_path: Path) -> None:
 
 
 # -- writer ------------------------------------------------------------------------------------
+
 
 def test_jsonl_writer_appends_flushed_lines(tmp_path: Path) -> None:
     p = tmp_path / "live.jsonl"
@@ -310,12 +363,21 @@ def test_logs_of_the_plugin_sinks_read_back(tmp_path: Path) -> None:
     from rlvr_schedule.plugins.sinks import JsonlSink, TensorBoardSink
     from rlvr_schedule.records import Decision
 
-    recs = [StepRecord(step=i, samples=16 * i, batch=16, lr=1e-6, reward_mean=0.1 * i, entropy=1.0)
-            for i in range(1, 5)]
+    recs = [
+        StepRecord(step=i, samples=16 * i, batch=16, lr=1e-6, reward_mean=0.1 * i, entropy=1.0)
+        for i in range(1, 5)
+    ]
     sinks = [JsonlSink(tmp_path / "sink.jsonl"), TensorBoardSink(tmp_path / "tb")]
     for r in recs:
-        d = Decision(step=r.step, samples=r.samples, batch=32 if r.step == 4 else 16, lr=1e-6, stage=0,
-                     switched=r.step == 4, reason="test")
+        d = Decision(
+            step=r.step,
+            samples=r.samples,
+            batch=32 if r.step == 4 else 16,
+            lr=1e-6,
+            stage=0,
+            switched=r.step == 4,
+            reason="test",
+        )
         for s in sinks:
             s.rlvr_schedule_on_record(r)
             s.rlvr_schedule_on_decision(d, r)

@@ -25,8 +25,11 @@ def _rows(n: int, **extra) -> list[dict]:
 
 
 def test_samples_derived_from_batch_cumulatively(tmp_path: Path) -> None:
-    rows = [{"step": 1, "batch": 8, "reward": 0}, {"step": 2, "batch": 8, "reward": 0},
-            {"step": 3, "batch": 16, "reward": 0}]
+    rows = [
+        {"step": 1, "batch": 8, "reward": 0},
+        {"step": 2, "batch": 8, "reward": 0},
+        {"step": 3, "batch": 16, "reward": 0},
+    ]
     run = read_jsonl(_jsonl(tmp_path / "b.jsonl", rows))
     assert run.array("samples").tolist() == [8, 16, 32]
 
@@ -39,8 +42,11 @@ def test_samples_derived_across_unlogged_steps_warns(tmp_path: Path) -> None:
 
 
 def test_batch_derived_from_sample_differences(tmp_path: Path) -> None:
-    rows = [{"step": 1, "samples": 8, "reward": 0}, {"step": 2, "samples": 16, "reward": 0},
-            {"step": 3, "samples": 48, "reward": 0}]
+    rows = [
+        {"step": 1, "samples": 8, "reward": 0},
+        {"step": 2, "samples": 16, "reward": 0},
+        {"step": 3, "samples": 48, "reward": 0},
+    ]
     run = read_jsonl(_jsonl(tmp_path / "s.jsonl", rows))
     assert run.array("batch").tolist() == [8, 8, 32]
 
@@ -58,8 +64,10 @@ def test_neither_samples_nor_batch_is_an_error(tmp_path: Path) -> None:
 
 def test_nan_value_warns_with_file_line_field(tmp_path: Path) -> None:
     p = tmp_path / "nan.jsonl"
-    p.write_text('{"step": 1, "samples": 8, "reward": 0.1}\n{"step": 2, "samples": 16, "reward": 0.2, '
-                 '"entropy": NaN}\n')
+    p.write_text(
+        '{"step": 1, "samples": 8, "reward": 0.1}\n{"step": 2, "samples": 16, "reward": 0.2, '
+        '"entropy": NaN}\n'
+    )
     with pytest.warns(IngestWarning, match=re.escape(f"{p}:2: field 'entropy': non-finite value nan")):
         run = read_jsonl(p)
     assert math.isnan(run.records[1].entropy) and run.records[1].reward_mean == 0.2
@@ -98,8 +106,11 @@ def test_repeated_steps_warn_and_keep_the_later_records(tmp_path: Path) -> None:
 
 
 def test_non_monotone_steps_are_an_error_naming_the_line(tmp_path: Path) -> None:
-    rows = [{"step": 1, "batch": 8, "reward": 0}, {"step": 4, "batch": 8, "reward": 0},
-            {"step": 3, "batch": 8, "reward": 0}]
+    rows = [
+        {"step": 1, "batch": 8, "reward": 0},
+        {"step": 4, "batch": 8, "reward": 0},
+        {"step": 3, "batch": 8, "reward": 0},
+    ]
     with pytest.raises(IngestError, match=r"m.jsonl:3, field 'step'.*step 3 comes after step 4 at line 2"):
         read_jsonl(_jsonl(tmp_path / "m.jsonl", rows))
 
@@ -172,12 +183,15 @@ def test_csv_duplicate_header_is_an_error(tmp_path: Path) -> None:
         read_csv(p)
 
 
-@pytest.mark.parametrize("name,text,match", [
-    ("e.jsonl", "", "no records"),
-    ("e.jsonl", "\n\n", "no records"),
-    ("e.csv", "", "empty file"),
-    ("h.csv", "step,samples,reward\n", "no records"),
-])
+@pytest.mark.parametrize(
+    "name,text,match",
+    [
+        ("e.jsonl", "", "no records"),
+        ("e.jsonl", "\n\n", "no records"),
+        ("e.csv", "", "empty file"),
+        ("h.csv", "step,samples,reward\n", "no records"),
+    ],
+)
 def test_empty_files_are_an_error(tmp_path: Path, name: str, text: str, match: str) -> None:
     p = tmp_path / name
     p.write_text(text)
@@ -203,10 +217,20 @@ def test_rows_without_any_step_are_numbered(tmp_path: Path) -> None:
 
 
 def test_jsonl_sink_decision_lines_are_skipped(tmp_path: Path) -> None:
-    rows = [{"kind": "record", "step": 1, "samples": 8, "batch": 8, "lr": 1e-6, "reward_mean": 0.1},
-            {"kind": "decision", "step": 1, "samples": 8, "batch": 16, "lr": 1e-6, "stage": 1,
-             "switched": True, "reason": "progress"},
-            {"kind": "record", "step": 2, "samples": 24, "batch": 16, "lr": 1e-6, "reward_mean": 0.2}]
+    rows = [
+        {"kind": "record", "step": 1, "samples": 8, "batch": 8, "lr": 1e-6, "reward_mean": 0.1},
+        {
+            "kind": "decision",
+            "step": 1,
+            "samples": 8,
+            "batch": 16,
+            "lr": 1e-6,
+            "stage": 1,
+            "switched": True,
+            "reason": "progress",
+        },
+        {"kind": "record", "step": 2, "samples": 24, "batch": 16, "lr": 1e-6, "reward_mean": 0.2},
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         run = read_jsonl(_jsonl(tmp_path / "sink.jsonl", rows))
@@ -220,6 +244,7 @@ def test_null_values_mean_not_logged(tmp_path: Path) -> None:
 
 
 # -- RecordStream (online) ---------------------------------------------------------------------
+
 
 def test_record_stream_validates_order_of_dicts_and_records() -> None:
     stream = RecordStream(name="live")
@@ -244,8 +269,12 @@ def test_record_stream_empty_and_rewardless_runs_are_errors() -> None:
 
 
 def test_rows_without_any_metric_are_skipped_with_one_warning(tmp_path: Path) -> None:
-    rows = [{"step": 1, "batch": 8, "reward": 0.1}, {"step": 2, "eval_loss": 0.5},
-            {"step": 2, "batch": 8, "reward": 0.2}, {"step": 3, "eval_loss": 0.4}]
+    rows = [
+        {"step": 1, "batch": 8, "reward": 0.1},
+        {"step": 2, "eval_loss": 0.5},
+        {"step": 2, "batch": 8, "reward": 0.2},
+        {"step": 3, "eval_loss": 0.4},
+    ]
     with pytest.warns(IngestWarning, match=r"e.jsonl:2: 2 row\(s\) without any reward"):
         run = read_jsonl(_jsonl(tmp_path / "e.jsonl", rows))
     assert [r.step for r in run] == [1, 2]

@@ -21,11 +21,26 @@ def _run(batch, lr):
 
 
 def _fit(bstar=200.0, fail=10_000.0, alpha=0.0, e0=1000.0, batches=(50, 100, 200)):
-    rows = [SimpleNamespace(name=f"B{b}", batch=b, lr=1e-6 * math.sqrt(b / 50),
-                            samples_to_target=samples_to_target_model(b, bstar, e0), failure_samples=fail,
-                            constant_batch=True) for b in batches]
-    return SimpleNamespace(critical_batch=bstar, failure_samples=fail, failure_exponent=alpha, target=0.5,
-                           rate_at_zero=math.nan, initial_reward=0.1, runs=rows)
+    rows = [
+        SimpleNamespace(
+            name=f"B{b}",
+            batch=b,
+            lr=1e-6 * math.sqrt(b / 50),
+            samples_to_target=samples_to_target_model(b, bstar, e0),
+            failure_samples=fail,
+            constant_batch=True,
+        )
+        for b in batches
+    ]
+    return SimpleNamespace(
+        critical_batch=bstar,
+        failure_samples=fail,
+        failure_exponent=alpha,
+        target=0.5,
+        rate_at_zero=math.nan,
+        initial_reward=0.1,
+        runs=rows,
+    )
 
 
 def test_stages_from_a_known_fit():

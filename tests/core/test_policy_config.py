@@ -36,8 +36,14 @@ def test_static_yaml_derives_missing_lr_by_rule(tmp_path):
 
 
 def test_json_round_trip_through_to_dict(tmp_path):
-    s = schedule_from_dict({"stages": [{"batch": 8, "lr": 1e-6, "until_samples": 80},
-                                       {"batch": 32, "lr": 2e-6, "until_samples": None}]})
+    s = schedule_from_dict(
+        {
+            "stages": [
+                {"batch": 8, "lr": 1e-6, "until_samples": 80},
+                {"batch": 32, "lr": 2e-6, "until_samples": None},
+            ]
+        }
+    )
     p = tmp_path / "s.json"
     p.write_text(json.dumps(s.to_dict()))
     again = load_schedule(p)
@@ -46,43 +52,58 @@ def test_json_round_trip_through_to_dict(tmp_path):
 
 def test_two_clock_yaml(tmp_path):
     p = tmp_path / "p.yaml"
-    p.write_text("type: two_clock\ninitial_batch: auto\ncritical_batch: 1000\nbase_lr: 1e-6\n"
-                 "growth: 2\nconstraints: {group_size: 16, max_batch: 4096}\n")
+    p.write_text(
+        "type: two_clock\ninitial_batch: auto\ncritical_batch: 1000\nbase_lr: 1e-6\n"
+        "growth: 2\nconstraints: {group_size: 16, max_batch: 4096}\n"
+    )
     s = load_schedule(p)
     assert isinstance(s, TwoClockScheduler)
     # changed deliberately (v2): the default operating point follows sample_tolerance 0.10 (0.18 x B*)
     assert s.current.batch == 176  # 2 x 0.1/1.1 x 1000 = 182 snapped down to whole groups of 16
     assert s.config.growth == 2.0 and s.config.constraints.max_batch == 4096
-    p.write_text("type: two_clock\ninitial_batch: auto\ncritical_batch: 1000\nsample_tolerance: 2.5e-1\n"
-                 "failure_exponent: '0.5'\ncritical_fraction: null\nconstraints: {group_size: 16}\n")
+    p.write_text(
+        "type: two_clock\ninitial_batch: auto\ncritical_batch: 1000\nsample_tolerance: 2.5e-1\n"
+        "failure_exponent: '0.5'\ncritical_fraction: null\nconstraints: {group_size: 16}\n"
+    )
     s = load_schedule(p)
     assert s.current.batch == 400 and s.config.failure_exponent == 0.5  # 0.4 x 1000
-    p.write_text("type: two_clock\ncritical_batch: 1000\ncritical_fraction: 0.5\nconstraints: {group_size: 16}\n")
+    p.write_text(
+        "type: two_clock\ncritical_batch: 1000\ncritical_fraction: 0.5\nconstraints: {group_size: 16}\n"
+    )
     assert load_schedule(p).current.batch == 496  # the explicit fraction overrides the tolerance
 
 
-@pytest.mark.parametrize("doc, field", [
-    ({"stages": [{"batch": 8, "lr": 1e-6, "until_samples": 100}, {"batch": 16, "lr": 1e-6,
-                                                                   "until_samples": 50}]},
-     "stages[1].until_samples"),
-    ({"stages": [{"batch": 12, "lr": 1e-6}], "constraints": {"group_size": 8}}, "stages[0].batch"),
-    ({"stages": [{"batch": 8, "lr": -1e-6}]}, "stages[0].lr"),
-    ({"stages": [{"batch": 8}]}, "stages[0].lr"),  # no lr and no base_lr
-    ({"stages": [{"batch": 8, "lr": 1e-6, "size": 3}]}, "stages[0].size"),
-    ({"stages": [{"batch": 8, "lr": 1e-6}], "stagez": []}, "stagez"),
-    ({"stages": [{"batch": 8.5, "lr": 1e-6}]}, "stages[0].batch"),
-    ({"stages": [{"batch": 8, "lr": 1e-6}, {"batch": 16, "lr": 1e-6}]}, "stages[0].until_samples"),
-    ({"stages": "64"}, "stages"),
-    ({"type": "dynamic"}, "type"),
-    ({"stages": [{"batch": 8, "lr": 1e-6}], "lr_rule": "cubic"}, "lr_rule"),
-    ({"type": "two_clock", "growth": 0.5}, "growth"),
-    ({"type": "two_clock", "hysteresis": 0}, "hysteresis"),
-    ({"type": "two_clock", "initial_batch": 12, "constraints": {"group_size": 8}}, "initial_batch"),
-    ({"type": "two_clock", "failure_signal": "loss"}, "failure_signal"),
-    ({"type": "two_clock", "base_lr": -1}, "base_lr"),
-    ({"type": "two_clock", "marginn": 2}, "marginn"),
-    ({"type": "two_clock", "constraints": {"group_size": 0}}, "constraints.group_size"),
-])
+@pytest.mark.parametrize(
+    "doc, field",
+    [
+        (
+            {
+                "stages": [
+                    {"batch": 8, "lr": 1e-6, "until_samples": 100},
+                    {"batch": 16, "lr": 1e-6, "until_samples": 50},
+                ]
+            },
+            "stages[1].until_samples",
+        ),
+        ({"stages": [{"batch": 12, "lr": 1e-6}], "constraints": {"group_size": 8}}, "stages[0].batch"),
+        ({"stages": [{"batch": 8, "lr": -1e-6}]}, "stages[0].lr"),
+        ({"stages": [{"batch": 8}]}, "stages[0].lr"),  # no lr and no base_lr
+        ({"stages": [{"batch": 8, "lr": 1e-6, "size": 3}]}, "stages[0].size"),
+        ({"stages": [{"batch": 8, "lr": 1e-6}], "stagez": []}, "stagez"),
+        ({"stages": [{"batch": 8.5, "lr": 1e-6}]}, "stages[0].batch"),
+        ({"stages": [{"batch": 8, "lr": 1e-6}, {"batch": 16, "lr": 1e-6}]}, "stages[0].until_samples"),
+        ({"stages": "64"}, "stages"),
+        ({"type": "dynamic"}, "type"),
+        ({"stages": [{"batch": 8, "lr": 1e-6}], "lr_rule": "cubic"}, "lr_rule"),
+        ({"type": "two_clock", "growth": 0.5}, "growth"),
+        ({"type": "two_clock", "hysteresis": 0}, "hysteresis"),
+        ({"type": "two_clock", "initial_batch": 12, "constraints": {"group_size": 8}}, "initial_batch"),
+        ({"type": "two_clock", "failure_signal": "loss"}, "failure_signal"),
+        ({"type": "two_clock", "base_lr": -1}, "base_lr"),
+        ({"type": "two_clock", "marginn": 2}, "marginn"),
+        ({"type": "two_clock", "constraints": {"group_size": 0}}, "constraints.group_size"),
+    ],
+)
 def test_every_invalid_case_names_file_and_field(tmp_path, doc, field):
     p = tmp_path / "bad.json"
     p.write_text(json.dumps(doc))
@@ -128,8 +149,13 @@ def test_example_schedules_load():
 def test_policy_config_round_trips_through_a_schedule_dict():
     from rlvr_schedule.policy import BatchConstraints, PolicyConfig
 
-    cfg = PolicyConfig(initial_batch=48, growth=3.0, detectors=["kl_blowup"], failure_signal="kl",
-                       constraints=BatchConstraints(group_size=16, divisor=3))
+    cfg = PolicyConfig(
+        initial_batch=48,
+        growth=3.0,
+        detectors=["kl_blowup"],
+        failure_signal="kl",
+        constraints=BatchConstraints(group_size=16, divisor=3),
+    )
     s = schedule_from_dict(json.loads(json.dumps({"type": "two_clock", **cfg.to_dict()})))
     assert isinstance(s, TwoClockScheduler) and s.config == cfg
 
@@ -145,13 +171,27 @@ def test_numeric_coercion_follows_the_dataclass_fields():
 
     for cls in (PolicyConfig, BatchConstraints, Stage):
         for f in dataclasses.fields(cls):
-            if f.name in ("reason", "constraints", "detectors", "lr_rule", "failure_signal", "switch_on_alarm",
-                          "track_critical_batch"):
+            if f.name in (
+                "reason",
+                "constraints",
+                "detectors",
+                "lr_rule",
+                "failure_signal",
+                "switch_on_alarm",
+                "track_critical_batch",
+            ):
                 assert f.name not in _INT_FIELDS | _FLOAT_FIELDS
             else:
                 assert (f.name in _INT_FIELDS) != (f.name in _FLOAT_FIELDS), f.name
-    s = schedule_from_dict({"type": "two_clock", "forecast_window": "50", "min_stage_steps": 4.0,
-                            "base_lr": "1e-6", "constraints": {"max_batch": "512"}})
+    s = schedule_from_dict(
+        {
+            "type": "two_clock",
+            "forecast_window": "50",
+            "min_stage_steps": 4.0,
+            "base_lr": "1e-6",
+            "constraints": {"max_batch": "512"},
+        }
+    )
     assert s.config.forecast_window == 50 and s.config.min_stage_steps == 4 and s.config.base_lr == 1e-6
     assert s.config.constraints.max_batch == 512
 
@@ -165,7 +205,8 @@ def test_a_v2_schedule_file_still_loads_and_says_what_is_deprecated(tmp_path):
         "base_lr: 1.0e-6\nlr_rule: sqrt\ntrack_critical_batch: true\ntrack_step: 1.19\n"
         "failure_exponent: 0.0\ngrowth: 2.0\nmargin: 3.0\nhorizon_steps: 10\nhysteresis: 3\n"
         "min_stage_steps: 10\nmax_stages: 16\nfailure_signal: entropy\nfailure_fraction: 0.1\n"
-        "detectors: [entropy_collapse, reward_crash]\nconstraints:\n  group_size: 16\n  max_batch: 8192\n")
+        "detectors: [entropy_collapse, reward_crash]\nconstraints:\n  group_size: 16\n  max_batch: 8192\n"
+    )
     msg = r"v2.yaml: schedule key 'margin' is deprecated.*failure_switch_fraction"
     with pytest.warns(FutureWarning, match=msg):
         s = load_schedule(old)
@@ -174,6 +215,7 @@ def test_a_v2_schedule_file_still_loads_and_says_what_is_deprecated(tmp_path):
     import warnings
 
     from rlvr_schedule.policy import PolicyConfig
+
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         PolicyConfig.from_dict(PolicyConfig().to_dict())

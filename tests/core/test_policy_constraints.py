@@ -34,14 +34,17 @@ def test_snap_rejects_nonpositive_or_nonfinite(bad):
         BatchConstraints().snap(bad)
 
 
-@pytest.mark.parametrize("kw, field", [
-    ({"group_size": 0}, "group_size"),
-    ({"group_size": 2.5}, "group_size"),
-    ({"min_batch": -1}, "min_batch"),
-    ({"max_batch": 4, "min_batch": 8}, "max_batch"),
-    ({"divisor": 0}, "divisor"),
-    ({"group_size": 16, "max_batch": 10}, "max_batch"),  # no multiple of 16 fits
-])
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"group_size": 0}, "group_size"),
+        ({"group_size": 2.5}, "group_size"),
+        ({"min_batch": -1}, "min_batch"),
+        ({"max_batch": 4, "min_batch": 8}, "max_batch"),
+        ({"divisor": 0}, "divisor"),
+        ({"group_size": 16, "max_batch": 10}, "max_batch"),  # no multiple of 16 fits
+    ],
+)
 def test_invalid_fields_are_named(kw, field):
     with pytest.raises(ConfigError) as err:
         BatchConstraints(**kw)
@@ -58,12 +61,20 @@ def test_from_dict_names_unknown_key_and_source():
         BatchConstraints.from_dict({"group_size": -8}, source="s.yaml")
     assert err.value.field == "constraints.group_size"
     assert BatchConstraints.from_dict({"group_size": 4, "max_batch": 64}).to_dict() == {
-        "group_size": 4, "min_batch": 1, "max_batch": 64, "divisor": None}
+        "group_size": 4,
+        "min_batch": 1,
+        "max_batch": 64,
+        "divisor": None,
+    }
 
 
-@given(group=st.integers(1, 64), divisor=st.one_of(st.none(), st.integers(1, 48)),
-       lo=st.integers(1, 500), span=st.one_of(st.none(), st.integers(0, 5000)),
-       batch=st.floats(0.01, 1e6))
+@given(
+    group=st.integers(1, 64),
+    divisor=st.one_of(st.none(), st.integers(1, 48)),
+    lo=st.integers(1, 500),
+    span=st.one_of(st.none(), st.integers(0, 5000)),
+    batch=st.floats(0.01, 1e6),
+)
 def test_snap_always_runnable(group, divisor, lo, span, batch):
     hi = None if span is None else lo + span
     try:

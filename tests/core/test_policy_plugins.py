@@ -12,13 +12,23 @@ from rlvr_schedule.records import StepRecord
 
 # hysteresis 1 and an absolute threshold: the first record with entropy <= 0.5 triggers a switch
 # (failure_exponent > 0: growing the batch postpones the failure, so the failure trigger grows it)
-CFG = dict(initial_batch=8, hysteresis=1, failure_threshold=0.5, forecast_window=3, max_stages=3,
-           min_stage_steps=0, detectors=(), failure_exponent=0.5)
+CFG = dict(
+    initial_batch=8,
+    hysteresis=1,
+    failure_threshold=0.5,
+    forecast_window=3,
+    max_stages=3,
+    min_stage_steps=0,
+    detectors=(),
+    failure_exponent=0.5,
+)
 
 
 def records(n=12, drop_at=6):
-    return [StepRecord(step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=1.0 if i < drop_at else 0.2)
-            for i in range(n)]
+    return [
+        StepRecord(step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=1.0 if i < drop_at else 0.2)
+        for i in range(n)
+    ]
 
 
 class Recorder:
@@ -189,8 +199,12 @@ class DetectorPlugin:
 
 
 def reward_records():
-    return [StepRecord(step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=1.0,
-                       reward_mean=0.5 if i < 4 else 0.05) for i in range(8)]
+    return [
+        StepRecord(
+            step=i, samples=8 * (i + 1), batch=8, lr=1e-6, entropy=1.0, reward_mean=0.5 if i < 4 else 0.05
+        )
+        for i in range(8)
+    ]
 
 
 def test_plugin_detector_alarm_triggers_a_switch_and_is_checkpointed():

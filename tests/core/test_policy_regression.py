@@ -43,13 +43,17 @@ def _schedule(doc: dict):
         v2 = dict(doc["config"], failure_switch_fraction=0.0, failure_lr_exponent=0.5)
         return TwoClockScheduler(PolicyConfig.from_dict(v2))
     if kind == "noise_scale":
-        return NoiseScaleAdaptiveSchedule(LO, base_lr=1e-6, t0=0.046, t1=0.00139, max_batch=HI, constraints=cons)
+        return NoiseScaleAdaptiveSchedule(
+            LO, base_lr=1e-6, t0=0.046, t1=0.00139, max_batch=HI, constraints=cons
+        )
     return LinearRampSchedule(LO, LO, FAIL // 2, HI, base_lr=1e-6, base_batch=64, constraints=cons)
 
 
 _V2_HOLD = re.compile(r"failure forecast: hold \(failure_exponent ([^:]+): a sample clock; ")
-_V3_HOLD = re.compile(r"failure forecast: hold \(failure_exponent ([^,]+), failure_lr_exponent 0.5: "
-                      r"a switch cannot postpone the failure; ")
+_V3_HOLD = re.compile(
+    r"failure forecast: hold \(failure_exponent ([^,]+), failure_lr_exponent 0.5: "
+    r"a switch cannot postpone the failure; "
+)
 
 _V3_SWITCH = re.compile(r": batch x [0-9.]+, LR x [0-9.]+\^0\.5")
 
@@ -91,8 +95,11 @@ def test_same_decisions_through_the_driver(path: Path):
     doc = _load(path)
     sched = _schedule(doc)
     applied = []
-    driver = ScheduleDriver(sched, lambda b, lr: applied.append((b, lr)) or True,
-                            in_effect=(sched.current.batch, sched.current.lr))
+    driver = ScheduleDriver(
+        sched,
+        lambda b, lr: applied.append((b, lr)) or True,
+        in_effect=(sched.current.batch, sched.current.lr),
+    )
     got = [driver.observe(StepRecord.from_dict(r)).to_dict() for r in doc["records"]]
     assert _norm(got) == _norm(doc["decisions"])
     assert applied == [(d["batch"], d["lr"]) for d in doc["decisions"] if d["switched"]]

@@ -25,8 +25,11 @@ def drive(sched, *, failure_samples=100_000, steps=3000, noise=0.0, seed=0, b_si
         samples += cur.batch
         kw = {}
         if b_simple is not None:
-            kw = dict(grad_norm=math.sqrt(1 + b_simple / cur.batch), micro_batch=micro,
-                      grad_norm_micro=math.sqrt(1 + b_simple / micro))
+            kw = dict(
+                grad_norm=math.sqrt(1 + b_simple / cur.batch),
+                micro_batch=micro,
+                grad_norm_micro=math.sqrt(1 + b_simple / micro),
+            )
         ent = max(0.0, 1.0 - samples / failure_samples) + noise * rng.standard_normal()
         rec = StepRecord(step=i, samples=samples, batch=cur.batch, lr=cur.lr, entropy=ent, **kw)
         recs.append(rec)
@@ -43,17 +46,30 @@ def test_is_a_batch_schedule_and_starts_at_initial_batch():
 
 
 def test_auto_starts_below_a_known_critical_batch():
-    s = TwoClockScheduler(PolicyConfig(critical_batch=1000, critical_fraction=0.5,
-                                       constraints=BatchConstraints(group_size=16)))
+    s = TwoClockScheduler(
+        PolicyConfig(critical_batch=1000, critical_fraction=0.5, constraints=BatchConstraints(group_size=16))
+    )
     assert s.current.batch == 496 and s.current.batch < 1000
 
 
-@pytest.mark.parametrize("kw, batch", [({"critical_fraction": 0.5}, 296),  # 0.5 x 600, whole groups
-                                       ({}, 104),  # default tolerance 0.10: 2 x 0.1/1.1 x 600 = 109
-                                       ({"sample_tolerance": 0.25}, 240)])  # 0.4 x 600
+@pytest.mark.parametrize(
+    "kw, batch",
+    [
+        ({"critical_fraction": 0.5}, 296),  # 0.5 x 600, whole groups
+        ({}, 104),  # default tolerance 0.10: 2 x 0.1/1.1 x 600 = 109
+        ({"sample_tolerance": 0.25}, 240),
+    ],
+)  # 0.4 x 600
 def test_auto_starts_below_the_gradient_noise_estimate(kw, batch):
-    cfg = PolicyConfig(initial_batch="auto", fallback_batch=32, base_batch=32, base_lr=1e-6,
-                       auto_records=10, constraints=BatchConstraints(group_size=8), **kw)
+    cfg = PolicyConfig(
+        initial_batch="auto",
+        fallback_batch=32,
+        base_batch=32,
+        base_lr=1e-6,
+        auto_records=10,
+        constraints=BatchConstraints(group_size=8),
+        **kw,
+    )
     s = TwoClockScheduler(cfg)
     assert s.current.batch == 32
     _, decs = drive(s, b_simple=600.0, steps=30)
@@ -82,16 +98,30 @@ def rising_drive(sched, steps=400, start=200.0, end=1600.0):
         cur = sched.current
         samples += cur.batch
         bs = start * (end / start) ** (i / steps)
-        rec = StepRecord(step=i, samples=samples, batch=cur.batch, lr=cur.lr, entropy=1.0,
-                         grad_norm=math.sqrt(1 + bs / cur.batch), micro_batch=4,
-                         grad_norm_micro=math.sqrt(1 + bs / 4))
+        rec = StepRecord(
+            step=i,
+            samples=samples,
+            batch=cur.batch,
+            lr=cur.lr,
+            entropy=1.0,
+            grad_norm=math.sqrt(1 + bs / cur.batch),
+            micro_batch=4,
+            grad_norm_micro=math.sqrt(1 + bs / 4),
+        )
         decs.append(sched.step(rec))
     return decs
 
 
 def test_follows_a_rising_critical_batch_in_fine_steps():
-    cfg = PolicyConfig(initial_batch="auto", fallback_batch=16, base_batch=16, auto_records=10,
-                       critical_fraction=0.25, constraints=BatchConstraints(group_size=8), max_stages=20)
+    cfg = PolicyConfig(
+        initial_batch="auto",
+        fallback_batch=16,
+        base_batch=16,
+        auto_records=10,
+        critical_fraction=0.25,
+        constraints=BatchConstraints(group_size=8),
+        max_stages=20,
+    )
     s = TwoClockScheduler(cfg)
     sw = [d for d in rising_drive(s) if d.switched]
     tracked = [d for d in sw if d.reason.startswith("critical batch estimate")]
@@ -103,8 +133,14 @@ def test_follows_a_rising_critical_batch_in_fine_steps():
 
 def test_known_critical_batch_is_tracked_relative_to_the_gradient_noise_start():
     # B_simple is LR-free and here 4x lower than the known B*: only its ratio counts
-    cfg = PolicyConfig(initial_batch="auto", critical_batch=800, critical_fraction=0.25, auto_records=10,
-                       constraints=BatchConstraints(group_size=8), max_stages=20)
+    cfg = PolicyConfig(
+        initial_batch="auto",
+        critical_batch=800,
+        critical_fraction=0.25,
+        auto_records=10,
+        constraints=BatchConstraints(group_size=8),
+        max_stages=20,
+    )
     s = TwoClockScheduler(cfg)
     assert s.current.batch == 200
     rising_drive(s, steps=400, start=200.0, end=800.0)
@@ -115,8 +151,16 @@ def test_known_critical_batch_is_tracked_relative_to_the_gradient_noise_start():
 
 def test_switches_to_larger_batch_before_the_failure():
     # a square-root switch (q = 1/2) postpones the failure only because alpha > 0
-    cfg = PolicyConfig(initial_batch=64, base_lr=1e-6, growth=2, hysteresis=3, max_stages=3, failure_exponent=0.5,
-                       failure_lr_exponent=0.5, constraints=BatchConstraints(group_size=8, max_batch=1024))
+    cfg = PolicyConfig(
+        initial_batch=64,
+        base_lr=1e-6,
+        growth=2,
+        hysteresis=3,
+        max_stages=3,
+        failure_exponent=0.5,
+        failure_lr_exponent=0.5,
+        constraints=BatchConstraints(group_size=8, max_batch=1024),
+    )
     s = TwoClockScheduler(cfg)
     _, decs = drive(s, failure_samples=100_000, noise=0.01)
     sw = [d for d in decs if d.switched]
@@ -130,8 +174,14 @@ def test_switches_to_larger_batch_before_the_failure():
 
 def test_default_switch_holds_the_lr_on_a_sample_clock_and_restarts_the_forecast():
     # alpha = 0, q = 0 (the defaults): batch x 2 at the same LR, once under 0.25 of the clock is left
-    cfg = PolicyConfig(initial_batch=64, base_lr=1e-6, growth=2, hysteresis=3, max_stages=3,
-                       constraints=BatchConstraints(group_size=8, max_batch=1024))
+    cfg = PolicyConfig(
+        initial_batch=64,
+        base_lr=1e-6,
+        growth=2,
+        hysteresis=3,
+        max_stages=3,
+        constraints=BatchConstraints(group_size=8, max_batch=1024),
+    )
     s = TwoClockScheduler(cfg)
     _, decs = drive(s, failure_samples=100_000, noise=0.01)
     sw = [d for d in decs if d.switched]
@@ -151,8 +201,14 @@ def test_no_failure_in_sight_means_no_switch():
 
 
 def test_hysteresis_needs_consecutive_triggers():
-    cfg = PolicyConfig(initial_batch=8, hysteresis=4, failure_threshold=0.5, forecast_window=3,
-                       min_stage_steps=0, failure_exponent=1.0)
+    cfg = PolicyConfig(
+        initial_batch=8,
+        hysteresis=4,
+        failure_threshold=0.5,
+        forecast_window=3,
+        min_stage_steps=0,
+        failure_exponent=1.0,
+    )
     s = TwoClockScheduler(cfg)
     # entropy at the threshold on alternate records: never 4 in a row, so no switch
     for i in range(60):
@@ -171,8 +227,9 @@ def test_hysteresis_needs_consecutive_triggers():
 
 
 def test_at_max_batch_the_lr_is_divided_instead():
-    cfg = PolicyConfig(initial_batch=64, hysteresis=1, max_stages=3,
-                       constraints=BatchConstraints(max_batch=64))
+    cfg = PolicyConfig(
+        initial_batch=64, hysteresis=1, max_stages=3, constraints=BatchConstraints(max_batch=64)
+    )
     _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)
     sw = [d for d in decs if d.switched]
     assert [d.batch for d in sw] == [64, 64]
@@ -182,8 +239,14 @@ def test_at_max_batch_the_lr_is_divided_instead():
 
 
 def test_held_at_max_batch_says_why_under_v2():
-    cfg = PolicyConfig(initial_batch=64, hysteresis=1, failure_exponent=0.5, failure_switch_fraction=0.0,
-                       failure_lr_exponent=0.5, constraints=BatchConstraints(max_batch=64))
+    cfg = PolicyConfig(
+        initial_batch=64,
+        hysteresis=1,
+        failure_exponent=0.5,
+        failure_switch_fraction=0.0,
+        failure_lr_exponent=0.5,
+        constraints=BatchConstraints(max_batch=64),
+    )
     _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)
     assert not any(d.switched for d in decs)
     assert any("maximum" in d.reason for d in decs)
@@ -209,19 +272,36 @@ configs = st.builds(
 
 
 def _make(c):
-    cons = BatchConstraints(group_size=c["group"],
-                            max_batch=None if c["max_groups"] is None else c["group"] * c["max_groups"])
+    cons = BatchConstraints(
+        group_size=c["group"], max_batch=None if c["max_groups"] is None else c["group"] * c["max_groups"]
+    )
     first = c["group"] * c["initial_groups"]
-    return PolicyConfig(initial_batch="auto" if c["auto"] else first, fallback_batch=first, auto_records=10,
-                        base_batch=first, base_lr=1e-6, growth=c["growth"], hysteresis=c["hysteresis"],
-                        min_samples_between=c["min_between"], max_stages=c["max_stages"], margin=c["margin"],
-                        failure_exponent=c["alpha"], failure_lr_exponent=c["lr_exp"],
-                        failure_switch_fraction=c["frac"], sample_tolerance=c["tol"], constraints=cons)
+    return PolicyConfig(
+        initial_batch="auto" if c["auto"] else first,
+        fallback_batch=first,
+        auto_records=10,
+        base_batch=first,
+        base_lr=1e-6,
+        growth=c["growth"],
+        hysteresis=c["hysteresis"],
+        min_samples_between=c["min_between"],
+        max_stages=c["max_stages"],
+        margin=c["margin"],
+        failure_exponent=c["alpha"],
+        failure_lr_exponent=c["lr_exp"],
+        failure_switch_fraction=c["frac"],
+        sample_tolerance=c["tol"],
+        constraints=cons,
+    )
 
 
 @settings(max_examples=40, deadline=None)
-@given(c=configs, seed=st.integers(0, 2**16), noise=st.sampled_from([0.0, 0.02, 0.1]),
-       failure=st.integers(5_000, 60_000))
+@given(
+    c=configs,
+    seed=st.integers(0, 2**16),
+    noise=st.sampled_from([0.0, 0.02, 0.1]),
+    failure=st.integers(5_000, 60_000),
+)
 def test_invariants_hold_for_any_config(c, seed, noise, failure):
     cfg = _make(c)
     s = TwoClockScheduler(cfg)
@@ -247,8 +327,14 @@ def test_invariants_hold_for_any_config(c, seed, noise, failure):
 @given(c=configs, seed=st.integers(0, 2**16), split=st.floats(0.0, 1.0))
 def test_state_round_trip_gives_identical_decisions(c, seed, split):
     cfg = _make(c)
-    recs, decs = drive(TwoClockScheduler(cfg), failure_samples=30_000, noise=0.05, seed=seed, steps=800,
-                       b_simple=c["b_simple"])
+    recs, decs = drive(
+        TwoClockScheduler(cfg),
+        failure_samples=30_000,
+        noise=0.05,
+        seed=seed,
+        steps=800,
+        b_simple=c["b_simple"],
+    )
     k = int(split * len(recs))
     a = TwoClockScheduler(cfg)
     head = [a.step(r) for r in recs[:k]]

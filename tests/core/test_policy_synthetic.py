@@ -16,8 +16,13 @@ FAILURE_REASONS = ("failure clock", "forecast failure")
 
 
 def make(**kw):
-    cfg = dict(initial_batch="auto", fallback_batch=32, base_batch=64, base_lr=1e-6,
-               constraints=BatchConstraints(group_size=8))
+    cfg = dict(
+        initial_batch="auto",
+        fallback_batch=32,
+        base_batch=64,
+        base_lr=1e-6,
+        constraints=BatchConstraints(group_size=8),
+    )
     cfg.update(kw)
     return TwoClockScheduler(PolicyConfig(**cfg))
 
@@ -33,7 +38,7 @@ def test_starts_below_critical_batch_and_grows_before_collapse(drift, seed):
     assert auto.reason.startswith("auto") and 0.09 * B_STAR <= auto.batch < 0.36 * B_STAR
     # the failure forecast grows the batch before the collapse (B* tracking may grow it earlier)
     forecast = [d for d in grown if d.reason.startswith(FAILURE_REASONS)]
-    assert forecast and forecast[0].samples < FAIL * 1.5 ** 0.5  # before the first stage would collapse
+    assert forecast and forecast[0].samples < FAIL * 1.5**0.5  # before the first stage would collapse
     # a held-LR switch (the default q = 0) slows the clock: the task may not collapse in the run at all
     assert check.failure_samples is None or forecast[0].samples < check.failure_samples
     assert all(d.samples < forecast[0].samples for d in grown if d not in forecast)
@@ -67,13 +72,18 @@ def test_fitted_critical_batch_then_policy_beats_constant_batches(seed):
     """The intended flow: fit a short sweep, start the policy below the fitted B*. With B* rising
     as reward climbs (drift), the policy tracks it and needs fewer updates than any constant
     batch within 1.25 x the best constant's rollouts."""
-    runs = make_sweep([32, 64, 128, 256, 512], critical_batch=B_STAR, failure_samples=FAIL, drift=3.0,
-                      seed=seed + 10)
+    runs = make_sweep(
+        [32, 64, 128, 256, 512], critical_batch=B_STAR, failure_samples=FAIL, drift=3.0, seed=seed + 10
+    )
     fit = fit_sweep(runs)
     env = SyntheticEnvironment(critical_batch=B_STAR, failure_samples=FAIL, drift=3.0, seed=seed)
     # the test keeps v1's operating point (0.5 x B*): the default tolerance 0.10 trades updates for rollouts
-    res = assert_beats_constant(make(critical_batch=fit.critical_batch, critical_fraction=0.5), env,
-                                batches=[32, 64, 128, 256], target=0.5)
+    res = assert_beats_constant(
+        make(critical_batch=fit.critical_batch, critical_fraction=0.5),
+        env,
+        batches=[32, 64, 128, 256],
+        target=0.5,
+    )
     assert res.schedule_steps < res.constants[res.baseline_batch][1]
     tracked = [d for d in env.decisions if d.switched and d.reason.startswith("critical batch estimate")]
     assert tracked and tracked[0].samples < res.schedule_samples  # grew with B* before the target
@@ -94,7 +104,9 @@ def test_resume_mid_run_makes_the_same_decisions():
 
 def test_known_critical_batch_starts_below_it_at_once():
     env = SyntheticEnvironment(critical_batch=B_STAR, failure_samples=FAIL, seed=2)
-    sched = make(critical_batch=B_STAR, critical_fraction=0.5, failure_exponent=0.5, track_critical_batch=False)
+    sched = make(
+        critical_batch=B_STAR, critical_fraction=0.5, failure_exponent=0.5, track_critical_batch=False
+    )
     assert sched.current.batch == 128
     assert make(critical_batch=B_STAR).current.batch == 40  # tolerance 0.10: 0.18 x 256, whole groups
     assert_switches_before_failure(sched, env, max_samples=60_000)

@@ -31,6 +31,7 @@ def _quiet(fn, *a, **k):
 
 # -- verl console ------------------------------------------------------------------------------
 
+
 def test_verl_console_qwen_baseline_reads_unconverted() -> None:
     assert detect_format(QWEN) == "verl-console"
     run = _quiet(load_run, QWEN)
@@ -38,13 +39,16 @@ def test_verl_console_qwen_baseline_reads_unconverted() -> None:
     assert [r.step for r in run.records[:2]] == [0, 1] and run.records[-1].step == 434
     assert len(run) == 435 and run.constant_batch and run.batch == 256
     assert run.records[-1].samples == 435 * 256
-    assert "config in the log" in run.meta["batch_source"] and "train_batch_size 256 x rollout.n 1" in run.meta["batch_source"]
+    assert (
+        "config in the log" in run.meta["batch_source"]
+        and "train_batch_size 256 x rollout.n 1" in run.meta["batch_source"]
+    )
     first, last = run.records[0], run.records[-1]
-    assert first.reward_mean == pytest.approx(0.012)   # critic/score/mean:0.012
-    assert first.entropy == pytest.approx(0.526)       # actor/entropy_loss:0.526 (old name)
-    assert first.grad_norm == pytest.approx(8.138)     # actor/grad_norm:8.138
-    assert last.kl == pytest.approx(0.203)             # critic/kl:0.203 at step 434
-    assert first.lr == pytest.approx(1e-6)             # actor/lr(1e-4):0.010
+    assert first.reward_mean == pytest.approx(0.012)  # critic/score/mean:0.012
+    assert first.entropy == pytest.approx(0.526)  # actor/entropy_loss:0.526 (old name)
+    assert first.grad_norm == pytest.approx(8.138)  # actor/grad_norm:8.138
+    assert last.kl == pytest.approx(0.203)  # critic/kl:0.203 at step 434
+    assert first.lr == pytest.approx(1e-6)  # actor/lr(1e-4):0.010
     assert run.meta["setup"]["model"] == "Qwen/Qwen2.5-0.5B-Instruct"
 
 
@@ -93,8 +97,11 @@ def test_verl_console_lr_printed_as_zero_comes_from_the_config(tmp_path: Path) -
         "(TaskRunner pid=7)  'data': {'train_batch_size': 1024}}\n"
         "(WorkerDict pid=8) Total steps: 105, num_warmup_steps: 4\n"
         "(TaskRunner pid=7) step:0 - val-core/openai/gsm8k/reward/mean@1:0.229\n"
-        + "".join(f"(TaskRunner pid=7) step:{s} - actor/lr:0.000 - critic/score/mean:0.{s}\n" for s in range(1, 7)),
-        encoding="utf-8")
+        + "".join(
+            f"(TaskRunner pid=7) step:{s} - actor/lr:0.000 - critic/score/mean:0.{s}\n" for s in range(1, 7)
+        ),
+        encoding="utf-8",
+    )
     run = _quiet(load_run, log)
     assert run.batch == 5120 and [r.step for r in run.records] == [1, 2, 3, 4, 5, 6]
     assert [r.lr for r in run.records] == pytest.approx([0.25e-6, 0.5e-6, 0.75e-6, 1e-6, 1e-6, 1e-6])
@@ -103,6 +110,7 @@ def test_verl_console_lr_printed_as_zero_comes_from_the_config(tmp_path: Path) -
 
 
 # -- TRL / transformers (written here by TRL's own loggers) ------------------------------------
+
 
 def test_trl_console_header_tqdm_and_string_values() -> None:
     log = TRL / "train.log"
@@ -218,7 +226,9 @@ def test_verl_file_logger_and_tensorboard(path: str) -> None:
     console = _quiet(load_run, TASKRUNNER)
     assert [r.step for r in run.records] == [r.step for r in console.records] == [1, 2, 4, 5, 6]
     assert [r.samples for r in run.records] == [r.samples for r in console.records]
-    assert [r.reward_mean for r in run.records] == pytest.approx([r.reward_mean for r in console.records], rel=1e-6)
+    assert [r.reward_mean for r in run.records] == pytest.approx(
+        [r.reward_mean for r in console.records], rel=1e-6
+    )
     assert [r.entropy for r in run.records] == pytest.approx([0.334, 0.329, 0.317, 0.326, 0.313], rel=1e-6)
     if path == "metrics.jsonl":
         assert run.meta["format"] == "verl-jsonl"
@@ -269,8 +279,9 @@ def test_trl_issue_paste_needs_batch_and_takes_the_logging_interval() -> None:
     assert [r.step for r in run.records] == [1, 2, 3, 4]
     run = _quiet(load_run, p, options=ReadOptions(batch=16, logging_steps=10))
     assert [r.step for r in run.records] == [10, 20, 30, 40] and run.records[-1].samples == 40 * 16
-    assert [r.reward_mean for r in run.records] == pytest.approx([1.7171093285083772, 1.8844376266002656,
-                                                                  1.6797272205352782, 1.968537563085556])
+    assert [r.reward_mean for r in run.records] == pytest.approx(
+        [1.7171093285083772, 1.8844376266002656, 1.6797272205352782, 1.968537563085556]
+    )
     info = training_lr(run)  # 6.92e-6 falling: no warm-up in the paste, decaying
     assert info.lr == pytest.approx(6.916666666666667e-06) and not info.warms_up
 

@@ -41,7 +41,9 @@ def test_readme_snippet_runs(line, code, monkeypatch):
             exec(compile(ast.Module(body=imports, type_ignores=[]), f"README.md:{line}", "exec"), {})
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.split(".")[0] in ("trl", "transformers", "torch", "verl", "openrlhf"):
-                pytest.skip(f"README.md:{line} imports {exc.name}, not installed here (the trainer session runs it)")
+                pytest.skip(
+                    f"README.md:{line} imports {exc.name}, not installed here (the trainer session runs it)"
+                )
             raise
         return
     ns: dict = {"__name__": f"readme_{line}"}

@@ -65,8 +65,9 @@ def test_real_adam_keeps_the_g2_term():
     lq = problem(d=32, seed=1, noise_batches=(1.5, 4.5))
     lr0 = lq.lr_for_critical_batch(2000.0, B0)
     batches = [1, 4, 16, 64, 256, 1024]
-    est = NoisyQuadratic.from_local(lq).sweep(batches, lr0=lr0, base_batch=B0, trials=400, seed=4,
-                                              second_moment="ema", beta2=0.99)
+    est = NoisyQuadratic.from_local(lq).sweep(
+        batches, lr0=lr0, base_batch=B0, trials=400, seed=4, second_moment="ema", beta2=0.99
+    )
     got = np.array([e.per_sample for e in est])
     refined = lq.progress_per_sample(batches, lr0, B0, second_moment="expected")
     assert np.max(np.abs(got / refined - 1)) < 0.05
@@ -78,8 +79,9 @@ def test_real_adam_in_the_noise_dominated_regime():
     """With every B_i >= 1e6 Adam's EMA preconditioner is sqrt(B) D and the sqrt rule holds per sample."""
     lq = problem(d=32, seed=5, noise_batches=(6.0, 7.0))
     lr0 = 0.2 * lq.lr_for_critical_batch(1.0, B0)  # well below the LR at which noise eats all drift
-    est = NoisyQuadratic.from_local(lq).sweep(BATCHES, lr0=lr0, base_batch=B0, trials=200, seed=6,
-                                              second_moment="ema", beta2=0.99)
+    est = NoisyQuadratic.from_local(lq).sweep(
+        BATCHES, lr0=lr0, base_batch=B0, trials=200, seed=6, second_moment="ema", beta2=0.99
+    )
     got = np.array([e.per_sample for e in est])
     pred = lq.progress_per_sample(BATCHES, lr0, B0)
     assert np.max(np.abs(got / pred - 1)) < 0.05
@@ -105,8 +107,9 @@ def test_sgd_matches_mccandlish():
         pred = lq.sgd_progress_per_step(b, eps)
         assert best.per_step == pytest.approx(pred, rel=0.05)
         # the optimal step is optimal: the progress-opt formula, and both neighbours do worse
-        assert pred == pytest.approx(mccandlish.progress_opt(b, lq.gradient @ lq.gradient * lq.eps_max / 2,
-                                                             lq.b_noise))
+        assert pred == pytest.approx(
+            mccandlish.progress_opt(b, lq.gradient @ lq.gradient * lq.eps_max / 2, lq.b_noise)
+        )
         for f in (0.7, 1.4):
             other = sim.one_step(b, lr0=f * eps, base_batch=b, rule="constant", optimizer="sgd", trials=2000)
             assert other.per_step < best.per_step
@@ -122,8 +125,9 @@ def test_trajectories_descend():
     assert adam[0] == 0 and adam[-1] < adam[10] < 0
     assert sgd[-1] < sgd[10] < 0
     # first SGD step: the McCandlish expectation
-    one = sim.simulate(256, 1, lr0=lq.eps_max, base_batch=256, optimizer="sgd", rule="constant",
-                       trials=4000, seed=1)
+    one = sim.simulate(
+        256, 1, lr0=lq.eps_max, base_batch=256, optimizer="sgd", rule="constant", trials=4000, seed=1
+    )
     assert -one[1] == pytest.approx(lq.sgd_progress_per_step(256, lq.eps_max), rel=0.05)
 
 

@@ -76,7 +76,9 @@ def test_lr_off_the_sqrt_rule_moves_the_critical_batch():
     lr = 2 * m.sqrt_lr(b)
     # per-sample progress at batch B* of the doubled LR is half its B -> 0 value
     bs = m.critical_batch_at(2.0)
-    assert m.progress_rate(bs, 2 * m.sqrt_lr(bs)) == pytest.approx(0.5 * m.progress_rate(1e-9, 2 * m.sqrt_lr(1e-9)))
+    assert m.progress_rate(bs, 2 * m.sqrt_lr(bs)) == pytest.approx(
+        0.5 * m.progress_rate(1e-9, 2 * m.sqrt_lr(1e-9))
+    )
     run = make_run(b, lr=lr, critical_batch=200, noise=0, steps=5)
     assert run.lr == pytest.approx(lr)
     assert initial_rate(run) == pytest.approx(m.progress_rate(b, lr), rel=0.02)
@@ -124,8 +126,15 @@ def test_framework_styles_keep_what_the_framework_logs(tmp_path):
 
     path = write_run_log(tmp_path / "trl.jsonl", trl, "trl", with_samples=False)
     rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
-    assert {"reward", "entropy", "learning_rate", "grad_norm", "kl", "frac_reward_zero_std",
-            "num_tokens"} <= set(rows[0])
+    assert {
+        "reward",
+        "entropy",
+        "learning_rate",
+        "grad_norm",
+        "kl",
+        "frac_reward_zero_std",
+        "num_tokens",
+    } <= set(rows[0])
     assert "samples" not in rows[0] and rows[1]["num_tokens"] > rows[0]["num_tokens"]
 
 

@@ -23,8 +23,9 @@ def test_failure_rates_are_normalised_to_the_base_batch_and_the_default_is_uncha
 
 
 def test_damped_progress_follows_the_entropy_law_on_a_constant_run():
-    env = SyntheticEnvironment(noise=0.0, seed=0, entropy_damping=True, failure_samples=20_000,
-                               reward_ceiling=0.95, reward0=0.05)
+    env = SyntheticEnvironment(
+        noise=0.0, seed=0, entropy_damping=True, failure_samples=20_000, reward_ceiling=0.95, reward0=0.05
+    )
     run = env.run_constant(32, 18_000)
     H = run.array("entropy")
     # reward after the exp saturation: invert reward_after to the accumulated gain, which must be

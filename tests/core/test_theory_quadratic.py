@@ -53,8 +53,11 @@ def test_critical_batch_scales_inversely_with_lr(lq, lr, k):
 
 
 @settings(max_examples=50, deadline=None)
-@given(lq=quadratics(), bstar=st.floats(min_value=2.0, max_value=5000.0),
-       frac=st.floats(min_value=0.01, max_value=1.9))
+@given(
+    lq=quadratics(),
+    bstar=st.floats(min_value=2.0, max_value=5000.0),
+    frac=st.floats(min_value=0.01, max_value=1.9),
+)
 def test_critical_batch_halves_per_sample_progress_and_peaks_per_step(lq, bstar, frac):
     lr = lq.lr_for_critical_batch(bstar, B0)
     assert lq.critical_batch(lr, B0) == pytest.approx(bstar, rel=1e-9)
@@ -106,8 +109,12 @@ def test_noise_scales_agree_when_hessian_is_identity():
 
 
 @settings(max_examples=50, deadline=None)
-@given(g2=st.floats(min_value=1e-6, max_value=1e3), tr=st.floats(min_value=0, max_value=1e5),
-       bs=st.integers(min_value=1, max_value=512), k=st.integers(min_value=2, max_value=64))
+@given(
+    g2=st.floats(min_value=1e-6, max_value=1e3),
+    tr=st.floats(min_value=0, max_value=1e5),
+    bs=st.integers(min_value=1, max_value=512),
+    k=st.integers(min_value=2, max_value=64),
+)
 def test_two_batch_estimator_is_exact_on_expectations(g2, tr, bs, k):
     bb = k * bs
     est_g2, est_tr = gradient_noise_from_two_batches(g2 + tr / bs, bs, g2 + tr / bb, bb)

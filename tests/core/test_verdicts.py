@@ -35,14 +35,24 @@ def test_no_finite_critical_batch_and_no_failure_read_no_and_not_testable(fit: d
 
 
 def test_a_step_clock_exponent_reads_no() -> None:
-    fit = {"failure_exponent": 1.02, "failure_exponent_interval": [0.7, 1.3], "failure_samples": 5000.0,
-           "failure_samples_interval": [4000.0, 6000.0],
-           "runs": [{"batch": b, "failure_samples": 100.0 * b, "failure_signal": "reward_crash"} for b in BATCHES]}
+    fit = {
+        "failure_exponent": 1.02,
+        "failure_exponent_interval": [0.7, 1.3],
+        "failure_samples": 5000.0,
+        "failure_samples_interval": [4000.0, 6000.0],
+        "runs": [
+            {"batch": b, "failure_samples": 100.0 * b, "failure_signal": "reward_crash"} for b in BATCHES
+        ],
+    }
     assert failure_verdict(fit).startswith("failure on a sample clock (alpha ~ 0): no, a step clock")
 
 
 def test_critical_batch_against_lr() -> None:
-    inverse = {1e-4: {"critical_batch": 400.0}, 2e-4: {"critical_batch": 210.0}, 4e-4: {"critical_batch": 95.0}}
+    inverse = {
+        1e-4: {"critical_batch": 400.0},
+        2e-4: {"critical_batch": 210.0},
+        4e-4: {"critical_batch": 95.0},
+    }
     assert lr_verdict(inverse).startswith("B* ~ 1/lr: yes (log-log slope -1.04")
     flat = {1e-4: {"critical_batch": 270.0}, 2e-4: {"critical_batch": 330.0}, 4e-4: {"critical_batch": 266.0}}
     assert lr_verdict(flat).startswith("B* ~ 1/lr: no")
@@ -50,9 +60,11 @@ def test_critical_batch_against_lr() -> None:
 
 
 def test_switch_verdict_names_the_first_switch_and_the_failure_point() -> None:
-    decisions = [{"step": 1, "samples": 8, "batch": 8, "switched": False},
-                 {"step": 90, "samples": 720, "batch": 16, "switched": True, "reason": "failure forecast"},
-                 {"step": 91, "samples": 736, "batch": 16, "switched": False}]
+    decisions = [
+        {"step": 1, "samples": 8, "batch": 8, "switched": False},
+        {"step": 90, "samples": 720, "batch": 16, "switched": True, "reason": "failure forecast"},
+        {"step": 91, "samples": 736, "batch": 16, "switched": False},
+    ]
     line = switch_verdict(decisions, failure_samples=5000.0)
     assert line.startswith("the schedule switched: yes, 1 time(s)")
     assert "before the sweep's failure point" in line and "720 rollouts" in line

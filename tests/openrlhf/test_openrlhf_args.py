@@ -5,14 +5,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+
+from rlvr_schedule.policy import BatchConstraints, StaticSchedule
 from rlvr_schedule_adapters.openrlhf_plugin import (
     RolloutPlan,
     apply_plan_to_args,
     check_setup,
     plan_for_batch,
 )
-
-from rlvr_schedule.policy import BatchConstraints, StaticSchedule
 
 
 def _generator(args, prompts=64):

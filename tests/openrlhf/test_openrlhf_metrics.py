@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from rlvr_schedule_adapters.openrlhf_plugin import ScheduleController, translate_metrics
 
 from rlvr_schedule.policy import StaticSchedule
+from rlvr_schedule_adapters.openrlhf_plugin import ScheduleController, translate_metrics
 
 
 def _rollout_stats(rewards, lengths):

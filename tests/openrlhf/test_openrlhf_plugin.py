@@ -68,6 +68,7 @@ def test_launcher_hands_the_schedule_to_the_actors_and_warns(
     restore_openrlhf, monkeypatch, tmp_path, base_argv
 ):
     import ray
+
     from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, main
 
     _, _, outils = restore_openrlhf
@@ -100,9 +101,8 @@ def test_launcher_hands_the_schedule_to_the_actors_and_warns(
 
 
 def test_launcher_rejects_a_bad_schedule_before_patching(restore_openrlhf, tmp_path, base_argv):
-    from rlvr_schedule_adapters.openrlhf_plugin import main
-
     from rlvr_schedule.errors import ConfigError
+    from rlvr_schedule_adapters.openrlhf_plugin import main
 
     ppo_trainer, _, _ = restore_openrlhf
     before = ppo_trainer.PPOTrainer

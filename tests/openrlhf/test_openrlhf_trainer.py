@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 from openrlhf_test_support import make_trainer, run_steps
+
 from rlvr_schedule_adapters.openrlhf_plugin import STATE_KEY, WORKER_METHOD
 
 
@@ -22,6 +23,7 @@ class CkptWorker:
 
     def __init__(self, args, saved=None, refuse=False):
         from openrlhf_tiny_engine import build_policy
+
         from rlvr_schedule_adapters.openrlhf.actors import RlvrPolicyModelActor
 
         self.real = object.__new__(RlvrPolicyModelActor)

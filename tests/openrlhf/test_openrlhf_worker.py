@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+
 from rlvr_schedule_adapters.openrlhf_plugin import WORKER_METHOD
 
 
@@ -13,6 +14,7 @@ from rlvr_schedule_adapters.openrlhf_plugin import WORKER_METHOD
 def worker(openrlhf_args):
     """An RlvrPolicyModelActor (the plain class behind the Ray actor) holding a tiny engine."""
     from openrlhf_tiny_engine import build_policy
+
     from rlvr_schedule_adapters.openrlhf.actors import RlvrPolicyModelActor
 
     strategy, engine, optim, sched = build_policy(openrlhf_args, lr=1e-3, scheduler_steps=20)

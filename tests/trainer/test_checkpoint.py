@@ -10,8 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from rlvr_trainer.checkpoint import (FORMAT, CheckpointError, convert_legacy_checkpoint, load_checkpoint,
-                                     save_checkpoint, set_rng_state, truncate_jsonl)
+from rlvr_trainer.checkpoint import (
+    FORMAT,
+    CheckpointError,
+    convert_legacy_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    set_rng_state,
+    truncate_jsonl,
+)
 from rlvr_trainer.model import CHARS, build_tokenizer
 
 
@@ -56,8 +63,10 @@ class _Payload:
 def test_a_checkpoint_whose_pickle_would_run_code_is_refused(tmp_path):
     marker = tmp_path / "pwned"
     evil = tmp_path / "checkpoint.pt"
-    torch.save({"format": FORMAT, "json": "{}", "tensors": {"model": {"w": torch.zeros(1)}, "x": _Payload(marker)}},
-               evil)
+    torch.save(
+        {"format": FORMAT, "json": "{}", "tensors": {"model": {"w": torch.zeros(1)}, "x": _Payload(marker)}},
+        evil,
+    )
     with pytest.raises(CheckpointError, match="refused to load"):
         load_checkpoint(evil)
     assert not marker.exists()
@@ -71,25 +80,45 @@ def test_checkpoint_holds_only_tensors_and_plain_data(tmp_path):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99))
     model(torch.ones(1, 3)).sum().backward()
     opt.step()
-    sched = {"kind": "static", "stages": [{"batch": 16, "lr": 1e-4, "until_samples": None}], "last": float("nan")}
-    save_checkpoint(path, {"model": model.state_dict(), "optimizer": opt.state_dict(), "schedule": sched,
-                           "step": 3, "samples": 48})
+    sched = {
+        "kind": "static",
+        "stages": [{"batch": 16, "lr": 1e-4, "until_samples": None}],
+        "last": float("nan"),
+    }
+    save_checkpoint(
+        path,
+        {
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "schedule": sched,
+            "step": 3,
+            "samples": 48,
+        },
+    )
     raw = torch.load(path, weights_only=True)  # what the loader does: no code, no custom classes
-    assert set(raw) == {"format", "json", "tensors"} and set(raw["tensors"]) == {"model", "optimizer", "rng_torch"}
+    assert set(raw) == {"format", "json", "tensors"} and set(raw["tensors"]) == {
+        "model",
+        "optimizer",
+        "rng_torch",
+    }
     state = load_checkpoint(path)
     assert state["step"] == 3 and state["schedule"]["stages"][0]["batch"] == 16
     assert np.isnan(state["schedule"]["last"])
     opt2 = torch.optim.AdamW(torch.nn.Linear(3, 2).parameters(), lr=1.0)
     opt2.load_state_dict(state["optimizer"])
     assert opt2.param_groups[0]["betas"] == (0.9, 0.99) and opt2.param_groups[0]["lr"] == 1e-3
-    torch.testing.assert_close(opt2.state_dict()["state"][0]["exp_avg"], opt.state_dict()["state"][0]["exp_avg"])
+    torch.testing.assert_close(
+        opt2.state_dict()["state"][0]["exp_avg"], opt.state_dict()["state"][0]["exp_avg"]
+    )
 
 
 def test_legacy_checkpoint_is_refused_then_converted(tmp_path):
     path = tmp_path / "checkpoint.pt"
     random.seed(3), np.random.seed(3), torch.manual_seed(3)
     rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
-    torch.save({"format": 1, "rng": rng, "samples": 32, "model": {"w": torch.ones(2)}}, path)  # the old layout
+    torch.save(
+        {"format": 1, "rng": rng, "samples": 32, "model": {"w": torch.ones(2)}}, path
+    )  # the old layout
     with pytest.raises(CheckpointError, match="convert_legacy_checkpoint"):
         load_checkpoint(path)
     convert_legacy_checkpoint(path)
@@ -102,7 +131,9 @@ def test_legacy_checkpoint_is_refused_then_converted(tmp_path):
 
 def test_truncate_jsonl_keeps_steps_up_to_the_checkpoint(tmp_path):
     p = tmp_path / "metrics.jsonl"
-    p.write_text("".join(json.dumps({"step": i, "samples": 8 * i}) + "\n" for i in range(1, 6)) + '{"step": 6, "sam')
+    p.write_text(
+        "".join(json.dumps({"step": i, "samples": 8 * i}) + "\n" for i in range(1, 6)) + '{"step": 6, "sam'
+    )
     truncate_jsonl(p, 3)
     assert [json.loads(x)["step"] for x in p.read_text().splitlines()] == [1, 2, 3]
 

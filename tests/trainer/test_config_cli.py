@@ -11,13 +11,16 @@ from rlvr_trainer.cli import main
 from rlvr_trainer.config import TrainConfig, preset
 
 
-@pytest.mark.parametrize("kw,field", [
-    ({"batch": 30, "group_size": 8}, "batch"),
-    ({"loss_type": "nope"}, "loss_type"),
-    ({"group_size": 1, "batch": 8}, "group_size"),
-    ({"rollout": "sglang"}, "rollout"),
-    ({"micro_batch": 0}, "micro_batch"),
-])
+@pytest.mark.parametrize(
+    "kw,field",
+    [
+        ({"batch": 30, "group_size": 8}, "batch"),
+        ({"loss_type": "nope"}, "loss_type"),
+        ({"group_size": 1, "batch": 8}, "group_size"),
+        ({"rollout": "sglang"}, "rollout"),
+        ({"micro_batch": 0}, "micro_batch"),
+    ],
+)
 def test_invalid_config_names_the_field(kw, field):
     with pytest.raises(ConfigError, match=f"field '{field}'"):
         TrainConfig(**kw)

@@ -13,8 +13,21 @@ from rlvr_trainer.cli import main
 @pytest.mark.slow
 def test_compare_writes_logs_checkpoints_and_report(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "cmp"
-    argv = ["compare", "--out", str(out), "--batches", "8", "16", "--max-samples", "48", "--rollout", "hf",
-            "--model", str(tiny_model_dir), "--no-progress"]
+    argv = [
+        "compare",
+        "--out",
+        str(out),
+        "--batches",
+        "8",
+        "16",
+        "--max-samples",
+        "48",
+        "--rollout",
+        "hf",
+        "--model",
+        str(tiny_model_dir),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "report:" in printed and (out / "report" / "index.html").exists()
@@ -25,7 +38,7 @@ def test_compare_writes_logs_checkpoints_and_report(tiny_model_dir, tmp_path, ca
         assert (out / run / "checkpoint.pt").exists()
     sweep8 = [json.loads(x) for x in (out / "sweep/b8-s0/metrics.jsonl").read_text().splitlines()]
     sweep16 = [json.loads(x) for x in (out / "sweep/b16-s0/metrics.jsonl").read_text().splitlines()]
-    assert sweep16[0]["lr"] == pytest.approx(sweep8[0]["lr"] * 2 ** 0.5)  # square-root rule
+    assert sweep16[0]["lr"] == pytest.approx(sweep8[0]["lr"] * 2**0.5)  # square-root rule
     md = (out / "report" / "index.md").read_text()
     assert "Schedule vs constant batches" in md and "schedule s0" in md
     assert "per-sample progress falls above B*" in md  # the verdict section
@@ -40,14 +53,40 @@ def test_evidence_runs_in_chunks_and_ends_with_verdicts(tiny_model_dir, tmp_path
     """`evidence` with a zero-minute chunk trains one run per call (exit 3: not finished), then
     the schedule and the report with a verdict per prediction, B* ~ 1/lr from the per-LR fits."""
     out = tmp_path / "ev"
-    argv = ["evidence", "--out", str(out), "--batches", "8", "16", "--max-samples", "48", "--rollout", "hf",
-            "--model", str(tiny_model_dir), "--no-progress", "--seeds", "0", "--base-lr", "1e-4",
-            "--lrs", "1e-4", "2e-4", "--chunk-minutes", "0"]
+    argv = [
+        "evidence",
+        "--out",
+        str(out),
+        "--batches",
+        "8",
+        "16",
+        "--max-samples",
+        "48",
+        "--rollout",
+        "hf",
+        "--model",
+        str(tiny_model_dir),
+        "--no-progress",
+        "--seeds",
+        "0",
+        "--base-lr",
+        "1e-4",
+        "--lrs",
+        "1e-4",
+        "2e-4",
+        "--chunk-minutes",
+        "0",
+    ]
     codes = [main(argv) for _ in range(5)]
     assert codes == [3, 3, 3, 3, 0]  # 2 LRs x 2 batches, then schedule + report
     runs = sorted(p.parent.relative_to(out).as_posix() for p in out.rglob("metrics.jsonl"))
-    assert runs == ["lr0.0001/schedule/s0", "lr0.0001/sweep/b16-s0", "lr0.0001/sweep/b8-s0",
-                    "lr0.0002/sweep/b16-s0", "lr0.0002/sweep/b8-s0"]
+    assert runs == [
+        "lr0.0001/schedule/s0",
+        "lr0.0001/sweep/b16-s0",
+        "lr0.0001/sweep/b8-s0",
+        "lr0.0002/sweep/b16-s0",
+        "lr0.0002/sweep/b8-s0",
+    ]
     fits = json.loads((out / "fits_by_lr.json").read_text())
     assert sorted(fits) == ["0.0001", "0.0002"]
     md = (out / "lr0.0001" / "report" / "index.md").read_text()

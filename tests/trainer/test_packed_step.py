@@ -9,8 +9,15 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from rlvr_trainer.grpo import (completion_logprobs, linear_logprobs, pack_rollouts, packed_update,
-                               plan_micro_batches, policy_loss, token_logprobs)
+from rlvr_trainer.grpo import (
+    completion_logprobs,
+    linear_logprobs,
+    pack_rollouts,
+    packed_update,
+    plan_micro_batches,
+    policy_loss,
+    token_logprobs,
+)
 
 
 def _long_tail(n: int, seed: int = 0) -> list[int]:
@@ -102,8 +109,17 @@ def test_hand_checked_loss_and_gradient():
     assert packed.noise_micro == 1 and len(packed.micro) == 2 and packed.n_tokens == 3
     adv = torch.tensor([1.0, -1.0])
     opt = torch.optim.SGD(model.parameters(), lr=0.0)
-    res = packed_update(model, opt, packed, adv, loss_type="token_mean", max_len=2, clip_low=0.2, clip_high=0.2,
-                        max_grad_norm=math.inf)
+    res = packed_update(
+        model,
+        opt,
+        packed,
+        adv,
+        loss_type="token_mean",
+        max_len=2,
+        clip_low=0.2,
+        clip_high=0.2,
+        max_grad_norm=math.inf,
+    )
     z1, z2 = math.e + 2, 2 * math.e + 1
     # per-token logp: -log z1, -log z1, 1 - log z2; on-policy ratio 1: loss = -(1 + 1 - 1) / 3
     logps = {}
@@ -127,8 +143,16 @@ def test_hand_checked_loss_and_gradient():
     torch.testing.assert_close(model.head.weight.grad, torch.tensor(expect), rtol=1e-6, atol=1e-7)
     # the loss itself, recomputed from the hand log-probs through policy_loss (on-policy)
     lp = torch.tensor([[-math.log(z1), -math.log(z1)], [1 - math.log(z2), 0.0]])
-    loss, _ = policy_loss(lp, lp, adv, torch.tensor([[1.0, 1.0], [1.0, 0.0]]), loss_type="token_mean", n_seqs=2,
-                          n_tokens=3, max_len=2)
+    loss, _ = policy_loss(
+        lp,
+        lp,
+        adv,
+        torch.tensor([[1.0, 1.0], [1.0, 0.0]]),
+        loss_type="token_mean",
+        n_seqs=2,
+        n_tokens=3,
+        max_len=2,
+    )
     assert float(loss) == pytest.approx(-1 / 3)
     assert res.stats.tokens == 3 and res.micro_batch == 1 and res.grad_norm > 0
 
@@ -160,7 +184,7 @@ def _padded(prompts, comps, pad=0):
     for i, (s, p) in enumerate(zip(seqs, prompts)):
         ids[i, : len(s)] = torch.tensor(s)
         attn[i, : len(s)] = 1
-        mask[i, len(p) - 1: len(s) - 1] = 1
+        mask[i, len(p) - 1 : len(s) - 1] = 1
     return ids[:, :-1], attn[:, :-1], ids[:, 1:], mask
 
 
@@ -216,8 +240,17 @@ def test_packed_update_gradients_equal_the_padded_update(tiny_model_dir, loss_ty
 
     grpo_mod.policy_loss, saved = with_old, grpo_mod.policy_loss
     try:
-        packed_update(model, torch.optim.SGD(model.parameters(), lr=0.0), packed, adv, loss_type=loss_type,
-                      max_len=29, clip_low=0.2, clip_high=0.2, max_grad_norm=math.inf)
+        packed_update(
+            model,
+            torch.optim.SGD(model.parameters(), lr=0.0),
+            packed,
+            adv,
+            loss_type=loss_type,
+            max_len=29,
+            clip_low=0.2,
+            clip_high=0.2,
+            max_grad_norm=math.inf,
+        )
     finally:
         grpo_mod.policy_loss = saved
     for (name, p), q in zip(model.named_parameters(), ref_model.parameters()):
@@ -232,15 +265,34 @@ def test_grad_norm_micro_is_the_noise_samples_own_gradient_norm(tiny_model_dir, 
     model = _tiny(tiny_model_dir)
     packed = pack_rollouts(prompts, comps, pad_id=0, micro_batch=6, token_budget=60, seed="0/1")
     assert packed.noise_micro >= 2  # the sample itself spans several micro-batches
-    res = packed_update(model, torch.optim.SGD(model.parameters(), lr=0.0), packed, adv, loss_type=loss_type,
-                        max_len=29, clip_low=0.2, clip_high=0.2, max_grad_norm=math.inf)
+    res = packed_update(
+        model,
+        torch.optim.SGD(model.parameters(), lr=0.0),
+        packed,
+        adv,
+        loss_type=loss_type,
+        max_len=29,
+        clip_low=0.2,
+        clip_high=0.2,
+        max_grad_norm=math.inf,
+    )
     rows = sorted(i for mb in packed.micro[: packed.noise_micro] for i in mb.rows)
     assert res.micro_batch == 6 == len(rows)
     # the same rows as a batch of their own: its gradient norm is what grad_norm_micro estimates
-    alone = pack_rollouts([prompts[i] for i in rows], [comps[i] for i in rows], pad_id=0, micro_batch=6,
-                          token_budget=10_000)
+    alone = pack_rollouts(
+        [prompts[i] for i in rows], [comps[i] for i in rows], pad_id=0, micro_batch=6, token_budget=10_000
+    )
     model2 = _tiny(tiny_model_dir)
-    res2 = packed_update(model2, torch.optim.SGD(model2.parameters(), lr=0.0), alone, adv[rows], loss_type=loss_type,
-                         max_len=29, clip_low=0.2, clip_high=0.2, max_grad_norm=math.inf)
+    res2 = packed_update(
+        model2,
+        torch.optim.SGD(model2.parameters(), lr=0.0),
+        alone,
+        adv[rows],
+        loss_type=loss_type,
+        max_len=29,
+        clip_low=0.2,
+        clip_high=0.2,
+        max_grad_norm=math.inf,
+    )
     assert res.grad_norm_micro == pytest.approx(res2.grad_norm, rel=1e-4)
     assert res.grad_norm != pytest.approx(res.grad_norm_micro, rel=1e-2)

@@ -14,8 +14,11 @@ from rlvr_trainer.train import Trainer
 
 
 def _fake_trainer(group_size: int = 8) -> SimpleNamespace:
-    fake = SimpleNamespace(cfg=SimpleNamespace(group_size=group_size), batch=16,
-                           optimizer=SimpleNamespace(param_groups=[{"lr": 1e-3}]))
+    fake = SimpleNamespace(
+        cfg=SimpleNamespace(group_size=group_size),
+        batch=16,
+        optimizer=SimpleNamespace(param_groups=[{"lr": 1e-3}]),
+    )
     fake.set_batch = lambda b, lr: Trainer.set_batch(fake, b, lr)
     return fake
 
@@ -27,8 +30,9 @@ def _records(n: int):
 def test_the_driver_applies_a_switch_through_set_batch():
     fake = _fake_trainer()
     sched = StaticSchedule([{"batch": 16, "lr": 1e-3, "until_samples": 32}, {"batch": 64, "lr": 2e-3}])
-    driver = ScheduleDriver(sched, fake.set_batch, PluginHost(load_entrypoints=False, strict=True),
-                            in_effect=(16, 1e-3))
+    driver = ScheduleDriver(
+        sched, fake.set_batch, PluginHost(load_entrypoints=False, strict=True), in_effect=(16, 1e-3)
+    )
     decisions = [driver.observe(r) for r in _records(3)]
     assert [d.switched for d in decisions] == [False, True, False]
     assert fake.batch == 64 and fake.optimizer.param_groups[0]["lr"] == 2e-3
@@ -42,8 +46,12 @@ def test_a_batch_the_trainer_cannot_run_is_held_and_logged():
     decisions = [driver.observe(r) for r in _records(3)]
     assert not any(d.switched for d in decisions) and fake.batch == 16
     assert "group_size" in str(host.faults[0][2]) and decisions[1].reason.startswith("held")
-    strict = ScheduleDriver(StaticSchedule([{"batch": 16, "lr": 1e-3, "until_samples": 32}, {"batch": 12, "lr": 1e-3}]),
-                            fake.set_batch, PluginHost(load_entrypoints=False, strict=True), in_effect=(16, 1e-3))
+    strict = ScheduleDriver(
+        StaticSchedule([{"batch": 16, "lr": 1e-3, "until_samples": 32}, {"batch": 12, "lr": 1e-3}]),
+        fake.set_batch,
+        PluginHost(load_entrypoints=False, strict=True),
+        in_effect=(16, 1e-3),
+    )
     with pytest.raises(ValueError, match="group_size"):
         for r in _records(3):
             strict.observe(r)

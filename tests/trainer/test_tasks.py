@@ -10,15 +10,18 @@ from rlvr_schedule.errors import IngestError
 from rlvr_trainer.tasks import ArithmeticTask, FileTask, load_problems, math_reward
 
 
-@pytest.mark.parametrize("completion,gold,expected", [
-    ("\\boxed{19}", "19", 1.0),
-    ("so the answer is \\boxed{19}.", "19", 1.0),
-    ("\\boxed{18}", "19", 0.0),
-    ("19", "19", 0.0),  # no \boxed{}: not accepted
-    ("\\boxed{\\frac{1}{2}}", "0.5", 1.0),  # math-verify compares values, not strings
-    ("\\boxed{-13}", "-13", 1.0),
-    ("\\boxed{1(", "1", 0.0),  # malformed
-])
+@pytest.mark.parametrize(
+    "completion,gold,expected",
+    [
+        ("\\boxed{19}", "19", 1.0),
+        ("so the answer is \\boxed{19}.", "19", 1.0),
+        ("\\boxed{18}", "19", 0.0),
+        ("19", "19", 0.0),  # no \boxed{}: not accepted
+        ("\\boxed{\\frac{1}{2}}", "0.5", 1.0),  # math-verify compares values, not strings
+        ("\\boxed{-13}", "-13", 1.0),
+        ("\\boxed{1(", "1", 0.0),  # malformed
+    ],
+)
 def test_math_reward(completion, gold, expected):
     assert math_reward(completion, gold) == expected
 
@@ -38,8 +41,10 @@ def test_arithmetic_is_deterministic_and_mixes_levels():
 
 def test_load_problems_gsm8k_and_math(tmp_path):
     p = tmp_path / "mix.jsonl"
-    rows = [{"question": "What is 2+3?", "answer": "2+3=5\n#### 5"},
-            {"problem": "Half of 1?", "solution": "It is $\\boxed{\\frac{1}{2}}$."}]
+    rows = [
+        {"question": "What is 2+3?", "answer": "2+3=5\n#### 5"},
+        {"problem": "Half of 1?", "solution": "It is $\\boxed{\\frac{1}{2}}$."},
+    ]
     p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     probs = load_problems(p)
     assert [q.answer for q in probs] == ["5", "\\frac{1}{2}"]
@@ -51,7 +56,9 @@ def test_load_problems_gsm8k_and_math(tmp_path):
 
 def test_load_problems_errors_name_file_line_field(tmp_path):
     p = tmp_path / "bad.jsonl"
-    p.write_text(json.dumps({"question": "ok?", "answer": "1"}) + "\n" + json.dumps({"question": "no answer"}) + "\n")
+    p.write_text(
+        json.dumps({"question": "ok?", "answer": "1"}) + "\n" + json.dumps({"question": "no answer"}) + "\n"
+    )
     with pytest.raises(IngestError, match=r"bad.jsonl:2.*field 'answer'"):
         load_problems(p)
     p.write_text("{not json\n")
@@ -68,11 +75,35 @@ def _fuzz_cases(n: int, seed: int = 0):
 
     rng = random.Random(seed)
     junk = "0123456789+-*=() QA:"
-    bodies = ["19", "-13", "007", "7", "-0", "0", " 19 ", "1 9", "19.0", "+19", "19}", "{19}", "1(", "",
-              "\\frac{1}{2}", "0.5", "12+7", "--3", "3-", "20-1"]
+    bodies = [
+        "19",
+        "-13",
+        "007",
+        "7",
+        "-0",
+        "0",
+        " 19 ",
+        "1 9",
+        "19.0",
+        "+19",
+        "19}",
+        "{19}",
+        "1(",
+        "",
+        "\\frac{1}{2}",
+        "0.5",
+        "12+7",
+        "--3",
+        "3-",
+        "20-1",
+    ]
     golds = ["19", "-13", "7", "0", "0.5", "\\frac{1}{2}", "12", "-3"]
     for _ in range(n):
-        body = rng.choice(bodies) if rng.random() < 0.6 else "".join(rng.choice("0123456789-") for _ in range(rng.randint(1, 4)))
+        body = (
+            rng.choice(bodies)
+            if rng.random() < 0.6
+            else "".join(rng.choice("0123456789-") for _ in range(rng.randint(1, 4)))
+        )
         pre = "".join(rng.choice(junk) for _ in range(rng.randint(0, 6)))
         post = "".join(rng.choice(junk) for _ in range(rng.randint(0, 4)))
         text = f"{pre}\\boxed{{{body}}}{post}"

@@ -32,7 +32,9 @@ class TorchLoopHost:
         self.batch, lr = int(schedule.current.batch), float(schedule.current.lr)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=lr)
         self.step, self.gen = 0, torch.Generator().manual_seed(seed)
-        self.driver = ScheduleDriver(schedule, self.apply, plugins, in_effect=(self.batch, lr), advisory=advisory)
+        self.driver = ScheduleDriver(
+            schedule, self.apply, plugins, in_effect=(self.batch, lr), advisory=advisory
+        )
 
     def apply(self, batch: int, lr: float) -> bool:
         if batch % MICRO:
@@ -43,7 +45,7 @@ class TorchLoopHost:
         return True
 
     def _grad_norm(self) -> float:
-        return float(torch.sqrt(sum((p.grad ** 2).sum() for p in self.model.parameters())))
+        return float(torch.sqrt(sum((p.grad**2).sum() for p in self.model.parameters())))
 
     def update(self) -> StepRecord:
         k = self.batch // MICRO
@@ -52,7 +54,7 @@ class TorchLoopHost:
         self.opt.zero_grad()
         micro_norm = math.nan
         for i in range(k):
-            xb, yb = x[i * MICRO:(i + 1) * MICRO], y[i * MICRO:(i + 1) * MICRO]
+            xb, yb = x[i * MICRO : (i + 1) * MICRO], y[i * MICRO : (i + 1) * MICRO]
             loss = ((self.model(xb).squeeze(-1) - yb) ** 2).mean() / k
             loss.backward()
             if i == 0 and k > 1:
@@ -60,9 +62,17 @@ class TorchLoopHost:
         big_norm = self._grad_norm()
         self.opt.step()
         self.step += 1
-        return StepRecord(step=self.step, samples=self.driver.samples + self.batch, batch=self.batch,
-                          lr=self.opt.param_groups[0]["lr"], reward_mean=-float(loss.detach()) * k, entropy=1.0,
-                          grad_norm=big_norm, grad_norm_micro=micro_norm, micro_batch=MICRO)
+        return StepRecord(
+            step=self.step,
+            samples=self.driver.samples + self.batch,
+            batch=self.batch,
+            lr=self.opt.param_groups[0]["lr"],
+            reward_mean=-float(loss.detach()) * k,
+            entropy=1.0,
+            grad_norm=big_norm,
+            grad_norm_micro=micro_norm,
+            micro_batch=MICRO,
+        )
 
     def run(self, updates: int) -> list:
         return [self.driver.observe(self.update()) for _ in range(updates)]
@@ -94,8 +104,13 @@ def test_a_batch_the_loop_cannot_run_is_held_and_observers_see_it():
 
 
 def test_the_online_noise_estimate_forms_and_matches_brute_force():
-    cfg = PolicyConfig(initial_batch=64, base_lr=1e-3, auto_records=20, detectors=(),
-                       constraints=BatchConstraints(divisor=MICRO, max_batch=1024))
+    cfg = PolicyConfig(
+        initial_batch=64,
+        base_lr=1e-3,
+        auto_records=20,
+        detectors=(),
+        constraints=BatchConstraints(divisor=MICRO, max_batch=1024),
+    )
     host = TorchLoopHost(TwoClockScheduler(cfg), seed=1)
     host.run(150)
     est = host.driver.schedule.noise.b_simple

@@ -21,8 +21,16 @@ def _rows(path):
 def test_short_run_raises_reward_on_an_easy_task(tiny_model_dir, tmp_path):
     from rlvr_trainer.train import Trainer
 
-    cfg = TrainConfig(model=str(tiny_model_dir), task_max_level=0, batch=EASY_BATCH, base_batch=EASY_BATCH,
-                      base_lr=EASY_LR, max_samples=EASY_SAMPLES, micro_batch=64, seed=1)
+    cfg = TrainConfig(
+        model=str(tiny_model_dir),
+        task_max_level=0,
+        batch=EASY_BATCH,
+        base_batch=EASY_BATCH,
+        base_lr=EASY_LR,
+        max_samples=EASY_SAMPLES,
+        micro_batch=64,
+        seed=1,
+    )
     trainer = Trainer(cfg, tmp_path / "easy")
     try:
         records = trainer.train()
@@ -35,8 +43,22 @@ def test_short_run_raises_reward_on_an_easy_task(tiny_model_dir, tmp_path):
     # canonical records: cumulative samples, constant batch, the metrics the clocks read
     assert [r.samples for r in records] == [EASY_BATCH * (i + 1) for i in range(len(records))]
     rows = _rows(tmp_path / "easy" / "metrics.jsonl")
-    for key in ("reward_mean", "reward_std", "entropy", "kl", "grad_norm", "clip_frac", "response_length",
-                "frac_zero_std", "grad_norm_micro", "micro_batch", "lr", "batch", "samples", "step"):
+    for key in (
+        "reward_mean",
+        "reward_std",
+        "entropy",
+        "kl",
+        "grad_norm",
+        "clip_frac",
+        "response_length",
+        "frac_zero_std",
+        "grad_norm_micro",
+        "micro_batch",
+        "lr",
+        "batch",
+        "samples",
+        "step",
+    ):
         assert key in rows[0] or key in ("grad_norm_micro", "micro_batch"), key
 
 
@@ -55,8 +77,15 @@ def _two_stage(cfg):
 def test_resume_gives_the_same_decisions_and_samples(tiny_model_dir, tmp_path):
     from rlvr_trainer.train import Trainer
 
-    cfg = TrainConfig(model=str(tiny_model_dir), batch=16, base_batch=16, base_lr=3e-4, max_samples=160,
-                      micro_batch=8, seed=2)
+    cfg = TrainConfig(
+        model=str(tiny_model_dir),
+        batch=16,
+        base_batch=16,
+        base_lr=3e-4,
+        max_samples=160,
+        micro_batch=8,
+        seed=2,
+    )
     full = Trainer(cfg, tmp_path / "full", schedule=_two_stage(cfg))
     try:
         full.train()
@@ -74,7 +103,10 @@ def test_resume_gives_the_same_decisions_and_samples(tiny_model_dir, tmp_path):
     finally:
         resumed.close()
 
-    d_full, d_part = _rows(tmp_path / "full" / "decisions.jsonl"), _rows(tmp_path / "part" / "decisions.jsonl")
+    d_full, d_part = (
+        _rows(tmp_path / "full" / "decisions.jsonl"),
+        _rows(tmp_path / "part" / "decisions.jsonl"),
+    )
     assert d_part == d_full
     assert [d["batch"] for d in d_full] == [16, 16, 16, 32, 32, 32, 32]
     assert any(d["switched"] for d in d_full)  # the switch went through the trainer's hook

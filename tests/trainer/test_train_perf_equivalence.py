@@ -5,17 +5,30 @@ no-grad pass over the padded batch, which must give the same values."""
 from __future__ import annotations
 
 import pytest
+import torch
+
 import rlvr_trainer.grpo as grpo_mod
 import rlvr_trainer.train as train_mod
-import torch
 from rlvr_trainer.config import TrainConfig
 from rlvr_trainer.train import Trainer
 
 
 @pytest.mark.slow
 def test_old_logprobs_equal_a_separate_pre_update_forward(tiny_model_dir, tmp_path, monkeypatch):
-    cfg = TrainConfig(model=str(tiny_model_dir), rollout="hf", batch=8, group_size=4, base_batch=8, micro_batch=4,
-                      ppo_epochs=2, max_tokens=6, base_lr=1e-2, max_samples=8, track_kl=False, warmup_samples=0)
+    cfg = TrainConfig(
+        model=str(tiny_model_dir),
+        rollout="hf",
+        batch=8,
+        group_size=4,
+        base_batch=8,
+        micro_batch=4,
+        ppo_epochs=2,
+        max_tokens=6,
+        base_lr=1e-2,
+        max_samples=8,
+        track_kl=False,
+        warmup_samples=0,
+    )
     tr = Trainer(cfg, tmp_path)
     start = {k: v.clone() for k, v in tr.model.state_dict().items()}
     seen: dict[str, list] = {"packed": [], "rollouts": [], "old": []}
@@ -58,7 +71,7 @@ def test_old_logprobs_equal_a_separate_pre_update_forward(tiny_model_dir, tmp_pa
             old = seen["old"][epoch * n_micro + j]
             for k, i in enumerate(mb.rows):
                 p, c = len(prompts[i]), len(comps[i])
-                torch.testing.assert_close(old[k, :c], ref[i, p - 1: p - 1 + c], rtol=0, atol=1e-5)
+                torch.testing.assert_close(old[k, :c], ref[i, p - 1 : p - 1 + c], rtol=0, atol=1e-5)
                 assert torch.all(old[k, c:] == 0)
     assert 0.0 <= rec.clip_frac <= 1.0
 

@@ -34,8 +34,9 @@ def _max_err(trainer, engine, prompts):
 def test_vllm_generates_and_tracks_weight_pushes(tiny_model_dir, tmp_path):
     from rlvr_trainer.train import Trainer
 
-    cfg = TrainConfig(model=str(tiny_model_dir), batch=32, base_batch=32, base_lr=1e-3, task_max_level=0,
-                      micro_batch=16)
+    cfg = TrainConfig(
+        model=str(tiny_model_dir), batch=32, base_batch=32, base_lr=1e-3, task_max_level=0, micro_batch=16
+    )
     trainer = Trainer(cfg, tmp_path / "run")
     try:
         engine = trainer._engine()
@@ -48,7 +49,9 @@ def test_vllm_generates_and_tracks_weight_pushes(tiny_model_dir, tmp_path):
         # the warm-started model answers a non-trivial share right but boxes only some of its
         # answers (1 in 5 of its warm-start answers was boxed: the format is what RL learns first)
         golds = [p.answer for p in probs for _ in range(2)]
-        right = sum(t.replace("\\boxed{", "").split("}")[0].strip() == g for t, g in zip(texts, golds)) / len(texts)
+        right = sum(t.replace("\\boxed{", "").split("}")[0].strip() == g for t, g in zip(texts, golds)) / len(
+            texts
+        )
         boxed = sum("\\boxed{" in t for t in texts) / len(texts)
         assert 0.3 < right < 0.95 and 0.05 < boxed < 0.5
         pass_rate = sum(score(texts, golds)) / len(texts)

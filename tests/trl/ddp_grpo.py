@@ -24,11 +24,11 @@ STEPS = 6
 
 
 def main() -> None:
-    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
     from transformers import PreTrainedTokenizerFast
     from trl import GRPOTrainer
 
     from rlvr_schedule.plugins import PluginHost, hookimpl
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     model_dir, out = sys.argv[1], Path(sys.argv[2])
     rank = int(os.environ.get("RANK", "0"))
@@ -38,21 +38,40 @@ def main() -> None:
     class Keep:
         @hookimpl
         def rlvr_schedule_on_record(self, record):
-            records.append({"samples": record.samples, "batch": record.batch,
-                            "grad_norm_micro": record.grad_norm_micro, "micro_batch": record.micro_batch})
+            records.append(
+                {
+                    "samples": record.samples,
+                    "batch": record.batch,
+                    "grad_norm_micro": record.grad_norm_micro,
+                    "micro_batch": record.micro_batch,
+                }
+            )
 
     host = PluginHost(load_entrypoints=False, strict=True)
     host.register(Keep())
     cb = RlvrScheduleCallback(SCHEDULE, plugins=host, strict=True)
     m = Measured()
-    trainer = GRPOTrainer(model=model_dir, reward_funcs=m.reward, processing_class=tok,
-                          args=grpo_args(out / "trainer", max_steps=STEPS, ddp_backend="gloo"),
-                          train_dataset=prompts(128), callbacks=[cb, _Probe(m)])
+    trainer = GRPOTrainer(
+        model=model_dir,
+        reward_funcs=m.reward,
+        processing_class=tok,
+        args=grpo_args(out / "trainer", max_steps=STEPS, ddp_backend="gloo"),
+        train_dataset=prompts(128),
+        callbacks=[cb, _Probe(m)],
+    )
     trainer.train()
-    (out / f"rank{rank}.json").write_text(json.dumps({
-        "world": int(trainer.args.world_size), "records": records,
-        "decisions": [d.to_dict() for d in cb.decisions], "completions": m.completions, "ga": m.ga,
-        "errors": cb.errors}))
+    (out / f"rank{rank}.json").write_text(
+        json.dumps(
+            {
+                "world": int(trainer.args.world_size),
+                "records": records,
+                "decisions": [d.to_dict() for d in cb.decisions],
+                "completions": m.completions,
+                "ga": m.ga,
+                "errors": cb.errors,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

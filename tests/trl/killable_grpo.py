@@ -35,13 +35,13 @@ STEPS = 9
 
 def scheduled_run(out: Path, *, resume: bool = False, steps: int = STEPS) -> Any:
     """Train (or resume) the scheduled run under ``out``; return the trainer."""
-    from rlvr_schedule_adapters.trl import last_complete_checkpoint
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
     from rlvr_schedule.plugins import PluginHost
     from rlvr_schedule.plugins.sinks import JsonlSink
+    from rlvr_schedule_adapters.trl import last_complete_checkpoint
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
 
     out.mkdir(parents=True, exist_ok=True)
     for log in (out / "measured.jsonl", out / "schedule.jsonl"):

@@ -11,6 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+
+from rlvr_schedule.plugins import PluginHost, hookimpl
+from rlvr_schedule.policy import StaticSchedule, schedule_from_dict
+from rlvr_schedule.records import Stage, StepRecord
 from rlvr_schedule_adapters._common import (
     build_schedule,
     planned_batches,
@@ -20,10 +24,6 @@ from rlvr_schedule_adapters._common import (
 )
 from rlvr_schedule_adapters.trl.checkpoints import last_complete_checkpoint
 from rlvr_schedule_adapters.trl.epochs import BatchUnit, epoch_fit
-
-from rlvr_schedule.plugins import PluginHost, hookimpl
-from rlvr_schedule.policy import StaticSchedule, schedule_from_dict
-from rlvr_schedule.records import Stage, StepRecord
 
 
 def test_planned_batches_follow_until_samples():
@@ -245,8 +245,15 @@ class _AlarmPlugin:
 def test_reachable_batches_are_what_the_policy_does_when_every_record_triggers(extra):
     host = PluginHost()
     host.register(_AlarmPlugin())
-    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "max_stages": 4,
-            "failure_exponent": 0.5, "constraints": {"group_size": 4}, **extra}
+    spec = {
+        "type": "two_clock",
+        "initial_batch": 8,
+        "base_lr": 1e-3,
+        "max_stages": 4,
+        "failure_exponent": 0.5,
+        "constraints": {"group_size": 4},
+        **extra,
+    }
     sched = schedule_from_dict(spec, plugins=host)
     ran, samples, bound = [], 0, None
     for i in range(1, 61):
@@ -256,8 +263,12 @@ def test_reachable_batches_are_what_the_policy_does_when_every_record_triggers(e
         samples += ran[-1]
         sched.step(StepRecord(step=i, samples=samples, batch=ran[-1], lr=1e-3, entropy=1.0, reward_mean=0.1))
     assert len(set(ran)) == 4  # it did grow three times
-    assert reachable_batches(_two(**{k: v for k, v in spec.items() if k != "type"}), 60, samples=0,
-                             noise_estimate=False) == ran
+    assert (
+        reachable_batches(
+            _two(**{k: v for k, v in spec.items() if k != "type"}), 60, samples=0, noise_estimate=False
+        )
+        == ran
+    )
     assert bound == ran[14:]
 
 
@@ -279,8 +290,14 @@ def _check(spec, *, remaining, micro_per_epoch, noise_updates=0):
 
 
 def test_may_end_early_warning_fires_exactly_when_the_data_cannot_hold_the_reachable_plan():
-    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "max_stages": 4,
-            "failure_exponent": 0.5, "constraints": {"group_size": 4, "divisor": 8}}
+    spec = {
+        "type": "two_clock",
+        "initial_batch": 8,
+        "base_lr": 1e-3,
+        "max_stages": 4,
+        "failure_exponent": 0.5,
+        "constraints": {"group_size": 4, "divisor": 8},
+    }
     # 25 updates: at most 10 x 8, 10 x 16, 5 x 32 rollouts = 10 x 2 + 10 x 4 + 5 x 8 = 100 micro-steps
     assert _check(spec, remaining=25, micro_per_epoch=100) == []
     assert _check(spec, remaining=25, micro_per_epoch=93) == []  # the 25th update starts (cut short)
@@ -296,8 +313,7 @@ def test_may_end_early_warning_fires_exactly_when_the_data_cannot_hold_the_reach
     # ... unless the logs carry one: then tracking may go anywhere below max_batch
     (msg,) = _check({**spec, **sqrt_switch}, remaining=25, micro_per_epoch=50, noise_updates=95)
     assert "without bound" in msg
-    capped = {**spec, **sqrt_switch,
-              "constraints": {"group_size": 4, "divisor": 8, "max_batch": 64}}
+    capped = {**spec, **sqrt_switch, "constraints": {"group_size": 4, "divisor": 8, "max_batch": 64}}
     # estimate ready at record 5 (95 + 5 = auto_records 100), tracking from record 10: 10 x 8 + 15 x 64
     assert _check(capped, remaining=25, micro_per_epoch=20 + 15 * 16, noise_updates=95) == []
     (msg,) = _check(capped, remaining=25, micro_per_epoch=20 + 14 * 16, noise_updates=95)

@@ -12,8 +12,9 @@ import math
 import warnings
 
 import pytest
-from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
 from trl_harness import GROUP, PER_DEVICE, TWO_STAGES, S, run_grpo
+
+from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
 
 pytestmark = pytest.mark.slow
 

@@ -23,9 +23,24 @@ def test_two_processes_count_rollouts_across_ranks_and_agree(tmp_path):
     model = tmp_path / "model"
     make_tiny_model(model)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                          "--master_port", "29531", str(CHILD), str(model), str(tmp_path)],
-                         capture_output=True, text=True, timeout=600, env=env)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29531",
+            str(CHILD),
+            str(model),
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert out.returncode == 0, out.stderr[-4000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert all(r["world"] == 2 and r["errors"] == [] for r in ranks)

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 from killable_grpo import STEPS, THREE_STAGES, last_per_step, scheduled_run
-from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, find_callback
 from trl_harness import run_grpo
+
+from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, find_callback
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,10 @@ import math
 
 import pytest
 import torch
-from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 from transformers import TrainerCallback
 from trl_harness import run_grpo
+
+from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,9 @@ class MicroGrads(TrainerCallback):
 
     @staticmethod
     def _flat(model) -> torch.Tensor:
-        return torch.cat([p.grad.detach().float().flatten() for p in model.parameters() if p.grad is not None])
+        return torch.cat(
+            [p.grad.detach().float().flatten() for p in model.parameters() if p.grad is not None]
+        )
 
     def on_substep_end(self, args, state, control, model=None, **kwargs):
         self._acc.append(self._flat(model))
@@ -59,20 +62,38 @@ def brute_force_b_simple(updates: list[torch.Tensor], b_small: int) -> float:
         weight = BETA ** (len(updates) - 1 - t)
         mean = g.mean(0)
         tr_t = b_small * float(((g - mean) ** 2).sum(1).sum() / (GA - 1))
-        g2_t = float((mean ** 2).sum()) - tr_t / b_big
+        g2_t = float((mean**2).sum()) - tr_t / b_big
         tr, g2, w = tr + weight * tr_t, g2 + weight * g2_t, w + weight
     return tr / g2
 
 
 def test_online_b_simple_matches_brute_force(tiny_model, tmp_path):
-    spec = {"type": "two_clock", "initial_batch": PER_DEVICE * GA, "base_lr": 1e-4, "lr_rule": "constant",
-            "track_critical_batch": False, "detectors": [], "auto_records": 5,
-            "constraints": {"group_size": 4, "divisor": PER_DEVICE * GA}}
+    spec = {
+        "type": "two_clock",
+        "initial_batch": PER_DEVICE * GA,
+        "base_lr": 1e-4,
+        "lr_rule": "constant",
+        "track_critical_batch": False,
+        "detectors": [],
+        "auto_records": 5,
+        "constraints": {"group_size": 4, "divisor": PER_DEVICE * GA},
+    }
     cb = RlvrScheduleCallback(spec, strict=True)
     probe = MicroGrads()
-    trainer, m = run_grpo(tiny_model, tmp_path, [cb, probe], max_steps=STEPS, gradient_accumulation_steps=GA,
-                          steps_per_generation=GA, learning_rate=1e-4, loss_type="grpo", max_grad_norm=1e6,
-                          max_completion_length=8, per_device_train_batch_size=PER_DEVICE, log_level="error")
+    trainer, m = run_grpo(
+        tiny_model,
+        tmp_path,
+        [cb, probe],
+        max_steps=STEPS,
+        gradient_accumulation_steps=GA,
+        steps_per_generation=GA,
+        learning_rate=1e-4,
+        loss_type="grpo",
+        max_grad_norm=1e6,
+        max_completion_length=8,
+        per_device_train_batch_size=PER_DEVICE,
+        log_level="error",
+    )
     assert len(cb.decisions) == STEPS and len(probe.updates) == STEPS
     assert m.completions == [PER_DEVICE * GA] * STEPS
     noise = cb.schedule.noise

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 import os
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 

@@ -17,8 +17,11 @@ from rlvr_schedule_adapters.verl.batch import (
 
 
 def _snapshot(cfg):
-    return (cfg.data.train_batch_size, cfg.actor_rollout_ref.actor.ppo_mini_batch_size,
-            cfg.data.get("gen_batch_size"))
+    return (
+        cfg.data.train_batch_size,
+        cfg.actor_rollout_ref.actor.ppo_mini_batch_size,
+        cfg.data.get("gen_batch_size"),
+    )
 
 
 def test_layout_of_the_real_config(verl_config):
@@ -43,12 +46,15 @@ def test_apply_fixed_keeps_mini_batch_size(verl_config):
     assert (verl_config.data.train_batch_size, actor.ppo_mini_batch_size) == (16, 8)
 
 
-@pytest.mark.parametrize("rollouts,mode,match", [
-    (30, "per_step", "not a positive multiple of actor_rollout_ref.rollout.n=4"),
-    (0, "per_step", "not a positive multiple"),
-    (20, "fixed", "not a multiple of actor_rollout_ref.actor.ppo_mini_batch_size=8"),
-    (32, "sideways", "mini_batch_mode must be one of"),
-])
+@pytest.mark.parametrize(
+    "rollouts,mode,match",
+    [
+        (30, "per_step", "not a positive multiple of actor_rollout_ref.rollout.n=4"),
+        (0, "per_step", "not a positive multiple"),
+        (20, "fixed", "not a multiple of actor_rollout_ref.actor.ppo_mini_batch_size=8"),
+        (32, "sideways", "mini_batch_mode must be one of"),
+    ],
+)
 def test_apply_rejects_and_leaves_config_untouched(verl_config, rollouts, mode, match):
     from omegaconf import open_dict
 
@@ -74,8 +80,9 @@ def test_apply_rejects_sizes_the_dataloader_cannot_give(verl_config):
 
 
 def test_pin_gen_batch_size_static(verl_config):
-    s = StaticSchedule([{"batch": 48, "lr": 1e-6, "until_samples": 100},
-                        {"batch": 80, "lr": 1e-6, "until_samples": None}])
+    s = StaticSchedule(
+        [{"batch": 48, "lr": 1e-6, "until_samples": 100}, {"batch": 80, "lr": 1e-6, "until_samples": None}]
+    )
     assert pin_gen_batch_size(verl_config, s) == 4  # gcd of 8 (launched), 12, 20 prompts
     assert verl_config.data.gen_batch_size == 4
     apply_rollout_batch(verl_config, 48)
@@ -127,10 +134,12 @@ def test_check_setup_mini_batch_not_dividing(verl_config):
 
 
 def test_check_setup_auto_batch_needs_what_verl_does_not_log(verl_config):
-    auto = TwoClockScheduler(PolicyConfig(initial_batch="auto", fallback_batch=32,
-                                          constraints=BatchConstraints(group_size=4)))
+    auto = TwoClockScheduler(
+        PolicyConfig(initial_batch="auto", fallback_batch=32, constraints=BatchConstraints(group_size=4))
+    )
     msgs = check_setup(verl_config, auto, warn=False)
     assert any("grad_norm_micro" in m for m in msgs)
-    given = TwoClockScheduler(PolicyConfig(initial_batch="auto", critical_batch=128,
-                                           constraints=BatchConstraints(group_size=4)))
+    given = TwoClockScheduler(
+        PolicyConfig(initial_batch="auto", critical_batch=128, constraints=BatchConstraints(group_size=4))
+    )
     assert not any("grad_norm_micro" in m for m in check_setup(verl_config, given, warn=False))

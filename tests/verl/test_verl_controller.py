@@ -17,8 +17,13 @@ from rlvr_schedule_adapters.verl.state import STATE_FILE, checkpoint_folder, loa
 
 
 def metrics(step: int, reward: float = 0.5, entropy: float = 1.0) -> dict:
-    return {"training/global_step": step, "critic/score/mean": reward, "actor/entropy": entropy,
-            "actor/grad_norm": 1.0, "actor/lr": 1e-6}
+    return {
+        "training/global_step": step,
+        "critic/score/mean": reward,
+        "actor/entropy": entropy,
+        "actor/grad_norm": 1.0,
+        "actor/lr": 1e-6,
+    }
 
 
 class Recorder:
@@ -62,9 +67,16 @@ class DetectorPlugin:
 
 
 def two_clock(host):
-    cfg = PolicyConfig(initial_batch=32, base_lr=1e-6, hysteresis=1, min_stage_steps=0, max_stages=3,
-                       failure_exponent=0.5, failure_lr_exponent=0.5,  # a square-root switch (policy v3 knob)
-                       constraints=BatchConstraints(group_size=4))
+    cfg = PolicyConfig(
+        initial_batch=32,
+        base_lr=1e-6,
+        hysteresis=1,
+        min_stage_steps=0,
+        max_stages=3,
+        failure_exponent=0.5,
+        failure_lr_exponent=0.5,  # a square-root switch (policy v3 knob)
+        constraints=BatchConstraints(group_size=4),
+    )
     return TwoClockScheduler(cfg, detectors=host.failure_detectors())
 
 
@@ -74,8 +86,13 @@ def test_two_clock_applies_through_the_driver():
     host.register(DetectorPlugin(det))
     host.register(rec)
     applied = []
-    ctl = ScheduleController(two_clock(host), group_size=4, running=(32, 1e-6), plugins=host,
-                             apply_fn=lambda b, lr: applied.append((b, lr)))
+    ctl = ScheduleController(
+        two_clock(host),
+        group_size=4,
+        running=(32, 1e-6),
+        plugins=host,
+        apply_fn=lambda b, lr: applied.append((b, lr)),
+    )
     for s in (1, 2):
         ctl.observe(metrics(s), s)
     assert applied == []
@@ -115,8 +132,9 @@ def test_static_schedule_gets_observer_hooks_from_the_driver(tmp_path):
     sink = JsonlSink(tmp_path / "records.jsonl")
     host.register(sink)
     sched = StaticSchedule([{"batch": 32, "lr": 1e-6, "until_samples": 64}, {"batch": 64, "lr": 2e-6}])
-    ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6), plugins=host,
-                             apply_fn=lambda b, lr: None)
+    ctl = ScheduleController(
+        sched, group_size=4, running=(32, 1e-6), plugins=host, apply_fn=lambda b, lr: None
+    )
     for s in (1, 2, 3):
         ctl.observe(metrics(s), s)
     sink.close()
@@ -150,11 +168,16 @@ def _run(ctl, steps, start=1):
 
 def test_state_round_trip_continues_like_the_uninterrupted_run(tmp_path):
     def make(applied):
-        s = StaticSchedule([{"batch": 32, "lr": 1e-6, "until_samples": 64},
-                            {"batch": 64, "lr": 2e-6, "until_samples": 256},
-                            {"batch": 128, "lr": 3e-6}])
-        return ScheduleController(s, group_size=4, running=(32, 1e-6),
-                                  apply_fn=lambda b, lr: applied.append((b, lr)))
+        s = StaticSchedule(
+            [
+                {"batch": 32, "lr": 1e-6, "until_samples": 64},
+                {"batch": 64, "lr": 2e-6, "until_samples": 256},
+                {"batch": 128, "lr": 3e-6},
+            ]
+        )
+        return ScheduleController(
+            s, group_size=4, running=(32, 1e-6), apply_fn=lambda b, lr: applied.append((b, lr))
+        )
 
     full_applied: list = []
     full = make(full_applied)
@@ -173,6 +196,7 @@ def test_state_round_trip_continues_like_the_uninterrupted_run(tmp_path):
     assert resumed.running == (32, 1e-6) and resumed.start()
     assert resumed_applied == [(64, 2e-6)]  # the stage that was running is re-applied
     got += _run(resumed, 5, start=4)
+
     def key(ds):
         return [(d.batch, d.lr, d.samples, d.stage) for d in ds]
 
@@ -182,8 +206,9 @@ def test_state_round_trip_continues_like_the_uninterrupted_run(tmp_path):
 def test_advisory_decides_and_logs_but_never_applies(caplog):
     sched = StaticSchedule([{"batch": 32, "lr": 1e-6, "until_samples": 64}, {"batch": 64, "lr": 2e-6}])
     applied: list = []
-    ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6), advisory=True,
-                             apply_fn=lambda b, lr: applied.append((b, lr)))
+    ctl = ScheduleController(
+        sched, group_size=4, running=(32, 1e-6), advisory=True, apply_fn=lambda b, lr: applied.append((b, lr))
+    )
     with caplog.at_level("INFO", logger="rlvr_schedule.driver"):
         decisions = [ctl.observe(metrics(s), s) for s in (1, 2, 3)]
     assert [d.switched for d in decisions] == [False, True, False] and decisions[1].batch == 64
@@ -193,8 +218,12 @@ def test_advisory_decides_and_logs_but_never_applies(caplog):
 
 
 def test_state_version_is_checked():
-    ctl = ScheduleController(StaticSchedule([{"batch": 32, "lr": 1e-6}]), group_size=4, running=(32, 1e-6),
-                             apply_fn=lambda b, lr: None)
+    ctl = ScheduleController(
+        StaticSchedule([{"batch": 32, "lr": 1e-6}]),
+        group_size=4,
+        running=(32, 1e-6),
+        apply_fn=lambda b, lr: None,
+    )
     state = ctl.state_dict()
     state["version"] = 99
     with pytest.raises(ValueError, match="version 99"):

@@ -10,11 +10,16 @@ import pytest
 
 from rlvr_schedule.errors import ConfigError
 
-OVERRIDES = ["algorithm.adv_estimator=grpo", "data.train_batch_size=8", "actor_rollout_ref.rollout.n=4",
-             "actor_rollout_ref.actor.ppo_mini_batch_size=8", "trainer.n_gpus_per_node=1",
-             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
-             "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
-             "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2"]
+OVERRIDES = [
+    "algorithm.adv_estimator=grpo",
+    "data.train_batch_size=8",
+    "actor_rollout_ref.rollout.n=4",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+    "trainer.n_gpus_per_node=1",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
+]
 
 
 def test_main_builds_a_checked_config_and_runs_the_runner(write_schedule, tmp_path):
@@ -25,8 +30,10 @@ def test_main_builds_a_checked_config_and_runs_the_runner(write_schedule, tmp_pa
     calls = []
     from rlvr_schedule_adapters.verl import launch as launch_mod
 
-    rc = launch_mod.main(["--schedule", str(sched), "--jsonl", str(tmp_path / "r.jsonl"), *OVERRIDES],
-                         run=lambda cfg, task_runner_class: calls.append((cfg, task_runner_class)))
+    rc = launch_mod.main(
+        ["--schedule", str(sched), "--jsonl", str(tmp_path / "r.jsonl"), *OVERRIDES],
+        run=lambda cfg, task_runner_class: calls.append((cfg, task_runner_class)),
+    )
     assert rc == 0 and len(calls) == 1
     cfg, runner = calls[0]
     assert runner is RlvrScheduleTaskRunner
@@ -36,8 +43,10 @@ def test_main_builds_a_checked_config_and_runs_the_runner(write_schedule, tmp_pa
     assert cfg.rlvr_schedule.advisory is False
     assert cfg.data.train_batch_size == 8 and cfg.actor_rollout_ref.rollout.n == 4
     assert main is not None  # the entry-point module exposes the same command
-    launch_mod.main(["--schedule", str(sched), "--advisory", *OVERRIDES],
-                    run=lambda cfg, task_runner_class: calls.append((cfg, task_runner_class)))
+    launch_mod.main(
+        ["--schedule", str(sched), "--advisory", *OVERRIDES],
+        run=lambda cfg, task_runner_class: calls.append((cfg, task_runner_class)),
+    )
     assert calls[-1][0].rlvr_schedule.advisory is True
 
 
@@ -77,8 +86,11 @@ def test_runner_runs_the_schedule_trainer(schedule_config, monkeypatch):
     from rlvr_schedule_adapters.verl.trainer import RlvrSchedulePPOTrainer, RlvrScheduleTaskRunner
 
     seen = []
-    monkeypatch.setattr(TaskRunnerV1.__ray_actor_class__, "run",
-                        lambda self, config: seen.append(get_trainer_cls(config.trainer.v1.trainer_mode)))
+    monkeypatch.setattr(
+        TaskRunnerV1.__ray_actor_class__,
+        "run",
+        lambda self, config: seen.append(get_trainer_cls(config.trainer.v1.trainer_mode)),
+    )
     schedule_config.trainer.v1.trainer_mode = "sync"  # as launched
     runner = RlvrScheduleTaskRunner.__ray_actor_class__()
     runner.run(schedule_config)
@@ -133,8 +145,9 @@ def test_example_script_dry_run(tmp_path):
 
     script = Path(__file__).resolve().parents[2] / "examples" / "verl_qwen_math_two_clock.sh"
     env = dict(os.environ, PYTHON=sys.executable, RUN_DIR=str(tmp_path / "run"))
-    out = subprocess.run(["bash", str(script), "--dry-run"], capture_output=True, text=True, timeout=300,
-                         cwd=tmp_path, env=env)
+    out = subprocess.run(
+        ["bash", str(script), "--dry-run"], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "128 prompts x rollout.n 8 = 1024 rollouts per step" in out.stdout
     assert "data.gen_batch_size 32" in out.stdout and "no start-up warnings" in out.stdout

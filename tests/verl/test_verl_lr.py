@@ -13,8 +13,9 @@ import torch
 from rlvr_schedule_adapters._common import scale_base_lr
 
 
-def make_engine(config, *, scheduler: str = "cosine", warmup: int = 2, total: int = 20, lr: float = 1e-2,
-                groups: int = 1):
+def make_engine(
+    config, *, scheduler: str = "cosine", warmup: int = 2, total: int = 20, lr: float = 1e-2, groups: int = 1
+):
     """An object with what verl's FSDPEngine keeps (optimizer, lr_scheduler, optimizer_config),
     the scheduler built by ``FSDPEngine._build_lr_scheduler`` from the real optim config."""
     from verl.utils.config import omega_conf_to_dataclass
@@ -31,10 +32,15 @@ def make_engine(config, *, scheduler: str = "cosine", warmup: int = 2, total: in
         params = [{"params": [module.weight]}]
     else:  # a second group at half the LR, as with a separate LR for some parameters
         module = torch.nn.ModuleList([torch.nn.Linear(1, 1, bias=False) for _ in range(groups)])
-        params = [{"params": list(m.parameters()), "lr": lr / (2 ** i)} for i, m in enumerate(module)]
+        params = [{"params": list(m.parameters()), "lr": lr / (2**i)} for i, m in enumerate(module)]
     opt = torch.optim.SGD(params, lr=lr)
-    eng = SimpleNamespace(module=module, optimizer=opt, optimizer_config=omega_conf_to_dataclass(optim),
-                          rank=0, _qat_enabled=False)
+    eng = SimpleNamespace(
+        module=module,
+        optimizer=opt,
+        optimizer_config=omega_conf_to_dataclass(optim),
+        rank=0,
+        _qat_enabled=False,
+    )
     eng.lr_scheduler = FSDPEngine._build_lr_scheduler(eng, opt)
     return eng
 
@@ -168,7 +174,8 @@ def test_one_to_all_over_ray_reaches_every_rank(ray_cluster):
     try:
         pool = RayResourcePool([2], use_gpu=False, max_colocate_count=1)
         fused = create_colocated_worker_cls(
-            {"actor_rollout": RayClassWithInitArgs(cls=ray.remote(ToyActorWorker), lr=0.1, warmup=2)})
+            {"actor_rollout": RayClassWithInitArgs(cls=ray.remote(ToyActorWorker), lr=0.1, warmup=2)}
+        )
         wg = RayWorkerGroup(resource_pool=pool, ray_cls_with_init=fused, device_name="cpu")
         wg = wg.spawn(prefix_set={"actor_rollout"})["actor_rollout"]
         assert wg.world_size == 2

@@ -32,12 +32,18 @@ def _data_metrics(scores: list[float], response_lengths: list[int]) -> dict:
     tls = torch.zeros(b, r)
     for i, (s, n) in enumerate(zip(scores, response_lengths)):
         tls[i, n - 1] = s  # outcome reward on the last response token
-    batch = DataProto.from_dict(tensors={
-        "prompts": torch.ones(b, p, dtype=torch.long), "responses": torch.ones(b, r, dtype=torch.long),
-        "attention_mask": attn.long(), "response_mask": resp_mask.long(),
-        "token_level_scores": tls, "token_level_rewards": tls.clone(),
-        "advantages": torch.randn(b, r), "returns": torch.randn(b, r),
-    })
+    batch = DataProto.from_dict(
+        tensors={
+            "prompts": torch.ones(b, p, dtype=torch.long),
+            "responses": torch.ones(b, r, dtype=torch.long),
+            "attention_mask": attn.long(),
+            "response_mask": resp_mask.long(),
+            "token_level_scores": tls,
+            "token_level_rewards": tls.clone(),
+            "advantages": torch.randn(b, r),
+            "returns": torch.randn(b, r),
+        }
+    )
     return compute_data_metrics(batch, use_critic=False)
 
 
@@ -71,12 +77,21 @@ def test_renamed_worker_keys_are_what_verl_writes():
 
 def _step_metrics(step: int, score: float, entropy: float, lr: float = 1e-6) -> dict:
     m = _data_metrics([score, score, 0.0, 2 * score], [5, 4, 3, 5])
-    m.update({
-        "training/global_step": step, "training/epoch": 0,
-        "actor/entropy": entropy, "actor/kl_loss": 0.01, "actor/ppo_kl": 0.002, "actor/grad_norm": 0.7,
-        "actor/pg_clipfrac": 0.05, "actor/pg_loss": -0.1, "actor/lr": lr,
-        "timing_s/step": 1.5, "perf/throughput": 100.0,
-    })
+    m.update(
+        {
+            "training/global_step": step,
+            "training/epoch": 0,
+            "actor/entropy": entropy,
+            "actor/kl_loss": 0.01,
+            "actor/ppo_kl": 0.002,
+            "actor/grad_norm": 0.7,
+            "actor/pg_clipfrac": 0.05,
+            "actor/pg_loss": -0.1,
+            "actor/lr": lr,
+            "timing_s/step": 1.5,
+            "perf/throughput": 100.0,
+        }
+    )
     return m
 
 
@@ -89,8 +104,9 @@ def _tracking():
 def test_real_tracking_feeds_records():
     applied: list[tuple[int, float]] = []
     sched = StaticSchedule([{"batch": 32, "lr": 1e-6, "until_samples": None}])
-    ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6),
-                             apply_fn=lambda b, lr: applied.append((b, lr)))
+    ctl = ScheduleController(
+        sched, group_size=4, running=(32, 1e-6), apply_fn=lambda b, lr: applied.append((b, lr))
+    )
     tracking = _tracking()
     attach_backend(tracking, ScheduleMetricsBackend(ctl))
     assert tracking.logger[BACKEND_NAME].controller is ctl
@@ -128,10 +144,12 @@ def test_missing_lr_falls_back_to_the_running_lr():
 
 def test_switch_is_applied_after_the_step_that_crossed():
     applied: list[tuple[int, float]] = []
-    sched = StaticSchedule([{"batch": 32, "lr": 1e-6, "until_samples": 64},
-                            {"batch": 64, "lr": 2e-6, "until_samples": None}])
-    ctl = ScheduleController(sched, group_size=4, running=(32, 1e-6),
-                             apply_fn=lambda b, lr: applied.append((b, lr)))
+    sched = StaticSchedule(
+        [{"batch": 32, "lr": 1e-6, "until_samples": 64}, {"batch": 64, "lr": 2e-6, "until_samples": None}]
+    )
+    ctl = ScheduleController(
+        sched, group_size=4, running=(32, 1e-6), apply_fn=lambda b, lr: applied.append((b, lr))
+    )
     backend = ScheduleMetricsBackend(ctl)
     backend.log(_step_metrics(1, 0.1, 1.0), 1)
     assert applied == []

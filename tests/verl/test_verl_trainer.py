@@ -39,8 +39,14 @@ class RecordingWorkerGroup:
 
 
 def _metrics(step: int, score: float = 0.5) -> dict:
-    return {"training/global_step": step, "critic/score/mean": score, "actor/entropy": 1.0,
-            "actor/grad_norm": 0.5, "actor/lr": 1e-6, "response_length/mean": 10.0}
+    return {
+        "training/global_step": step,
+        "critic/score/mean": score,
+        "actor/entropy": 1.0,
+        "actor/grad_norm": 0.5,
+        "actor/lr": 1e-6,
+        "response_length/mean": 10.0,
+    }
 
 
 def make_trainer(config, wg=None):
@@ -106,8 +112,11 @@ def test_worker_class_is_swapped(schedule_config):
 
     t = make_trainer(schedule_config)
     t._init_resource_pool_mgr()
-    (role, cls), = [(r, c) for r, c in t.role_worker_mapping.items()
-                    if r in (Role.ActorRollout, Role.ActorRolloutRef, Role.Actor)]
+    ((role, cls),) = [
+        (r, c)
+        for r, c in t.role_worker_mapping.items()
+        if r in (Role.ActorRollout, Role.ActorRolloutRef, Role.Actor)
+    ]
     assert cls.__ray_actor_class__ is ScheduleActorRolloutRefWorker
     assert hasattr(ScheduleActorRolloutRefWorker, "rlvr_set_lr")
 
@@ -313,7 +322,8 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
     controller), driven by a falling entropy in verl's metrics."""
     from omegaconf import open_dict
 
-    path = write_schedule("""\
+    path = write_schedule(
+        """\
         type: two_clock
         initial_batch: 32
         base_lr: 1.0e-6
@@ -328,7 +338,9 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
         failure_exponent: 0.5
         failure_lr_exponent: 0.5
         constraints: {group_size: 4, max_batch: 256}
-        """, name="two_clock.yaml")
+        """,
+        name="two_clock.yaml",
+    )
     with open_dict(verl_config):
         verl_config.rlvr_schedule = {"schedule": str(path)}
     wg = RecordingWorkerGroup()
@@ -343,7 +355,7 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
         entropy -= 0.05
     assert t.config.data.train_batch_size == 16  # switched to 64 rollouts
     assert t.config.actor_rollout_ref.actor.ppo_mini_batch_size == 16
-    assert wg.lrs == [pytest.approx(1e-6 * 2 ** 0.5)]  # sqrt rule
+    assert wg.lrs == [pytest.approx(1e-6 * 2**0.5)]  # sqrt rule
     assert t.rlvr_controller.schedule.current.batch == 64 and t.rlvr_controller.faults == []
 
 

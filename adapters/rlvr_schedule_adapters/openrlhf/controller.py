@@ -39,14 +39,22 @@ class ScheduleController:
     ``advisory``: decide and log, never apply.
     """
 
-    def __init__(self, schedule: Any, args: Any, apply_workers: Callable[[int, float], Any], *,
-                 plugins: Any = None, advisory: bool = False) -> None:
+    def __init__(
+        self,
+        schedule: Any,
+        args: Any,
+        apply_workers: Callable[[int, float], Any],
+        *,
+        plugins: Any = None,
+        advisory: bool = False,
+    ) -> None:
         self.args = args
         self.apply_workers = apply_workers
         self.updates = updates_per_rollout(args)
         lr0 = float(getattr(getattr(args.actor, "adam", None), "lr", math.nan))
-        self.driver = ScheduleDriver(schedule, self._apply, plugins, advisory=advisory,
-                                     in_effect=(int(args.train.batch_size), lr0))
+        self.driver = ScheduleDriver(
+            schedule, self._apply, plugins, advisory=advisory, in_effect=(int(args.train.batch_size), lr0)
+        )
 
     schedule = property(lambda self: self.driver.schedule)
     samples = property(lambda self: self.driver.samples)
@@ -68,8 +76,13 @@ class ScheduleController:
         plan = plan_for_batch(self.args, int(batch), updates=self.updates)
         self.apply_workers(plan.train_batch, float(lr))
         apply_plan_to_args(self.args, plan)
-        log.info("rlvr-schedule: %d rollouts per update (%d prompts x %d per step), lr %g",
-                 plan.train_batch, plan.rollout_prompts, plan.n_samples_per_prompt, lr)
+        log.info(
+            "rlvr-schedule: %d rollouts per update (%d prompts x %d per step), lr %g",
+            plan.train_batch,
+            plan.rollout_prompts,
+            plan.n_samples_per_prompt,
+            lr,
+        )
         return True
 
     def begin(self) -> bool:
@@ -85,8 +98,13 @@ class ScheduleController:
         step_samples = int(n) if n is not None and n > 0 else self.batch * self.updates
         samples = self.driver.consume(step_samples)
         lr = as_number(logs_dict.get("actor_lr"))
-        record = canonicalize(translate_metrics(logs_dict), step=int(global_step), samples=samples,
-                              batch=self.batch, lr=lr if lr is not None else self.lr)
+        record = canonicalize(
+            translate_metrics(logs_dict),
+            step=int(global_step),
+            samples=samples,
+            batch=self.batch,
+            lr=lr if lr is not None else self.lr,
+        )
         record.extra.setdefault("rollouts_step", float(step_samples))
         return self.driver.observe(record)
 
@@ -105,8 +123,12 @@ class ScheduleController:
         logs_dict["rlvr/stage"] = float(decision.stage)
 
     def fault(self, where: str, exc: BaseException) -> None:
-        log.error("rlvr-schedule: %s failed; training continues at %d rollouts per update", where,
-                  self.batch, exc_info=exc)
+        log.error(
+            "rlvr-schedule: %s failed; training continues at %d rollouts per update",
+            where,
+            self.batch,
+            exc_info=exc,
+        )
         self.faults.append(("openrlhf", where, exc))
 
     # -- state ------------------------------------------------------------------------------------
@@ -137,5 +159,6 @@ def make_controller(args: Any, apply_workers: Callable[[int, float], Any]) -> Sc
 
     host = get_plugin_host()
     schedule = build_schedule(settings["schedule"], plugins=host)
-    return ScheduleController(schedule, args, apply_workers, plugins=host,
-                              advisory=bool(settings.get("advisory", False)))
+    return ScheduleController(
+        schedule, args, apply_workers, plugins=host, advisory=bool(settings.get("advisory", False))
+    )

@@ -104,8 +104,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         description="Run openrlhf.cli.train_ppo_ray under a rollout-batch schedule.",
     )
     parser.add_argument("--schedule", required=True, help="schedule file (YAML/JSON: static or two_clock)")
-    parser.add_argument("--advisory", action="store_true",
-                        help="decide and log every decision with its reason, change nothing")
+    parser.add_argument(
+        "--advisory",
+        action="store_true",
+        help="decide and log every decision with its reason, change nothing",
+    )
     ours, rest = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(level=logging.INFO)
 

@@ -36,7 +36,13 @@ from typing import TYPE_CHECKING, Any
 from rlvr_schedule.driver import ScheduleDriver
 from rlvr_schedule.plugins import PluginHost
 from rlvr_schedule.records import Decision, StepRecord
-from rlvr_schedule_adapters._common import build_schedule, scale_base_lr, schedule_spec, warn_setup
+from rlvr_schedule_adapters._common import (
+    ScheduleSetupWarning,
+    build_schedule,
+    scale_base_lr,
+    schedule_spec,
+    warn_setup,
+)
 from rlvr_schedule_adapters.trl.checks import check_plan
 from rlvr_schedule_adapters.trl.epochs import BatchUnit
 from rlvr_schedule_adapters.trl.noise import grad_norm, mean_over_ranks
@@ -115,8 +121,9 @@ class _ScheduleCallbackCore:
         self.host = plugins if plugins is not None else PluginHost(strict=strict)
         _HOSTS[self.name] = self.host
         self.schedule: BatchSchedule = build_schedule(schedule, plugins=self.host)
-        self.driver = ScheduleDriver(self.schedule, self.request, self.host, advisory=self.advisory,
-                                     strict=strict)
+        self.driver = ScheduleDriver(
+            self.schedule, self.request, self.host, advisory=self.advisory, strict=strict
+        )
         self._spec = schedule_spec(schedule)
         from rlvr_schedule.ingest.aliases import collect_aliases
 
@@ -167,7 +174,9 @@ class _ScheduleCallbackCore:
     @property
     def errors(self) -> list[str]:
         """Every fault of this run: the callback's own and the driver's (schedule, apply, plugins)."""
-        return self._errors + [f"{where}: {type(exc).__name__}: {exc}" for _, where, exc in self.driver.faults]
+        return self._errors + [
+            f"{where}: {type(exc).__name__}: {exc}" for _, where, exc in self.driver.faults
+        ]
 
     # --- ExportableState ---------------------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -339,8 +348,13 @@ class _ScheduleCallbackCore:
             int(state.num_train_epochs) - int(state.global_step) // max(-(-micro_per_epoch // ga0), 1), 1
         )
         reasons = check_plan(
-            self.schedule, self._unit, remaining=int(state.max_steps) - int(state.global_step),
-            samples=self.samples, micro_per_epoch=micro_per_epoch, ga0=ga0, epochs=epochs,
+            self.schedule,
+            self._unit,
+            remaining=int(state.max_steps) - int(state.global_step),
+            samples=self.samples,
+            micro_per_epoch=micro_per_epoch,
+            ga0=ga0,
+            epochs=epochs,
             # B* tracking can move the batch only when the records carry the noise estimate's input
             noise_estimate=self._noise_measurable(ga0)
             or getattr(getattr(self.schedule, "noise", None), "n_updates", 0) > 0,

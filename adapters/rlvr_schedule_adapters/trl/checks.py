@@ -18,8 +18,17 @@ from rlvr_schedule_adapters.trl.epochs import BatchUnit, epoch_fit
 __all__ = ["check_plan"]
 
 
-def check_plan(schedule: Any, unit: BatchUnit, *, remaining: int, samples: int, micro_per_epoch: int,
-               ga0: int, epochs: int, noise_estimate: bool) -> list[str]:
+def check_plan(
+    schedule: Any,
+    unit: BatchUnit,
+    *,
+    remaining: int,
+    samples: int,
+    micro_per_epoch: int,
+    ga0: int,
+    epochs: int,
+    noise_estimate: bool,
+) -> list[str]:
     """Reasons the run cannot hold ``schedule`` for its ``remaining`` updates (empty: it can).
 
     ``unit``: rollouts per micro-step; ``micro_per_epoch``: the dataloader's length; ``ga0``: the
@@ -44,12 +53,14 @@ def check_plan(schedule: Any, unit: BatchUnit, *, remaining: int, samples: int, 
             f"gradient_accumulation_steps={ga0}, so the run would end after {fit.updates} of "
             f"{fit.planned} remaining updates ({micro_per_epoch} micro-steps per epoch x {epochs} "
             f"epochs). One epoch must hold the sum of accumulation over all steps: "
-            f"{fit.micro_needed} micro-steps = {need} completions")
+            f"{fit.micro_needed} micro-steps = {need} completions"
+        )
         return out
     if fit.partial:
         out.append(
             f"{fit.partial} update(s) will be cut short at an epoch end: make the epoch "
-            f"({micro_per_epoch} micro-steps) a multiple of every planned accumulation count")
+            f"({micro_per_epoch} micro-steps) a multiple of every planned accumulation count"
+        )
     # the worst case of an online schedule: it grows as early and as far as its rules allow
     worst = reachable_batches(schedule, remaining, samples=samples, noise_estimate=noise_estimate)
     if worst is None or max(worst) <= max(plan):
@@ -59,17 +70,23 @@ def check_plan(schedule: Any, unit: BatchUnit, *, remaining: int, samples: int, 
         out.append(
             "the run may end early: the schedule can grow its batch without bound (B* tracking; "
             "no constraints.max_batch) and the data plan is fixed from "
-            f"gradient_accumulation_steps={ga0}; cap constraints.max_batch")
+            f"gradient_accumulation_steps={ga0}; cap constraints.max_batch"
+        )
         return out
     if any(int(b) % unit.multiple for b in worst):
         return out  # a batch this trainer cannot run is refused when proposed (the stage holds)
-    grown = epoch_fit([unit.accumulation(int(b)) for b in worst], micro_per_epoch=micro_per_epoch,
-                      initial_accumulation=ga0, epochs=epochs)
+    grown = epoch_fit(
+        [unit.accumulation(int(b)) for b in worst],
+        micro_per_epoch=micro_per_epoch,
+        initial_accumulation=ga0,
+        epochs=epochs,
+    )
     if grown.updates < remaining:
         out.append(
             f"the run may end early: if the schedule grows as early as its rules allow, to "
             f"{int(top)} rollouts, the data holds only {grown.updates} of {remaining} remaining updates "
             f"({micro_per_epoch} micro-steps per epoch x {epochs} epochs, planned from "
             f"gradient_accumulation_steps={ga0}); to be safe give one epoch "
-            f"{grown.micro_needed * unit.per_step} completions or cap constraints.max_batch")
+            f"{grown.micro_needed * unit.per_step} completions or cap constraints.max_batch"
+        )
     return out

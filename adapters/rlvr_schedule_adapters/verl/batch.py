@@ -15,8 +15,9 @@ Works on any OmegaConf ``DictConfig`` (struct or not); imports omegaconf only wh
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from rlvr_schedule_adapters._common import ScheduleSetupWarning, warn_setup
 
@@ -90,8 +91,14 @@ def _set(node: Any, key: str, value: Any) -> None:
         node[key] = value
 
 
-def apply_rollout_batch(config: Any, rollouts: int, *, mini_batch_mode: str = "per_step",
-                        mini_batches: int | None = None, use_critic: bool = False) -> BatchLayout:
+def apply_rollout_batch(
+    config: Any,
+    rollouts: int,
+    *,
+    mini_batch_mode: str = "per_step",
+    mini_batches: int | None = None,
+    use_critic: bool = False,
+) -> BatchLayout:
     """Write a new rollouts-per-step into ``config``; returns the new layout.
 
     ``mini_batches`` is the number of PPO mini-batches per step to keep (``per_step`` mode;
@@ -104,24 +111,31 @@ def apply_rollout_batch(config: Any, rollouts: int, *, mini_batch_mode: str = "p
     old = read_layout(config)
     n = old.group_size
     if rollouts < 1 or rollouts % n:
-        raise ValueError(f"rollout batch {rollouts} is not a positive multiple of "
-                         f"actor_rollout_ref.rollout.n={n}")
+        raise ValueError(
+            f"rollout batch {rollouts} is not a positive multiple of actor_rollout_ref.rollout.n={n}"
+        )
     prompts = rollouts // n
     gen = old.gen_batch_size or old.train_batch_size
     if prompts % gen:
-        raise ValueError(f"{prompts} prompts per step is not a multiple of the dataloader batch "
-                         f"data.gen_batch_size={gen} (fixed once the dataloader is built)")
+        raise ValueError(
+            f"{prompts} prompts per step is not a multiple of the dataloader batch "
+            f"data.gen_batch_size={gen} (fixed once the dataloader is built)"
+        )
     if mini_batch_mode == "per_step":
         k = mini_batches if mini_batches is not None else (old.mini_batches or 1)
         if prompts % k:
-            raise ValueError(f"{prompts} prompts per step do not split into {k} PPO mini-batches "
-                             "(actor_rollout_ref.actor.ppo_mini_batch_size)")
+            raise ValueError(
+                f"{prompts} prompts per step do not split into {k} PPO mini-batches "
+                "(actor_rollout_ref.actor.ppo_mini_batch_size)"
+            )
         mini = prompts // k
     else:
         mini = old.ppo_mini_batch_size
         if prompts % mini:
-            raise ValueError(f"{prompts} prompts per step is not a multiple of "
-                             f"actor_rollout_ref.actor.ppo_mini_batch_size={mini}")
+            raise ValueError(
+                f"{prompts} prompts per step is not a multiple of "
+                f"actor_rollout_ref.actor.ppo_mini_batch_size={mini}"
+            )
     _set(config.data, "train_batch_size", prompts)
     _set(config.actor_rollout_ref.actor, "ppo_mini_batch_size", mini)
     if use_critic and config.get("critic") is not None and config.critic.get("ppo_mini_batch_size"):
@@ -171,8 +185,9 @@ def pin_gen_batch_size(config: Any, schedule: Any) -> int:
     return gen
 
 
-def check_setup(config: Any, schedule: Any, *, mini_batch_mode: str = "per_step",
-                warn: bool = True) -> list[str]:
+def check_setup(
+    config: Any, schedule: Any, *, mini_batch_mode: str = "per_step", warn: bool = True
+) -> list[str]:
     """Problems that stop the verl run from following the schedule; each also a
     :class:`~rlvr_schedule_adapters._common.ScheduleSetupWarning` when ``warn``. Empty when the set-up holds every planned stage."""
     layout = read_layout(config)
@@ -180,23 +195,30 @@ def check_setup(config: Any, schedule: Any, *, mini_batch_mode: str = "per_step"
     msgs: list[str] = []
     c = _constraints(schedule)
     if c is not None and c.group_size not in (1, n):
-        msgs.append(f"schedule constraints.group_size={c.group_size} differs from "
-                    f"actor_rollout_ref.rollout.n={n}")
+        msgs.append(
+            f"schedule constraints.group_size={c.group_size} differs from actor_rollout_ref.rollout.n={n}"
+        )
     pc = getattr(schedule, "config", None)
     auto = pc is not None and getattr(pc, "initial_batch", None) == "auto"
     if auto and getattr(pc, "critical_batch", 1) is None:
-        msgs.append("initial_batch 'auto' without critical_batch needs micro-batch gradient norms "
-                    "(grad_norm_micro), which verl does not log: the run stays on the fallback batch; "
-                    "give critical_batch (e.g. from `rlvr-schedule fit`) or an initial_batch")
+        msgs.append(
+            "initial_batch 'auto' without critical_batch needs micro-batch gradient norms "
+            "(grad_norm_micro), which verl does not log: the run stays on the fallback batch; "
+            "give critical_batch (e.g. from `rlvr-schedule fit`) or an initial_batch"
+        )
     gen = layout.gen_batch_size or layout.train_batch_size
     k = layout.mini_batches
     if k is None:
-        msgs.append(f"actor_rollout_ref.actor.ppo_mini_batch_size={layout.ppo_mini_batch_size} does not "
-                    f"divide data.train_batch_size={layout.train_batch_size}")
+        msgs.append(
+            f"actor_rollout_ref.actor.ppo_mini_batch_size={layout.ppo_mini_batch_size} does not "
+            f"divide data.train_batch_size={layout.train_batch_size}"
+        )
     elif k > 1:
-        msgs.append(f"{k} PPO mini-batches per step: records count rollouts per trainer step, each "
-                    f"optimizer update sees 1/{k} of them (set ppo_mini_batch_size=train_batch_size "
-                    "for one update per step)")
+        msgs.append(
+            f"{k} PPO mini-batches per step: records count rollouts per trainer step, each "
+            f"optimizer update sees 1/{k} of them (set ppo_mini_batch_size=train_batch_size "
+            "for one update per step)"
+        )
     for b in planned_rollout_batches(schedule):
         where = f"planned rollout batch {b}"
         if b % n:
@@ -204,17 +226,23 @@ def check_setup(config: Any, schedule: Any, *, mini_batch_mode: str = "per_step"
             continue
         p = b // n
         if p % gen:
-            msgs.append(f"{where} ({p} prompts) is not a multiple of the dataloader batch "
-                        f"data.gen_batch_size={gen}; that stage cannot be applied")
+            msgs.append(
+                f"{where} ({p} prompts) is not a multiple of the dataloader batch "
+                f"data.gen_batch_size={gen}; that stage cannot be applied"
+            )
         if mini_batch_mode == "per_step" and k and p % k:
             msgs.append(f"{where} ({p} prompts) does not split into {k} PPO mini-batches")
         if mini_batch_mode == "fixed" and p % layout.ppo_mini_batch_size:
-            msgs.append(f"{where} ({p} prompts) is not a multiple of "
-                        f"actor_rollout_ref.actor.ppo_mini_batch_size={layout.ppo_mini_batch_size}")
+            msgs.append(
+                f"{where} ({p} prompts) is not a multiple of "
+                f"actor_rollout_ref.actor.ppo_mini_batch_size={layout.ppo_mini_batch_size}"
+            )
         mini = p // k if (mini_batch_mode == "per_step" and k) else layout.ppo_mini_batch_size
         if (mini * n) % layout.world_size:
-            msgs.append(f"{where}: a mini-batch of {mini * n} rollouts does not split over "
-                        f"{layout.world_size} data-parallel ranks (verl pads the batch)")
+            msgs.append(
+                f"{where}: a mini-batch of {mini * n} rollouts does not split over "
+                f"{layout.world_size} data-parallel ranks (verl pads the batch)"
+            )
     if warn:
         warn_setup(msgs, framework="verl")
     return msgs

@@ -54,16 +54,25 @@ class ScheduleController:
     ``advisory``: decide and log, never call ``apply_fn``.
     """
 
-    def __init__(self, schedule: BatchSchedule, *, group_size: int, running: tuple[int, float],
-                 apply_fn: ApplyFn, plugins: PluginHost | None = None,
-                 aliases: Mapping[str, str] | None = None, advisory: bool = False) -> None:
+    def __init__(
+        self,
+        schedule: BatchSchedule,
+        *,
+        group_size: int,
+        running: tuple[int, float],
+        apply_fn: ApplyFn,
+        plugins: PluginHost | None = None,
+        aliases: Mapping[str, str] | None = None,
+        advisory: bool = False,
+    ) -> None:
         if group_size < 1:
             raise ValueError(f"group_size must be >= 1, got {group_size}")
         self.group_size = int(group_size)
         self.apply_fn = apply_fn
         self.aliases = aliases
-        self.driver = ScheduleDriver(schedule, self._apply, plugins, advisory=advisory,
-                                     in_effect=(int(running[0]), float(running[1])))
+        self.driver = ScheduleDriver(
+            schedule, self._apply, plugins, advisory=advisory, in_effect=(int(running[0]), float(running[1]))
+        )
         self._launched = (int(running[0]), float(running[1]))
         self.last_record: StepRecord | None = None
 
@@ -80,15 +89,21 @@ class ScheduleController:
 
     def fault(self, where: str, exc: BaseException) -> None:
         """Log and keep a fault of the adapter itself (``where``: what failed)."""
-        log.exception("rlvr-schedule verl adapter: %s failed; keeping %d rollouts per step, lr %.4g",
-                      where, *self.running, exc_info=exc)
+        log.exception(
+            "rlvr-schedule verl adapter: %s failed; keeping %d rollouts per step, lr %.4g",
+            where,
+            *self.running,
+            exc_info=exc,
+        )
         self.faults.append(("verl", where, exc))
 
     # --- the host's side ---------------------------------------------------------------------
     def _apply(self, batch: int, lr: float) -> bool:
         if batch % self.group_size:
-            raise ValueError(f"rollout batch {batch} is not a multiple of the group size "
-                             f"(actor_rollout_ref.rollout.n={self.group_size})")
+            raise ValueError(
+                f"rollout batch {batch} is not a multiple of the group size "
+                f"(actor_rollout_ref.rollout.n={self.group_size})"
+            )
         self.apply_fn(batch, lr)
         return True
 
@@ -110,8 +125,9 @@ class ScheduleController:
 
             logged = as_number(metrics.get(LR_KEY))
             lr = None if logged is not None and math.isfinite(logged) else running_lr
-            record = canonicalize(metrics, step=int(step), samples=samples, batch=batch, lr=lr,
-                                  aliases=self.aliases)
+            record = canonicalize(
+                metrics, step=int(step), samples=samples, batch=batch, lr=lr, aliases=self.aliases
+            )
         except Exception as exc:
             self.driver.last_step = int(step)
             self.fault("observe", exc)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 __all__ = ["build_config", "describe", "launch", "main", "parse_args"]
 
@@ -29,21 +30,32 @@ def _verl_config_dir() -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
     """Our options and the remaining Hydra overrides (``key=value``, ``+key=value``, ``~key``)."""
-    p = argparse.ArgumentParser(prog="python -m rlvr_schedule_adapters.verl_plugin",
-                                description="Run verl's sync PPO/GRPO trainer following a batch schedule.")
+    p = argparse.ArgumentParser(
+        prog="python -m rlvr_schedule_adapters.verl_plugin",
+        description="Run verl's sync PPO/GRPO trainer following a batch schedule.",
+    )
     p.add_argument("--schedule", required=True, help="schedule YAML/JSON (static or two_clock)")
-    p.add_argument("--mini-batch-mode", choices=("per_step", "fixed"), default="per_step",
-                   help="per_step: keep PPO mini-batches per step (default); fixed: keep ppo_mini_batch_size")
+    p.add_argument(
+        "--mini-batch-mode",
+        choices=("per_step", "fixed"),
+        default="per_step",
+        help="per_step: keep PPO mini-batches per step (default); fixed: keep ppo_mini_batch_size",
+    )
     p.add_argument("--jsonl", default=None, help="also write records and decisions to this JSONL file")
-    p.add_argument("--advisory", action="store_true",
-                   help="decide and log every decision with its reason, change nothing (batch and LR stay "
-                        "as launched)")
-    p.add_argument("--config-name", default="ppo_trainer",
-                   help="verl config to compose (default ppo_trainer)")
+    p.add_argument(
+        "--advisory",
+        action="store_true",
+        help="decide and log every decision with its reason, change nothing (batch and LR stay as launched)",
+    )
+    p.add_argument(
+        "--config-name", default="ppo_trainer", help="verl config to compose (default ppo_trainer)"
+    )
     p.add_argument("--config-dir", default=None, help="directory of the config (default: verl's own)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="compose and check the config, print the batch plan and start-up warnings, "
-                        "run nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="compose and check the config, print the batch plan and start-up warnings, run nothing",
+    )
     args, rest = p.parse_known_args(argv)
     bad = [a for a in rest if "=" not in a and not a.startswith("~")]
     if bad:
@@ -51,10 +63,17 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, l
     return args, rest
 
 
-def build_config(overrides: Sequence[str], schedule: str | os.PathLike[str], *,
-                 mini_batch_mode: str = "per_step", jsonl: str | None = None,
-                 config_name: str = "ppo_trainer", config_dir: str | None = None,
-                 validate: bool = True, advisory: bool = False) -> Any:
+def build_config(
+    overrides: Sequence[str],
+    schedule: str | os.PathLike[str],
+    *,
+    mini_batch_mode: str = "per_step",
+    jsonl: str | None = None,
+    config_name: str = "ppo_trainer",
+    config_dir: str | None = None,
+    validate: bool = True,
+    advisory: bool = False,
+) -> Any:
     """verl's composed config with ``overrides`` and the ``rlvr_schedule`` section.
 
     The schedule file is parsed first (ConfigError on a bad one). ``validate`` runs verl's
@@ -79,8 +98,9 @@ def build_config(overrides: Sequence[str], schedule: str | os.PathLike[str], *,
         from verl.utils.device import auto_set_device
 
         auto_set_device(config)
-        validate_config(config=config, use_reference_policy=need_reference_policy(config),
-                        use_critic=need_critic(config))
+        validate_config(
+            config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config)
+        )
     with open_dict(config):
         config[SETTINGS_KEY] = {
             "schedule": schedule_path,
@@ -135,8 +155,15 @@ def describe(config: Any) -> str:
 def main(argv: Sequence[str] | None = None, *, run: Callable[..., None] | None = None) -> int:
     """The command line: build the config, then :func:`launch` it (or print it: ``--dry-run``)."""
     args, overrides = parse_args(argv)
-    config = build_config(overrides, args.schedule, mini_batch_mode=args.mini_batch_mode, jsonl=args.jsonl,
-                          config_name=args.config_name, config_dir=args.config_dir, advisory=args.advisory)
+    config = build_config(
+        overrides,
+        args.schedule,
+        mini_batch_mode=args.mini_batch_mode,
+        jsonl=args.jsonl,
+        config_name=args.config_name,
+        config_dir=args.config_dir,
+        advisory=args.advisory,
+    )
     if args.dry_run:
         print(describe(config))
         return 0

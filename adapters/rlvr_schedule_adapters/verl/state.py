@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rlvr_schedule.errors import ConfigError
 
@@ -54,11 +55,13 @@ def load_state(folder: str | os.PathLike[str], *, name: str = STATE_FILE) -> dic
     try:
         state = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"corrupt scheduler state: {exc.msg} (column {exc.colno})",
-                          source=f"{path}:{exc.lineno}") from exc
+        raise ConfigError(
+            f"corrupt scheduler state: {exc.msg} (column {exc.colno})", source=f"{path}:{exc.lineno}"
+        ) from exc
     if not isinstance(state, dict):
-        raise ConfigError(f"scheduler state must be a JSON object, got {type(state).__name__}",
-                          source=str(path))
+        raise ConfigError(
+            f"scheduler state must be a JSON object, got {type(state).__name__}", source=str(path)
+        )
     return state
 
 

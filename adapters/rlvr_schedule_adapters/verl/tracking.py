@@ -8,7 +8,8 @@ TensorBoard see, at the point between two steps where a config change is safe.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule_adapters.verl.controller import ScheduleController
@@ -28,8 +29,9 @@ class ScheduleMetricsBackend:
     of a checkpoint saved in that step); its failures are logged too.
     """
 
-    def __init__(self, controller: "ScheduleController",
-                 after_log: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self, controller: ScheduleController, after_log: Callable[[int], None] | None = None
+    ) -> None:
         self.controller = controller
         self.after_log = after_log
 

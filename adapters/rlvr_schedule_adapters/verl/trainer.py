@@ -23,11 +23,11 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import ray
 from omegaconf import DictConfig, open_dict
-
 from verl.single_controller.base.decorator import Dispatch, register
 from verl.trainer.main_ppo import TaskRunnerV1
 from verl.trainer.ppo.utils import Role
@@ -91,8 +91,10 @@ class ScheduleActorRolloutRefWorker(LRControlMixin, ActorRolloutRefWorker):
 def _settings(config: Any) -> dict[str, Any]:
     section = config.get(SETTINGS_KEY, None)
     if section is None or not section.get("schedule"):
-        raise ValueError(f"the verl config has no '{SETTINGS_KEY}.schedule' (a schedule YAML/JSON file); "
-                         "launch with `python -m rlvr_schedule_adapters.verl_plugin --schedule FILE ...`")
+        raise ValueError(
+            f"the verl config has no '{SETTINGS_KEY}.schedule' (a schedule YAML/JSON file); "
+            "launch with `python -m rlvr_schedule_adapters.verl_plugin --schedule FILE ...`"
+        )
     mode = section.get("mini_batch_mode", "per_step") or "per_step"
     if mode not in MINI_BATCH_MODES:
         raise ValueError(f"{SETTINGS_KEY}.mini_batch_mode must be one of {MINI_BATCH_MODES}, got {mode!r}")
@@ -105,8 +107,9 @@ def _settings(config: Any) -> dict[str, Any]:
     }
 
 
-def build_controller(config: Any, apply_fn: Callable[[int, float], None], *, schedule: Any = None,
-                     plugins: Any = None) -> ScheduleController:
+def build_controller(
+    config: Any, apply_fn: Callable[[int, float], None], *, schedule: Any = None, plugins: Any = None
+) -> ScheduleController:
     """A controller for ``config`` (its ``rlvr_schedule`` section names the schedule file)."""
     from rlvr_schedule.ingest import collect_aliases
     from rlvr_schedule.plugins import PluginHost
@@ -123,9 +126,15 @@ def build_controller(config: Any, apply_fn: Callable[[int, float], None], *, sch
         schedule = load_schedule(settings["schedule"], plugins=plugins)
     layout = read_layout(config)
     lr0 = float(config.actor_rollout_ref.actor.optim.lr)
-    return ScheduleController(schedule, group_size=layout.group_size, running=(layout.rollouts, lr0),
-                              apply_fn=apply_fn, plugins=plugins, aliases=collect_aliases(plugins),
-                              advisory=settings["advisory"])
+    return ScheduleController(
+        schedule,
+        group_size=layout.group_size,
+        running=(layout.rollouts, lr0),
+        apply_fn=apply_fn,
+        plugins=plugins,
+        aliases=collect_aliases(plugins),
+        advisory=settings["advisory"],
+    )
 
 
 @register_trainer(TRAINER_NAME)
@@ -144,14 +153,16 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
             with open_dict(v1):
                 v1.trainer_mode = "sync"  # the base classes branch on "sync"
         if v1.trainer_mode != "sync":
-            raise ValueError(f"{type(self).__name__} runs the sync trainer, "
-                             f"got trainer_mode={v1.trainer_mode!r}")
+            raise ValueError(
+                f"{type(self).__name__} runs the sync trainer, got trainer_mode={v1.trainer_mode!r}"
+            )
         self.rlvr_settings = _settings(config)
         self.rlvr_controller = build_controller(config, self._rlvr_apply)
         schedule = self.rlvr_controller.schedule
         pin_gen_batch_size(config, schedule)
-        self.rlvr_setup_warnings = check_setup(config, schedule,
-                                               mini_batch_mode=self.rlvr_settings["mini_batch_mode"])
+        self.rlvr_setup_warnings = check_setup(
+            config, schedule, mini_batch_mode=self.rlvr_settings["mini_batch_mode"]
+        )
         self._rlvr_mini_batches = read_layout(config).mini_batches or 1
         self._rlvr_pending_state: tuple[int, str] | None = None
         super().__init__(config)
@@ -173,8 +184,13 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
         critic_before = cfg.critic.get("ppo_mini_batch_size") if cfg.get("critic") is not None else None
         use_critic = bool(getattr(self, "use_critic", False))
         try:
-            layout = apply_rollout_batch(cfg, batch, mini_batch_mode=self.rlvr_settings["mini_batch_mode"],
-                                         mini_batches=self._rlvr_mini_batches, use_critic=use_critic)
+            layout = apply_rollout_batch(
+                cfg,
+                batch,
+                mini_batch_mode=self.rlvr_settings["mini_batch_mode"],
+                mini_batches=self._rlvr_mini_batches,
+                use_critic=use_critic,
+            )
             self.actor_rollout_wg.rlvr_set_lr(lr=float(lr))
         except Exception:
             with open_dict(cfg):
@@ -233,16 +249,24 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
             return
         state = load_state(folder, name=self.rlvr_settings["state_file"])
         if state is None:
-            warnings.warn(f"rlvr-schedule: no scheduler state in {folder}; the schedule restarts from its "
-                          "first stage and counts rollouts from zero", ScheduleSetupWarning, stacklevel=2)
+            warnings.warn(
+                f"rlvr-schedule: no scheduler state in {folder}; the schedule restarts from its "
+                "first stage and counts rollouts from zero",
+                ScheduleSetupWarning,
+                stacklevel=2,
+            )
             return
         if not state.get("complete", True):
             # saved before step N's record reached the schedule: count its rollouts at least
             state = dict(state)
             state["samples"] = int(state["samples"]) + int(state.get("pending_rollouts", 0))
             state["step"] = state.get("global_step", state.get("step"))
-            log.warning("rlvr-schedule: the state in %s predates step %s's record; its rollouts are "
-                        "counted, the record itself is lost", folder, state.get("global_step"))
+            log.warning(
+                "rlvr-schedule: the state in %s predates step %s's record; its rollouts are "
+                "counted, the record itself is lost",
+                folder,
+                state.get("global_step"),
+            )
         self.rlvr_controller.load_state_dict(state)
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from statistics import NormalDist
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -57,8 +58,17 @@ class OLSResult:
 
     __slots__ = ("slope", "intercept", "slope_se", "intercept_se", "resid_sd", "n", "x_mean", "sxx")
 
-    def __init__(self, slope: float, intercept: float, slope_se: float, intercept_se: float,
-                 resid_sd: float, n: int, x_mean: float, sxx: float) -> None:
+    def __init__(
+        self,
+        slope: float,
+        intercept: float,
+        slope_se: float,
+        intercept_se: float,
+        resid_sd: float,
+        n: int,
+        x_mean: float,
+        sxx: float,
+    ) -> None:
         self.slope, self.intercept = slope, intercept
         self.slope_se, self.intercept_se = slope_se, intercept_se
         self.resid_sd, self.n, self.x_mean, self.sxx = resid_sd, n, x_mean, sxx
@@ -121,8 +131,9 @@ def ar1_inflation(resid: np.ndarray) -> float:
     return math.sqrt((1 + rho) / (1 - rho))
 
 
-def smooth_in_samples(x: np.ndarray, y: np.ndarray, weight: np.ndarray, width: float
-                      ) -> tuple[np.ndarray, float]:
+def smooth_in_samples(
+    x: np.ndarray, y: np.ndarray, weight: np.ndarray, width: float
+) -> tuple[np.ndarray, float]:
     """Centered moving average over a window of ``width`` *rollouts* (records within width/2 of
     each point), each record weighted by ``weight`` (its batch). For runs whose batch changes, a
     window of N records would span 16x more rollouts at a 16x larger batch. Returns the smoothed
@@ -278,9 +289,12 @@ class SlidingOLS:
 
     def state_dict(self) -> dict[str, Any]:
         # the running sums travel too: a resumed window must give bit-identical fits
-        return {"maxlen": self.maxlen, "points": [list(p) for p in self._pts],
-                "sums": [self._anchor, self._sx, self._sy, self._sxx, self._sxy, self._syy],
-                "since_anchor": self._since_anchor}
+        return {
+            "maxlen": self.maxlen,
+            "points": [list(p) for p in self._pts],
+            "sums": [self._anchor, self._sx, self._sy, self._sxx, self._sxy, self._syy],
+            "since_anchor": self._since_anchor,
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self.maxlen = int(state["maxlen"])
@@ -289,4 +303,3 @@ class SlidingOLS:
         if "sums" in state:
             (self._anchor, self._sx, self._sy, self._sxx, self._sxy, self._syy) = map(float, state["sums"])
             self._since_anchor = int(state["since_anchor"])
-

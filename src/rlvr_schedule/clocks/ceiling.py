@@ -7,7 +7,7 @@ until H = 0, where the reward can rise no further, R = b - a. Linear least squar
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,8 +23,9 @@ class RewardCeilingFit:
     def __init__(self, level: float = 0.95) -> None:
         self.level = level
 
-    def fit(self, entropy: Sequence[float] | np.ndarray, reward: Sequence[float] | np.ndarray
-            ) -> "RewardCeilingFit":
+    def fit(
+        self, entropy: Sequence[float] | np.ndarray, reward: Sequence[float] | np.ndarray
+    ) -> RewardCeilingFit:
         h = np.asarray(entropy, float)
         r = np.asarray(reward, float)
         if h.shape != r.shape:

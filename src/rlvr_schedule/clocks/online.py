@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rlvr_schedule.clocks._stats import SlidingOLS, finite, t_quantile
 from rlvr_schedule.records import StepRecord
@@ -98,9 +99,14 @@ class OnlineProgress:
         if self.batch is not None and record.batch != self.batch:
             self._close_switch()
             r, se = self._fit()
-            self._before = {"step": int(record.step), "samples": int(record.samples),
-                            "batch_before": int(self.batch), "batch_after": int(record.batch),
-                            "rate": r, "rate_stderr": se}
+            self._before = {
+                "step": int(record.step),
+                "samples": int(record.samples),
+                "batch_before": int(self.batch),
+                "batch_after": int(record.batch),
+                "rate": r,
+                "rate_stderr": se,
+            }
             self._ols.clear()
         self.batch = int(record.batch)
         if finite(record.reward_mean):
@@ -127,9 +133,14 @@ class OnlineProgress:
     # -- checkpointing -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {
-            "window": self.window, "min_points": self.min_points, "max_switches": self.max_switches,
-            "ols": self._ols.state_dict(), "batch": self.batch, "step_count": self.step_count,
-            "samples": self.samples, "before": None if self._before is None else dict(self._before),
+            "window": self.window,
+            "min_points": self.min_points,
+            "max_switches": self.max_switches,
+            "ols": self._ols.state_dict(),
+            "batch": self.batch,
+            "step_count": self.step_count,
+            "samples": self.samples,
+            "before": None if self._before is None else dict(self._before),
             "switches": [dict(s) for s in self.switches],
         }
 
@@ -198,10 +209,14 @@ class GradientNoiseScale:
     def update(self, record: StepRecord) -> float:
         """Consume one record; returns the current ``b_simple``."""
         mb = record.micro_batch
-        if (mb is None or not finite(record.grad_norm) or not finite(record.grad_norm_micro)
-                or not 0 < mb < record.batch):
+        if (
+            mb is None
+            or not finite(record.grad_norm)
+            or not finite(record.grad_norm_micro)
+            or not 0 < mb < record.batch
+        ):
             return self.b_simple
-        g2, s = two_batch_estimate(record.grad_norm_micro ** 2, mb, record.grad_norm ** 2, record.batch)
+        g2, s = two_batch_estimate(record.grad_norm_micro**2, mb, record.grad_norm**2, record.batch)
         b = self.beta
         self._g2 = b * self._g2 + (1 - b) * g2
         self._s = b * self._s + (1 - b) * s

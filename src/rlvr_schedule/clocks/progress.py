@@ -14,7 +14,8 @@ curves are placed at ``samples - batch`` (rollouts the policy had been trained o
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,8 +37,9 @@ def _window(n: int, smooth_: int | str) -> int:
     return w
 
 
-def reward_curve(run: Run, failure_samples: float | None = None, smooth_: int | str = "auto"
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def reward_curve(
+    run: Run, failure_samples: float | None = None, smooth_: int | str = "auto"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(samples trained on, raw reward, smoothed reward, window) of the pre-failure part of a run.
 
     ``smooth_="auto"`` averages ~2% of the pre-failure rollouts (a centered window, so crossings
@@ -55,8 +57,9 @@ def reward_curve(run: Run, failure_samples: float | None = None, smooth_: int | 
     x, y, batch = x[keep], y[keep], batch[keep]
     if x.size < 3:
         src = f" ({run.source})" if run.source else ""
-        raise ValueError(f"run {run.name!r}{src}: fewer than 3 records with field 'reward_mean' "
-                         f"before the failure point")
+        raise ValueError(
+            f"run {run.name!r}{src}: fewer than 3 records with field 'reward_mean' before the failure point"
+        )
     w = _window(x.size, smooth_)
     if smooth_ == "auto" and np.unique(batch).size > 1:
         ys, wm = smooth_in_samples(x, y, batch, (x[-1] + batch[-1] - x[0]) / 50)
@@ -87,14 +90,20 @@ class ProgressClock:
     ``target=None`` uses :func:`default_target` on this run alone (fits of a sweep pass a shared one).
     """
 
-    def __init__(self, target: float | None = None, smooth: int | str = "auto", fraction: float = 0.5,
-                 level: float = 0.95, detectors: Sequence[Detector] | None = None) -> None:
+    def __init__(
+        self,
+        target: float | None = None,
+        smooth: int | str = "auto",
+        fraction: float = 0.5,
+        level: float = 0.95,
+        detectors: Sequence[Detector] | None = None,
+    ) -> None:
         if not 0 < fraction <= 1:
             raise ValueError(f"fraction must be in (0, 1], got {fraction}")
         self.target, self.smooth, self.fraction, self.level = target, smooth, fraction, level
         self.detectors = detectors
 
-    def fit(self, run: Run, failure_samples: float | None = _AUTO) -> "ProgressClock":
+    def fit(self, run: Run, failure_samples: float | None = _AUTO) -> ProgressClock:
         """``failure_samples`` (None: no failure) skips running the failure detectors."""
         if failure_samples is _AUTO:
             failure_samples = FailureClock(self.detectors).fit(run).failure_samples_
@@ -139,8 +148,9 @@ class ProgressClock:
         return first_crossing(x, ys, level)
 
 
-def _profile_bstar(b: np.ndarray, s: np.ndarray, cb: np.ndarray, bound: np.ndarray
-                   ) -> tuple[float, float, float]:
+def _profile_bstar(
+    b: np.ndarray, s: np.ndarray, cb: np.ndarray, bound: np.ndarray
+) -> tuple[float, float, float]:
     """Least-squares fit of s = p0 max(0, 1 - B/(2B*)) (censored runs as upper bounds on s).
 
     Profiled over a log grid of B* (p0 in closed form at each), refined on a finer grid around
@@ -178,9 +188,14 @@ def _profile_bstar(b: np.ndarray, s: np.ndarray, cb: np.ndarray, bound: np.ndarr
     return float(fine[k]), float(fp0[k]) * scale, float(floss[k])
 
 
-def _register(curves: Sequence[tuple[np.ndarray, np.ndarray]], weights: Sequence[float],
-              k0: np.ndarray, r0: float, n_iter: int = 5, bins: int = 60
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _register(
+    curves: Sequence[tuple[np.ndarray, np.ndarray]],
+    weights: Sequence[float],
+    k0: np.ndarray,
+    r0: float,
+    n_iter: int = 5,
+    bins: int = 60,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Speed factors k_i such that reward_i(x) ~ F(k_i x) for one template F shared by the runs.
 
     Runs of one task at different batches climb the same reward curve at different speeds (per
@@ -256,16 +271,26 @@ class CriticalBatchFit:
     reward to the target as B -> 0. Runs whose batch changed are left out.
     """
 
-    def __init__(self, target: float | None = None, *, fraction: float = 0.5, levels: int = 8,
-                 smooth: int | str = "auto", level: float = 0.95, n_boot: int = 200, seed: int = 0,
-                 detectors: Sequence[Detector] | None = None) -> None:
+    def __init__(
+        self,
+        target: float | None = None,
+        *,
+        fraction: float = 0.5,
+        levels: int = 8,
+        smooth: int | str = "auto",
+        level: float = 0.95,
+        n_boot: int = 200,
+        seed: int = 0,
+        detectors: Sequence[Detector] | None = None,
+    ) -> None:
         if levels < 1:
             raise ValueError(f"levels must be >= 1, got {levels}")
         self.target, self.fraction, self.levels, self.smooth = target, fraction, levels, smooth
         self.level, self.n_boot, self.seed, self.detectors = level, n_boot, seed, detectors
 
-    def fit(self, runs: Sequence[Run], failure_samples: Sequence[float | None] | None = None
-            ) -> "CriticalBatchFit":
+    def fit(
+        self, runs: Sequence[Run], failure_samples: Sequence[float | None] | None = None
+    ) -> CriticalBatchFit:
         """``failure_samples`` (one per run, None = no failure) skips re-running the detectors."""
         runs = list(runs)
         if not runs:
@@ -283,8 +308,9 @@ class CriticalBatchFit:
         r0 = float(np.median([c.initial_reward_ for c in pool]))
         tgt = self.target
         if tgt is None:
-            tgt = default_target([c.initial_reward_ for c in pool], [c.best_reward_ for c in pool],
-                                 self.fraction)
+            tgt = default_target(
+                [c.initial_reward_ for c in pool], [c.best_reward_ for c in pool], self.fraction
+            )
         self.target_, self.initial_reward_ = float(tgt), r0
         clocks = [self._clock(self.target_, r, f) for r, f in zip(runs, failure_samples)]
         self.clocks_ = clocks
@@ -330,17 +356,22 @@ class CriticalBatchFit:
         self.zero_progress_batch_ = 2 * self.critical_batch_
         self.table_ = []
         for i, (r, c) in enumerate(zip(runs, clocks)):
-            self.table_.append({
-                "name": r.name, "batch": r.batch, "lr": r.lr, "constant_batch": r.constant_batch,
-                "rate": float(rates[i]) if finite(rates[i]) else nan,
-                "samples_to_target_fit": float(e_fit[i]) if not math.isnan(e_fit[i]) else nan,
-                "predicted_rate": self.predict_rate(r.batch),
-                "rate_regression": c.rate_ if c else nan,
-                "samples_to_target": c.samples_to_target_ if c else nan,
-                "samples_to_target_interval": c.samples_to_target_interval_ if c else (nan, nan),
-                "reached_target": c.reached_target_ if c else False,
-                "failure_samples": failure_samples[i],
-            })
+            self.table_.append(
+                {
+                    "name": r.name,
+                    "batch": r.batch,
+                    "lr": r.lr,
+                    "constant_batch": r.constant_batch,
+                    "rate": float(rates[i]) if finite(rates[i]) else nan,
+                    "samples_to_target_fit": float(e_fit[i]) if not math.isnan(e_fit[i]) else nan,
+                    "predicted_rate": self.predict_rate(r.batch),
+                    "rate_regression": c.rate_ if c else nan,
+                    "samples_to_target": c.samples_to_target_ if c else nan,
+                    "samples_to_target_interval": c.samples_to_target_interval_ if c else (nan, nan),
+                    "reached_target": c.reached_target_ if c else False,
+                    "failure_samples": failure_samples[i],
+                }
+            )
         return self
 
     def _clock(self, target: float | None, run: Run, failure_samples: float | None) -> ProgressClock | None:
@@ -370,15 +401,16 @@ class CriticalBatchFit:
             A[k, lev_j.size + ri[i]] = -1.0
             y[k] = math.log(E[i, j])
         sol, *_ = np.linalg.lstsq(A, y, rcond=None)
-        u, v = sol[: lev_j.size], sol[lev_j.size:]
+        u, v = sol[: lev_j.size], sol[lev_j.size :]
         top = int(lev_j[-1])
         for i in runs_i:
             e_top = math.exp(u[-1] - v[ri[i]])
             rates[i] = (lv[top] - r0) / e_top
         return rates, top
 
-    def _bootstrap(self, bs: np.ndarray, ss: np.ndarray, cb: np.ndarray, cbd: np.ndarray
-                   ) -> tuple[float, float]:
+    def _bootstrap(
+        self, bs: np.ndarray, ss: np.ndarray, cb: np.ndarray, cbd: np.ndarray
+    ) -> tuple[float, float]:
         """Percentile interval of B*: runs resampled with replacement, and each resampled run's
         rate moved by its residual from the full fit with a random sign (a wild bootstrap), so
         both the choice of runs and the scatter of their rates count. Runs are put in a canonical

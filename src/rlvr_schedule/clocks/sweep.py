@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from rlvr_schedule.clocks._stats import finite
 from rlvr_schedule.clocks.failure import Detector, FailureClock, FailureScalingFit
@@ -75,9 +76,16 @@ class SweepFit:
         return _clean(d)
 
 
-def fit_sweep(runs: Sequence[Run], target: float | None = None, *, fraction: float = 0.5,
-              detectors: Sequence[Detector] | None = None, level: float = 0.95, n_boot: int = 200,
-              seed: int = 0) -> SweepFit:
+def fit_sweep(
+    runs: Sequence[Run],
+    target: float | None = None,
+    *,
+    fraction: float = 0.5,
+    detectors: Sequence[Detector] | None = None,
+    level: float = 0.95,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> SweepFit:
     """Fit both clocks to a sweep of runs.
 
     ``target=None``: ``fraction`` (default half) of the way from the initial reward (median over
@@ -93,26 +101,42 @@ def fit_sweep(runs: Sequence[Run], target: float | None = None, *, fraction: flo
         raise ValueError("fit_sweep needs at least one run")
     fclocks = [FailureClock(detectors).fit(r) for r in runs]
     fs = [c.failure_samples_ for c in fclocks]
-    cbf = CriticalBatchFit(target, fraction=fraction, level=level, n_boot=n_boot, seed=seed,
-                           detectors=detectors).fit(runs, failure_samples=fs)
+    cbf = CriticalBatchFit(
+        target, fraction=fraction, level=level, n_boot=n_boot, seed=seed, detectors=detectors
+    ).fit(runs, failure_samples=fs)
     const = [i for i, r in enumerate(runs) if r.constant_batch] or list(range(len(runs)))
-    fsf = FailureScalingFit(detectors, level).fit([runs[i] for i in const], [fs[i] for i in const],
-                                                  [fclocks[i].diverging_ for i in const])
+    fsf = FailureScalingFit(detectors, level).fit(
+        [runs[i] for i in const], [fs[i] for i in const], [fclocks[i].diverging_ for i in const]
+    )
     out = []
     nan = math.nan
     for r, fc, row, pc in zip(runs, fclocks, cbf.table_, cbf.clocks_):
         rate = row["rate"] if finite(row["rate"]) else (pc.rate_ if pc else nan)
-        out.append(RunFit(
-            name=r.name, batch=r.batch, lr=r.lr, rate=rate,
-            rate_interval=pc.rate_interval_ if pc else (nan, nan),
-            samples_to_target=row["samples_to_target"],
-            samples_to_target_interval=row["samples_to_target_interval"],
-            failure_samples=fc.failure_samples_, failure_signal=fc.signal_,
-            constant_batch=r.constant_batch, reached_target=row["reached_target"],
-            diverging=fc.diverging_))
+        out.append(
+            RunFit(
+                name=r.name,
+                batch=r.batch,
+                lr=r.lr,
+                rate=rate,
+                rate_interval=pc.rate_interval_ if pc else (nan, nan),
+                samples_to_target=row["samples_to_target"],
+                samples_to_target_interval=row["samples_to_target_interval"],
+                failure_samples=fc.failure_samples_,
+                failure_signal=fc.signal_,
+                constant_batch=r.constant_batch,
+                reached_target=row["reached_target"],
+                diverging=fc.diverging_,
+            )
+        )
     return SweepFit(
-        critical_batch=cbf.critical_batch_, critical_batch_interval=cbf.critical_batch_interval_,
-        rate_at_zero=cbf.rate_at_zero_, failure_samples=fsf.failure_samples_,
-        failure_samples_interval=fsf.failure_samples_interval_, failure_exponent=fsf.alpha_,
-        failure_exponent_interval=fsf.alpha_interval_, target=cbf.target_,
-        initial_reward=cbf.initial_reward_, runs=out)
+        critical_batch=cbf.critical_batch_,
+        critical_batch_interval=cbf.critical_batch_interval_,
+        rate_at_zero=cbf.rate_at_zero_,
+        failure_samples=fsf.failure_samples_,
+        failure_samples_interval=fsf.failure_samples_interval_,
+        failure_exponent=fsf.alpha_,
+        failure_exponent_interval=fsf.alpha_interval_,
+        target=cbf.target_,
+        initial_reward=cbf.initial_reward_,
+        runs=out,
+    )

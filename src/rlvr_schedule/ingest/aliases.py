@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.records import StepRecord
@@ -58,89 +59,97 @@ TRAIN_PREFIX = "train/"
 STRIP_PREFIXES: tuple[str, ...] = (TRAIN_PREFIX, "rlvr/")
 
 #: canonical field -> logged names, highest priority first (the canonical name itself leads).
-FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "step": (
-        "step", "global_step",
-        "training/global_step",   # verl
-        "trainer/global_step",    # W&B exports
-        "_step",
-    ),
-    "samples": (
-        "samples", "total_samples", "consumed_samples", "num_samples_total",
-        "episode",                # TRL PPO/RLOO: rollouts so far
-    ),
-    "batch": (
-        "batch", "rollout_batch", "batch_size",
-        "rollout/num_samples",    # OpenRLHF: rollouts generated for this update
-    ),
-    "lr": (
-        "lr",
-        "learning_rate",          # TRL
-        "actor/lr",               # verl
-        "actor_lr",               # OpenRLHF
-    ),
-    "reward_mean": (
-        "reward_mean",
-        "reward",                 # TRL
-        "critic/score/mean",      # verl: verifier score before KL shaping
-        "rollout/reward_mean",    # OpenRLHF
-        "critic/rewards/mean",    # verl: after KL-in-reward shaping (fallback only)
-        "rollout/reward",
-        "objective/scores",       # TRL PPO/RLOO: verifier/reward-model score
-        "objective/rlhf_reward",  # TRL PPO/RLOO: score minus KL penalty (fallback only)
-    ),
-    "reward_std": (
-        "reward_std",             # TRL
-        "critic/score/std",
-        "rollout/reward_std",
-    ),
-    "entropy": (
-        "entropy",                # TRL
-        "actor/entropy",          # verl
-        "entropy_loss",           # OpenRLHF (only with an entropy coefficient)
-        "policy_entropy",
-        "actor/entropy_loss",     # verl before 0.3: the entropy under its old name
-        "objective/entropy",      # TRL PPO/RLOO
-    ),
-    # KL to the reference policy first (TRL/OpenRLHF ``kl``, verl ``actor/kl_loss``); the
-    # old-vs-new policy KL of the PPO ratio (``ppo_kl``) only when that is all a run logs.
-    "kl": (
-        "kl",                     # TRL (beta > 0), OpenRLHF
-        "actor/kl_loss",          # verl (use_kl_loss)
-        "actor/reward_kl_penalty",  # verl (KL in reward)
-        "critic/kl",              # verl before 0.3: KL to the reference (in-reward)
-        "objective/kl",           # TRL PPO/RLOO
-        "actor/ppo_kl",           # verl
-        "ppo_kl",                 # OpenRLHF
-    ),
-    "grad_norm": (
-        "grad_norm",              # TRL
-        "actor/grad_norm",        # verl
-        "actor_grad_norm",        # OpenRLHF
-    ),
-    "clip_frac": (
-        "clip_frac",
-        "clip_ratio/region_mean",  # TRL
-        "actor/pg_clipfrac",      # verl
-        "ppo_clip_ratio",         # OpenRLHF
-        "clip_ratio",
-        "policy/clipfrac_avg",    # TRL PPO/RLOO
-    ),
-    "response_length": (
-        "response_length",
-        "completions/mean_length",  # TRL
-        "completion_length",        # TRL before 0.15
-        "response_length/mean",     # verl
-        "rollout/response_length_mean",  # OpenRLHF
-        "rollout/response_length",
-    ),
-    "frac_zero_std": (
-        "frac_zero_std",
-        "frac_reward_zero_std",   # TRL
-    ),
-    "grad_norm_micro": ("grad_norm_micro",),
-    "micro_batch": ("micro_batch",),
-})
+FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "step": (
+            "step",
+            "global_step",
+            "training/global_step",  # verl
+            "trainer/global_step",  # W&B exports
+            "_step",
+        ),
+        "samples": (
+            "samples",
+            "total_samples",
+            "consumed_samples",
+            "num_samples_total",
+            "episode",  # TRL PPO/RLOO: rollouts so far
+        ),
+        "batch": (
+            "batch",
+            "rollout_batch",
+            "batch_size",
+            "rollout/num_samples",  # OpenRLHF: rollouts generated for this update
+        ),
+        "lr": (
+            "lr",
+            "learning_rate",  # TRL
+            "actor/lr",  # verl
+            "actor_lr",  # OpenRLHF
+        ),
+        "reward_mean": (
+            "reward_mean",
+            "reward",  # TRL
+            "critic/score/mean",  # verl: verifier score before KL shaping
+            "rollout/reward_mean",  # OpenRLHF
+            "critic/rewards/mean",  # verl: after KL-in-reward shaping (fallback only)
+            "rollout/reward",
+            "objective/scores",  # TRL PPO/RLOO: verifier/reward-model score
+            "objective/rlhf_reward",  # TRL PPO/RLOO: score minus KL penalty (fallback only)
+        ),
+        "reward_std": (
+            "reward_std",  # TRL
+            "critic/score/std",
+            "rollout/reward_std",
+        ),
+        "entropy": (
+            "entropy",  # TRL
+            "actor/entropy",  # verl
+            "entropy_loss",  # OpenRLHF (only with an entropy coefficient)
+            "policy_entropy",
+            "actor/entropy_loss",  # verl before 0.3: the entropy under its old name
+            "objective/entropy",  # TRL PPO/RLOO
+        ),
+        # KL to the reference policy first (TRL/OpenRLHF ``kl``, verl ``actor/kl_loss``); the
+        # old-vs-new policy KL of the PPO ratio (``ppo_kl``) only when that is all a run logs.
+        "kl": (
+            "kl",  # TRL (beta > 0), OpenRLHF
+            "actor/kl_loss",  # verl (use_kl_loss)
+            "actor/reward_kl_penalty",  # verl (KL in reward)
+            "critic/kl",  # verl before 0.3: KL to the reference (in-reward)
+            "objective/kl",  # TRL PPO/RLOO
+            "actor/ppo_kl",  # verl
+            "ppo_kl",  # OpenRLHF
+        ),
+        "grad_norm": (
+            "grad_norm",  # TRL
+            "actor/grad_norm",  # verl
+            "actor_grad_norm",  # OpenRLHF
+        ),
+        "clip_frac": (
+            "clip_frac",
+            "clip_ratio/region_mean",  # TRL
+            "actor/pg_clipfrac",  # verl
+            "ppo_clip_ratio",  # OpenRLHF
+            "clip_ratio",
+            "policy/clipfrac_avg",  # TRL PPO/RLOO
+        ),
+        "response_length": (
+            "response_length",
+            "completions/mean_length",  # TRL
+            "completion_length",  # TRL before 0.15
+            "response_length/mean",  # verl
+            "rollout/response_length_mean",  # OpenRLHF
+            "rollout/response_length",
+        ),
+        "frac_zero_std": (
+            "frac_zero_std",
+            "frac_reward_zero_std",  # TRL
+        ),
+        "grad_norm_micro": ("grad_norm_micro",),
+        "micro_batch": ("micro_batch",),
+    }
+)
 
 #: logged name -> canonical field, in priority order (earlier wins within a field).
 ALIASES: Mapping[str, str] = MappingProxyType(
@@ -150,47 +159,128 @@ ALIASES: Mapping[str, str] = MappingProxyType(
 #: What each framework logs, by canonical field (one key per field: the one its adapter reads and the
 #: synthetic writers write): TRL 1.16 ``on_log``, verl 0.9.1 ``Tracking.log``, OpenRLHF 0.11.2
 #: ``save_logs_and_checkpoints``. The one table of framework names; each is in :data:`FIELD_ALIASES`.
-FRAMEWORK_METRICS: Mapping[str, Mapping[str, str]] = MappingProxyType({
-    "trl": MappingProxyType({
-        "step": "step", "lr": "learning_rate", "reward_mean": "reward", "reward_std": "reward_std",
-        "entropy": "entropy", "kl": "kl", "grad_norm": "grad_norm", "clip_frac": "clip_ratio/region_mean",
-        "response_length": "completions/mean_length", "frac_zero_std": "frac_reward_zero_std",
-    }),
-    "verl": MappingProxyType({
-        "step": "training/global_step", "lr": "actor/lr", "reward_mean": "critic/score/mean",
-        "reward_std": "critic/score/std", "entropy": "actor/entropy", "kl": "actor/kl_loss",
-        "grad_norm": "actor/grad_norm", "clip_frac": "actor/pg_clipfrac", "response_length": "response_length/mean",
-    }),
-    "openrlhf": MappingProxyType({
-        "lr": "actor_lr", "reward_mean": "rollout/reward_mean", "reward_std": "rollout/reward_std",
-        "entropy": "entropy_loss", "kl": "kl", "grad_norm": "actor_grad_norm", "clip_frac": "ppo_clip_ratio",
-        "response_length": "rollout/response_length_mean",
-    }),
-})
+FRAMEWORK_METRICS: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "trl": MappingProxyType(
+            {
+                "step": "step",
+                "lr": "learning_rate",
+                "reward_mean": "reward",
+                "reward_std": "reward_std",
+                "entropy": "entropy",
+                "kl": "kl",
+                "grad_norm": "grad_norm",
+                "clip_frac": "clip_ratio/region_mean",
+                "response_length": "completions/mean_length",
+                "frac_zero_std": "frac_reward_zero_std",
+            }
+        ),
+        "verl": MappingProxyType(
+            {
+                "step": "training/global_step",
+                "lr": "actor/lr",
+                "reward_mean": "critic/score/mean",
+                "reward_std": "critic/score/std",
+                "entropy": "actor/entropy",
+                "kl": "actor/kl_loss",
+                "grad_norm": "actor/grad_norm",
+                "clip_frac": "actor/pg_clipfrac",
+                "response_length": "response_length/mean",
+            }
+        ),
+        "openrlhf": MappingProxyType(
+            {
+                "lr": "actor_lr",
+                "reward_mean": "rollout/reward_mean",
+                "reward_std": "rollout/reward_std",
+                "entropy": "entropy_loss",
+                "kl": "kl",
+                "grad_norm": "actor_grad_norm",
+                "clip_frac": "ppo_clip_ratio",
+                "response_length": "rollout/response_length_mean",
+            }
+        ),
+    }
+)
 
 #: Names the frameworks log that have no canonical field: kept in ``extra`` without the
 #: "unknown columns" warning. Entries ending in ``/`` or ``_`` are prefixes.
-KNOWN_EXTRA: frozenset[str] = frozenset({
-    # TRL
-    "loss", "num_tokens", "completions/", "clip_ratio/",
-    "step_time", "epoch", "total_flos", "train_runtime", "train_samples_per_second",
-    "train_steps_per_second", "train_loss", "rewards/", "eval_", "eval/",
-    # this library's sinks (decision lines, rlvr/decision/* scalars); W&B exports
-    "kind", "decision/", "stage", "_runtime", "_timestamp",
-    # the reference trainer (rlvr_trainer): applied LR with warm-up, phase timings
-    "lr_effective", "truncated_frac", "rollout_s", "update_s", "push_s", "generate_s", "reward_s",
-    "logprob_s", "backward_s",
-    # verl: its metric namespaces (trainer/ppo/metric_utils.py, workers' "actor/" metrics)
-    "critic/", "actor/", "training/", "response_length/", "prompt_length/", "timing_s/",
-    "timing_per_token_ms/", "perf/", "val-core/", "val-aux/", "global_seqlen/",
-    # TRL: train/rollout log-prob mismatch, PPO/RLOO namespaces; W&B chart/run exports; ms-swift
-    "sampling/", "objective/", "policy/", "loss/", "val/", "eps", "Step", "global_step/max_steps",
-    "percentage", "elapsed_time", "remaining_time", "memory(GiB)", "train_speed(iter/s)",
-    "step_time", "entropy/", "test_score/",
-    # OpenRLHF
-    "policy_loss", "rollout/", "timing/", "dynamic_filtering_pass_rate", "kl_coef", "actor_loss",
-    "critic_loss", "values", "return", "advantages", "response_clip_ratio", "total_length",
-})
+KNOWN_EXTRA: frozenset[str] = frozenset(
+    {
+        # TRL
+        "loss",
+        "num_tokens",
+        "completions/",
+        "clip_ratio/",
+        "step_time",
+        "epoch",
+        "total_flos",
+        "train_runtime",
+        "train_samples_per_second",
+        "train_steps_per_second",
+        "train_loss",
+        "rewards/",
+        "eval_",
+        "eval/",
+        # this library's sinks (decision lines, rlvr/decision/* scalars); W&B exports
+        "kind",
+        "decision/",
+        "stage",
+        "_runtime",
+        "_timestamp",
+        # the reference trainer (rlvr_trainer): applied LR with warm-up, phase timings
+        "lr_effective",
+        "truncated_frac",
+        "rollout_s",
+        "update_s",
+        "push_s",
+        "generate_s",
+        "reward_s",
+        "logprob_s",
+        "backward_s",
+        # verl: its metric namespaces (trainer/ppo/metric_utils.py, workers' "actor/" metrics)
+        "critic/",
+        "actor/",
+        "training/",
+        "response_length/",
+        "prompt_length/",
+        "timing_s/",
+        "timing_per_token_ms/",
+        "perf/",
+        "val-core/",
+        "val-aux/",
+        "global_seqlen/",
+        # TRL: train/rollout log-prob mismatch, PPO/RLOO namespaces; W&B chart/run exports; ms-swift
+        "sampling/",
+        "objective/",
+        "policy/",
+        "loss/",
+        "val/",
+        "eps",
+        "Step",
+        "global_step/max_steps",
+        "percentage",
+        "elapsed_time",
+        "remaining_time",
+        "memory(GiB)",
+        "train_speed(iter/s)",
+        "entropy/",
+        "test_score/",
+        # OpenRLHF
+        "policy_loss",
+        "rollout/",
+        "timing/",
+        "dynamic_filtering_pass_rate",
+        "kl_coef",
+        "actor_loss",
+        "critic_loss",
+        "values",
+        "return",
+        "advantages",
+        "response_clip_ratio",
+        "total_length",
+    }
+)
 
 
 class AliasTable(Mapping[str, str]):
@@ -235,7 +325,7 @@ class AliasTable(Mapping[str, str]):
             hit = self._map[name], float(self._rank[name])
         else:
             for prefix in STRIP_PREFIXES:
-                bare = name[len(prefix):]
+                bare = name[len(prefix) :]
                 if name.startswith(prefix) and bare in self._map:
                     hit = self._map[bare], self._rank[bare] + 0.5
                     break
@@ -272,7 +362,7 @@ def merge_aliases(*tables: Mapping[str, str] | None) -> AliasTable:
     return AliasTable(items)
 
 
-def collect_aliases(plugin_host: "PluginHost | None" = None) -> AliasTable:
+def collect_aliases(plugin_host: PluginHost | None = None) -> AliasTable:
     """The built-in aliases plus those plugins return from ``rlvr_schedule_metric_aliases``.
 
     ``plugin_host=None`` loads the entry-point plugins (group ``rlvr_schedule``); without pluggy
@@ -316,4 +406,3 @@ def as_table(aliases: Mapping[str, str] | None) -> AliasTable:
     if isinstance(aliases, AliasTable):
         return aliases
     return merge_aliases(aliases)
-

@@ -74,8 +74,13 @@ class MappedMetrics:
     non_numeric: list[str] = field(default_factory=list)
 
 
-def map_metrics(metrics: Mapping[str, Any], aliases: Mapping[str, str] | None = None, *,
-                source: str | None = None, line: int | None = None) -> MappedMetrics:
+def map_metrics(
+    metrics: Mapping[str, Any],
+    aliases: Mapping[str, str] | None = None,
+    *,
+    source: str | None = None,
+    line: int | None = None,
+) -> MappedMetrics:
     """Rename ``metrics`` onto canonical fields by alias priority; the rest goes to ``extra``.
 
     When two logged names map to one field the higher-priority name fills it and the other is
@@ -93,8 +98,12 @@ def map_metrics(metrics: Mapping[str, Any], aliases: Mapping[str, str] | None = 
         if value is None:
             if hit is not None and raw is not None and not (isinstance(raw, str) and not raw.strip()):
                 raise IngestError(f"value {raw!r} is not a number", source=source, line=line, field=name)
-            if hit is None and raw is not None and not (isinstance(raw, str) and not raw.strip()) \
-                    and not is_known_extra(name):
+            if (
+                hit is None
+                and raw is not None
+                and not (isinstance(raw, str) and not raw.strip())
+                and not is_known_extra(name)
+            ):
                 out.non_numeric.append(name)
             continue
         if not math.isfinite(value):
@@ -124,13 +133,15 @@ def _as_int(value: float, fld: str, *, source: str | None, line: int | None, min
     if not math.isfinite(value) or value != int(value):
         raise IngestError(f"{fld} must be a whole number, got {value!r}", source=source, line=line, field=fld)
     if value < minimum:
-        raise IngestError(f"{fld} must be >= {minimum}, got {int(value)}",
-                          source=source, line=line, field=fld)
+        raise IngestError(
+            f"{fld} must be >= {minimum}, got {int(value)}", source=source, line=line, field=fld
+        )
     return int(value)
 
 
-def warn_nonfinite(pairs: list[tuple[str, float]], *, source: str | None = None,
-                   line: int | None = None, stacklevel: int = 3) -> None:
+def warn_nonfinite(
+    pairs: list[tuple[str, float]], *, source: str | None = None, line: int | None = None, stacklevel: int = 3
+) -> None:
     """One :class:`IngestWarning` per non-finite value, naming where and which field."""
     for name, value in pairs:
         if source:
@@ -138,21 +149,34 @@ def warn_nonfinite(pairs: list[tuple[str, float]], *, source: str | None = None,
         else:
             where = f"line {line}" if line is not None else ""
         prefix = f"{where}: " if where else ""
-        warnings.warn(f"{prefix}field {name!r}: non-finite value {value!r} set to NaN",
-                      IngestWarning, stacklevel=stacklevel)
+        warnings.warn(
+            f"{prefix}field {name!r}: non-finite value {value!r} set to NaN",
+            IngestWarning,
+            stacklevel=stacklevel,
+        )
 
 
-def build_record(values: Mapping[str, float], extra: Mapping[str, float], *, step: Any, samples: Any,
-                 batch: Any, lr: Any, source: str | None = None, line: int | None = None,
-                 names: Mapping[str, str] | None = None) -> StepRecord:
+def build_record(
+    values: Mapping[str, float],
+    extra: Mapping[str, float],
+    *,
+    step: Any,
+    samples: Any,
+    batch: Any,
+    lr: Any,
+    source: str | None = None,
+    line: int | None = None,
+    names: Mapping[str, str] | None = None,
+) -> StepRecord:
     """A :class:`StepRecord` from canonical values; integer fields are checked (errors say where)."""
     names = names or {}
 
     def num(v: Any, fld: str) -> float:
         x = to_number(v)
         if x is None:
-            raise IngestError(f"{fld} must be a number, got {v!r}", source=source, line=line,
-                              field=names.get(fld, fld))
+            raise IngestError(
+                f"{fld} must be a number, got {v!r}", source=source, line=line, field=names.get(fld, fld)
+            )
         return x
 
     kw: dict[str, Any] = {
@@ -170,9 +194,15 @@ def build_record(values: Mapping[str, float], extra: Mapping[str, float], *, ste
     return StepRecord(**kw, extra=dict(extra))
 
 
-def canonicalize(metrics: Mapping[str, Any], *, step: int, samples: int | None = None,
-                 batch: int | None = None, lr: float | None = None,
-                 aliases: Mapping[str, str] | None = None) -> StepRecord:
+def canonicalize(
+    metrics: Mapping[str, Any],
+    *,
+    step: int,
+    samples: int | None = None,
+    batch: int | None = None,
+    lr: float | None = None,
+    aliases: Mapping[str, str] | None = None,
+) -> StepRecord:
     """One framework metrics dict (TRL ``on_log`` logs, verl/OpenRLHF step metrics) -> a record.
 
     ``samples``/``batch``/``lr`` given here win over logged values (adapters know them exactly;
@@ -185,8 +215,11 @@ def canonicalize(metrics: Mapping[str, Any], *, step: int, samples: int | None =
     warn_nonfinite(m.nonfinite)
     for fld, given in (("samples", samples), ("batch", batch)):
         if given is None and fld not in m.values:
-            raise IngestError(f"no {fld}: pass {fld}= or log it (RecordStream derives samples from batch "
-                              "and batch from samples)", field=fld)
+            raise IngestError(
+                f"no {fld}: pass {fld}= or log it (RecordStream derives samples from batch "
+                "and batch from samples)",
+                field=fld,
+            )
     if lr is None:
         lr = m.values.get("lr")
     # explicit arguments win: keep the logged value in extra so nothing is lost
@@ -195,8 +228,11 @@ def canonicalize(metrics: Mapping[str, Any], *, step: int, samples: int | None =
         if given is not None and fld in m.values and m.values[fld] != given:
             extra.setdefault(m.names[fld], m.values[fld])
     return build_record(
-        m.values, extra, step=step,
+        m.values,
+        extra,
+        step=step,
         samples=samples if samples is not None else m.values["samples"],
         batch=batch if batch is not None else m.values["batch"],
-        lr=lr, names=m.names,
+        lr=lr,
+        names=m.names,
     )

@@ -35,14 +35,22 @@ from rlvr_schedule.ingest.stream import RecordStream
 from rlvr_schedule.ingest.textio import _ANSI, open_text, split_ray_prefix
 from rlvr_schedule.records import Run
 
-__all__ = ["read_verl_console", "read_trl_console", "parse_verl_step_line", "find_verl_config",
-           "looks_like_verl_console", "looks_like_trl_console"]
+__all__ = [
+    "read_verl_console",
+    "read_trl_console",
+    "parse_verl_step_line",
+    "find_verl_config",
+    "looks_like_verl_console",
+    "looks_like_trl_console",
+]
 
 _STEP_LINE = re.compile(r"^\s*step:(\d+) - (.*)$")
 _UNIT = re.compile(r"^(.*)\(([-+0-9.eE]+)\)$")
-_OVERRIDE = re.compile(r"(?<![\w.])(data\.train_batch_size|actor_rollout_ref\.rollout\.n|"
-                       r"actor_rollout_ref\.actor\.optim\.lr|actor_rollout_ref\.model\.path|"
-                       r"algorithm\.adv_estimator|data\.max_response_length)=([^\s'\"\\]+)")
+_OVERRIDE = re.compile(
+    r"(?<![\w.])(data\.train_batch_size|actor_rollout_ref\.rollout\.n|"
+    r"actor_rollout_ref\.actor\.optim\.lr|actor_rollout_ref\.model\.path|"
+    r"algorithm\.adv_estimator|data\.max_response_length)=([^\s'\"\\]+)"
+)
 _TOTAL_STEPS = re.compile(r"Total steps: (\d+), num_warmup_steps: (\d+)")
 _SHELL_VAR = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S+)\s*$")
 
@@ -50,6 +58,8 @@ _SHELL_VAR = re.compile(r"^(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(\S+)\s*$")
 def _expand(value: str, env: Mapping[str, str]) -> str:
     """``$MODEL_PATH`` / ``${MODEL_PATH}`` in an override, from ``MODEL_PATH=...`` lines of the log."""
     return re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda m: env.get(m.group(1), m.group(0)), value)
+
+
 _VAL_PREFIXES = ("val-core/", "val-aux/", "val/", "test_score/")
 
 
@@ -112,7 +122,7 @@ def find_verl_config(lines: list[tuple[int, str, str]]) -> tuple[dict[str, Any] 
         if not text.lstrip().startswith("{'actor_rollout_ref'"):
             continue
         buf = [text]
-        for _, p2, t2 in lines[i + 1:i + 4000]:
+        for _, p2, t2 in lines[i + 1 : i + 4000]:
             if p2 != prefix:
                 continue  # another process's line interleaved by Ray
             buf.append(t2)
@@ -128,17 +138,32 @@ def find_verl_config(lines: list[tuple[int, str, str]]) -> tuple[dict[str, Any] 
 
 
 def looks_like_verl_console(head: str) -> bool:
-    return bool(re.search(r"(?m)^(?:\x1b\[[0-9;]*m|\[[0-9;]*m)*(?:\([^)]*pid=\d+[^)]*\)\s?)?(?:\x1b\[[0-9;]*m)*"
-                          r"\s*step:\d+ - \S+:", head)) or "verl.trainer.main_ppo" in head or "{'actor_rollout_ref'" in head
+    return (
+        bool(
+            re.search(
+                r"(?m)^(?:\x1b\[[0-9;]*m|\[[0-9;]*m)*(?:\([^)]*pid=\d+[^)]*\)\s?)?(?:\x1b\[[0-9;]*m)*"
+                r"\s*step:\d+ - \S+:",
+                head,
+            )
+        )
+        or "verl.trainer.main_ppo" in head
+        or "{'actor_rollout_ref'" in head
+    )
 
 
 def looks_like_trl_console(head: str) -> bool:
-    return ("***** Running training *****" in head
-            or bool(re.search(r"(?m)^\s*\{(['\"])(?:loss|reward|learning_rate|grad_norm)\1\s*:", head)))
+    return "***** Running training *****" in head or bool(
+        re.search(r"(?m)^\s*\{(['\"])(?:loss|reward|learning_rate|grad_norm)\1\s*:", head)
+    )
 
 
-def read_verl_console(path: str | os.PathLike[str], *, name: str | None = None,
-                      aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
+def read_verl_console(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> Run:
     """Read a verl console log (plain or .gz) into a :class:`Run`; see the module docstring."""
     source = str(path)
     opts = options or ReadOptions()
@@ -177,7 +202,10 @@ def read_verl_console(path: str | os.PathLike[str], *, name: str | None = None,
         raise IngestError(
             "the rollouts per update are not in this verl log (no printed config, no "
             "data.train_batch_size=... override): pass --batch N (N = data.train_batch_size x "
-            "actor_rollout_ref.rollout.n)", source=source, field="batch")
+            "actor_rollout_ref.rollout.n)",
+            source=source,
+            field="batch",
+        )
 
     # --- LR: printed with 3 decimals, so 0.000 for any RL LR -----------------------------------
     cfg_lr = _float(_get(cfg, "actor_rollout_ref.actor.optim.lr")) if cfg else None
@@ -216,13 +244,19 @@ def read_verl_console(path: str | os.PathLike[str], *, name: str | None = None,
         stream.append(row, line=lineno)
     run = stream.to_run()
     if rounded and lr_base is None:
-        warnings.warn(f"{source}: actor/lr is printed as 0.000 (3 decimals) and the log has no config LR: "
-                      "pass --base-lr", IngestWarning, stacklevel=2)
-    run.meta.update({"format": "verl-console", "batch_source": batch_source,
-                     "setup": _verl_setup(cfg, overrides)})
+        warnings.warn(
+            f"{source}: actor/lr is printed as 0.000 (3 decimals) and the log has no config LR: "
+            "pass --base-lr",
+            IngestWarning,
+            stacklevel=2,
+        )
+    run.meta.update(
+        {"format": "verl-console", "batch_source": batch_source, "setup": _verl_setup(cfg, overrides)}
+    )
     if rounded and lr_base is not None:
-        run.meta["lr_source"] = (f"{lr_source} (the log prints actor/lr as 0.000)"
-                                 + (f", linear warm-up over {warmup_steps} steps" if warmup_steps else ""))
+        run.meta["lr_source"] = f"{lr_source} (the log prints actor/lr as 0.000)" + (
+            f", linear warm-up over {warmup_steps} steps" if warmup_steps else ""
+        )
     if cfg_line is not None:
         run.meta["config_line"] = cfg_line
     describe_sources(run, stream.names, None)
@@ -250,8 +284,9 @@ def _int(x: Any) -> int | None:
     return int(f) if f is not None and f == int(f) and f >= 1 else None
 
 
-def _verl_batch(cfg: dict[str, Any] | None, overrides: Mapping[str, str],
-                source: str) -> tuple[int | None, str | None]:
+def _verl_batch(
+    cfg: dict[str, Any] | None, overrides: Mapping[str, str], source: str
+) -> tuple[int | None, str | None]:
     tbs = _int(_get(cfg, "data.train_batch_size")) if cfg else None
     n = _int(_get(cfg, "actor_rollout_ref.rollout.n")) if cfg else None
     where = "config in the log"
@@ -269,8 +304,12 @@ def _verl_batch(cfg: dict[str, Any] | None, overrides: Mapping[str, str],
 
 def _verl_setup(cfg: dict[str, Any] | None, overrides: Mapping[str, str]) -> dict[str, Any]:
     """What makes two runs comparable beyond batch and LR (model, algorithm, length cap, group)."""
-    keys = {"model": "actor_rollout_ref.model.path", "algorithm": "algorithm.adv_estimator",
-            "max_response_length": "data.max_response_length", "rollouts_per_prompt": "actor_rollout_ref.rollout.n"}
+    keys = {
+        "model": "actor_rollout_ref.model.path",
+        "algorithm": "algorithm.adv_estimator",
+        "max_response_length": "data.max_response_length",
+        "rollouts_per_prompt": "actor_rollout_ref.rollout.n",
+    }
     out: dict[str, Any] = {}
     for k, dotted in keys.items():
         v = _get(cfg, dotted) if cfg else None
@@ -306,15 +345,22 @@ def _epoch_step(epoch: Any, steps_per_epoch: int | None) -> int | None:
     if steps_per_epoch * 0.5 * 10.0 ** (-decimals) >= 0.5:
         return None  # rounded too coarsely: two steps could print the same epoch
     return int(round(value * steps_per_epoch))
-_SUMMARY_KEYS = ("train_runtime", "train_samples_per_second", "train_steps_per_second", "train_loss",
-                 "total_flos")
+
+
+_SUMMARY_KEYS = (
+    "train_runtime",
+    "train_samples_per_second",
+    "train_steps_per_second",
+    "train_loss",
+    "total_flos",
+)
 
 
 def _parse_dict(text: str) -> dict[str, Any] | None:
     m = _DICT_START.search(text)
     if not m or not text.rstrip().endswith("}"):
         return None
-    body = text[m.start():].strip()
+    body = text[m.start() :].strip()
     try:
         obj = ast.literal_eval(body)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -325,8 +371,13 @@ def _parse_dict(text: str) -> dict[str, Any] | None:
     return obj if isinstance(obj, dict) else None
 
 
-def read_trl_console(path: str | os.PathLike[str], *, name: str | None = None,
-                     aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
+def read_trl_console(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> Run:
     """Read a TRL / transformers console log (plain or .gz) into a :class:`Run`."""
     source = str(path)
     opts = options or ReadOptions()
@@ -363,15 +414,20 @@ def read_trl_console(path: str | os.PathLike[str], *, name: str | None = None,
         raise IngestError("no metrics dict lines ({'loss': ..., 'reward': ...})", source=source)
     batch, batch_source = header_batch, None
     if header_batch is not None:
-        batch_source = (f"header: Total train batch size {header_batch} (completions per update if "
-                        "num_iterations is 1; the console does not say)")
+        batch_source = (
+            f"header: Total train batch size {header_batch} (completions per update if "
+            "num_iterations is 1; the console does not say)"
+        )
     if opts.batch is not None:
         warn_batch_conflict(source, header_batch, opts.batch, "Total train batch size")
         batch, batch_source = opts.batch, "option --batch"
     if batch is None:
-        raise IngestError("the completions per optimizer update are not in this log (no '***** Running "
-                          "training *****' header: run with log_level='info'): pass --batch N",
-                          source=source, field="batch")
+        raise IngestError(
+            "the completions per optimizer update are not in this log (no '***** Running "
+            "training *****' header: run with log_level='info'): pass --batch N",
+            source=source,
+            field="batch",
+        )
     interval = opts.logging_steps
     stream = RecordStream(name=name or _stem(path), source=source, aliases=aliases)
     no_counter = 0
@@ -385,15 +441,21 @@ def read_trl_console(path: str | os.PathLike[str], *, name: str | None = None,
         if step is None:
             no_counter += 1
             step = k * (interval or 1)
-        row = apply_options({key: v for key, v in d.items() if key != "global_step/max_steps"},
-                            ReadOptions(base_lr=opts.base_lr), stream.aliases)
+        row = apply_options(
+            {key: v for key, v in d.items() if key != "global_step/max_steps"},
+            ReadOptions(base_lr=opts.base_lr),
+            stream.aliases,
+        )
         row["step"] = step
         row["batch"] = batch
         stream.append(row, line=lineno)
     if no_counter and interval is None:
-        warnings.warn(f"{source}: {no_counter} metrics dict(s) with no progress counter before them: "
-                      "taken as one optimizer step apart (pass --logging-steps N otherwise)",
-                      IngestWarning, stacklevel=2)
+        warnings.warn(
+            f"{source}: {no_counter} metrics dict(s) with no progress counter before them: "
+            "taken as one optimizer step apart (pass --logging-steps N otherwise)",
+            IngestWarning,
+            stacklevel=2,
+        )
     run = stream.to_run()
     run.meta.update({"format": "trl-console", "batch_source": batch_source})
     describe_sources(run, stream.names, opts)

@@ -29,8 +29,9 @@ _CHART_COL = re.compile(r"^(?P<run>.+?) - (?P<key>.+?)(?P<agg>__MIN|__MAX)?$")
 _INDEX = "\x00index"  # the unnamed index column pandas writes first
 
 
-def iter_csv_rows(path: str | os.PathLike[str], *,
-                  delimiter: str | None = None) -> Iterator[tuple[int, dict[str, str]]]:
+def iter_csv_rows(
+    path: str | os.PathLike[str], *, delimiter: str | None = None
+) -> Iterator[tuple[int, dict[str, str]]]:
     """``(line number, {column: cell})`` per data row; empty cells are left out."""
     source = str(path)
     if delimiter is None:
@@ -48,17 +49,28 @@ def iter_csv_rows(path: str | os.PathLike[str], *,
                         header[0] = _INDEX  # pandas' index column: not a metric
                     dup = sorted({c for c in header if header.count(c) > 1})
                     if dup:
-                        raise IngestError(f"duplicate column(s) {', '.join(map(repr, dup))} in the header",
-                                          source=source, line=reader.line_num)
+                        raise IngestError(
+                            f"duplicate column(s) {', '.join(map(repr, dup))} in the header",
+                            source=source,
+                            line=reader.line_num,
+                        )
                     if "" in header:
-                        raise IngestError(f"empty column name in the header (column {header.index('') + 1})",
-                                          source=source, line=reader.line_num)
+                        raise IngestError(
+                            f"empty column name in the header (column {header.index('') + 1})",
+                            source=source,
+                            line=reader.line_num,
+                        )
                     continue
                 if len(row) > len(header):
-                    raise IngestError(f"{len(row)} cells but the header names {len(header)} columns",
-                                      source=source, line=reader.line_num)
-                yield reader.line_num, {k: c for k, c in zip(header, row, strict=False)
-                                        if c.strip() and k != _INDEX}
+                    raise IngestError(
+                        f"{len(row)} cells but the header names {len(header)} columns",
+                        source=source,
+                        line=reader.line_num,
+                    )
+                yield (
+                    reader.line_num,
+                    {k: c for k, c in zip(header, row, strict=False) if c.strip() and k != _INDEX},
+                )
     except UnicodeDecodeError as exc:
         raise IngestError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source) from exc
     except csv.Error as exc:
@@ -82,8 +94,12 @@ def csv_header(path: str | os.PathLike[str]) -> list[str]:
 
 def is_wandb_chart_header(header: list[str]) -> bool:
     """True for a W&B chart export: ``Step`` then ``<run> - <key>`` columns."""
-    return bool(header) and header[0] == "Step" and len(header) > 1 and all(
-        _CHART_COL.match(h) for h in header[1:])
+    return (
+        bool(header)
+        and header[0] == "Step"
+        and len(header) > 1
+        and all(_CHART_COL.match(h) for h in header[1:])
+    )
 
 
 def _stem(path: str | os.PathLike[str]) -> str:
@@ -93,8 +109,13 @@ def _stem(path: str | os.PathLike[str]) -> str:
     return name
 
 
-def read_csv(path: str | os.PathLike[str], *, name: str | None = None,
-             aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
+def read_csv(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> Run:
     """Read a CSV/TSV log into a validated :class:`Run` (framework names mapped by ``aliases``).
 
     A W&B chart export holding exactly one run is read as that run.
@@ -102,8 +123,10 @@ def read_csv(path: str | os.PathLike[str], *, name: str | None = None,
     if is_wandb_chart_header(csv_header(path)):
         runs = read_wandb_chart_csv(path, aliases=aliases, options=options)
         if len(runs) > 1:
-            raise IngestError(f"W&B chart export with {len(runs)} runs "
-                              f"({', '.join(r.name for r in runs)}); use load_runs", source=str(path))
+            raise IngestError(
+                f"W&B chart export with {len(runs)} runs ({', '.join(r.name for r in runs)}); use load_runs",
+                source=str(path),
+            )
         if name:
             runs[0].name = name
         return runs[0]
@@ -116,8 +139,12 @@ def read_csv(path: str | os.PathLike[str], *, name: str | None = None,
     return run
 
 
-def read_wandb_chart_csv(path: str | os.PathLike[str], *, aliases: Mapping[str, str] | None = None,
-                         options: ReadOptions | None = None) -> list[Run]:
+def read_wandb_chart_csv(
+    path: str | os.PathLike[str],
+    *,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> list[Run]:
     """One run per ``<run>`` of a W&B chart export; ``__MIN``/``__MAX`` columns are left out."""
     header = csv_header(path)
     if not is_wandb_chart_header(header):

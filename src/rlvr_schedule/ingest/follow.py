@@ -47,7 +47,7 @@ class LogFollower:
     def close(self) -> None:
         shutil.rmtree(self._tmp, ignore_errors=True)
 
-    def __enter__(self) -> "LogFollower":
+    def __enter__(self) -> LogFollower:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -65,7 +65,7 @@ class LogFollower:
         with open(self.path, "rb") as fh:
             data = fh.read()
         cut = data.rfind(b"\n")
-        data = data[:cut + 1] if cut >= 0 else b""
+        data = data[: cut + 1] if cut >= 0 else b""
         self.lines = data.count(b"\n")
         snap = self._tmp / self.path.name
         snap.write_bytes(data)
@@ -112,4 +112,3 @@ class LogFollower:
         for suffix in (".gz", ".log", ".txt", ".jsonl", ".json", ".csv"):
             name = name.removesuffix(suffix)
         return name or self.path.name
-

@@ -63,8 +63,9 @@ def iter_jsonl_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[st
                     pending = (lineno, exc.msg)
                     continue
                 if not isinstance(obj, dict):
-                    raise IngestError(f"expected a JSON object, got {type(obj).__name__}",
-                                      source=source, line=lineno)
+                    raise IngestError(
+                        f"expected a JSON object, got {type(obj).__name__}", source=source, line=lineno
+                    )
                 kind = obj.get("kind")
                 if isinstance(kind, str) and kind != "record":
                     continue
@@ -72,8 +73,11 @@ def iter_jsonl_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[st
     except UnicodeDecodeError as exc:
         raise IngestError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source) from exc
     if pending is not None:
-        warnings.warn(f"{source}:{pending[0]}: truncated last line skipped ({pending[1]}; "
-                      "a run killed mid-write?)", IngestWarning, stacklevel=3)
+        warnings.warn(
+            f"{source}:{pending[0]}: truncated last line skipped ({pending[1]}; a run killed mid-write?)",
+            IngestWarning,
+            stacklevel=3,
+        )
 
 
 def _flatten_verl(obj: dict[str, Any]) -> dict[str, Any]:
@@ -91,8 +95,13 @@ def _stem(path: str | os.PathLike[str]) -> str:
     return name
 
 
-def read_jsonl(path: str | os.PathLike[str], *, name: str | None = None,
-               aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
+def read_jsonl(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> Run:
     """Read a JSONL log into a validated :class:`Run` (framework names mapped by ``aliases``).
 
     Also a whole-file JSON list of metric dicts or a ``trainer_state.json`` (``log_history``),

@@ -51,24 +51,58 @@ class Format:
     needs: str
 
 
-FORMATS: dict[str, Format] = {f.name: f for f in (
-    Format("jsonl", read_jsonl, "JSON lines: this library's records, TRL/OpenRLHF metric dicts, verl's "
-           "file logger ({\"step\": N, \"data\": {...}})", "a reward, and batch or a rollout count (or --batch)"),
-    Format("trainer-state", read_jsonl, "HF Trainer trainer_state.json (log_history) or a JSON list of "
-           "metric dicts", "a reward per entry and --batch (the completions per optimizer update)"),
-    Format("csv", read_csv, "CSV/TSV with a header: W&B run-history export (pandas index column allowed), "
-           "spreadsheet exports", "a reward column, and batch or a rollout count (or --batch)"),
-    Format("wandb-chart", read_csv, "W&B chart/panel export: Step,<run> - key,<run> - key__MIN,...; "
-           "one run per <run>", "a reward panel and --batch"),
-    Format("tensorboard", read_tensorboard, "TensorBoard event files or a run directory (HF train/*, "
-           "OpenRLHF, verl, rlvr/* tags)", "a reward tag, and batch or a rollout count (or --batch)"),
-    Format("verl-console", read_verl_console, "verl console log (tee train.log): step:N - key:value lines, "
-           "Ray prefixes, colour codes; batch = data.train_batch_size x rollout.n from the printed "
-           "config or command line", "critic/score/mean; the config print or --batch"),
-    Format("trl-console", read_trl_console, "TRL/transformers console log (python train.py > train.log): "
-           "{'loss': ...} dicts, tqdm bars, the ***** Running training ***** header",
-           "reward; the header (log_level='info') or --batch"),
-)}
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format(
+            "jsonl",
+            read_jsonl,
+            "JSON lines: this library's records, TRL/OpenRLHF metric dicts, verl's "
+            'file logger ({"step": N, "data": {...}})',
+            "a reward, and batch or a rollout count (or --batch)",
+        ),
+        Format(
+            "trainer-state",
+            read_jsonl,
+            "HF Trainer trainer_state.json (log_history) or a JSON list of metric dicts",
+            "a reward per entry and --batch (the completions per optimizer update)",
+        ),
+        Format(
+            "csv",
+            read_csv,
+            "CSV/TSV with a header: W&B run-history export (pandas index column allowed), "
+            "spreadsheet exports",
+            "a reward column, and batch or a rollout count (or --batch)",
+        ),
+        Format(
+            "wandb-chart",
+            read_csv,
+            "W&B chart/panel export: Step,<run> - key,<run> - key__MIN,...; one run per <run>",
+            "a reward panel and --batch",
+        ),
+        Format(
+            "tensorboard",
+            read_tensorboard,
+            "TensorBoard event files or a run directory (HF train/*, OpenRLHF, verl, rlvr/* tags)",
+            "a reward tag, and batch or a rollout count (or --batch)",
+        ),
+        Format(
+            "verl-console",
+            read_verl_console,
+            "verl console log (tee train.log): step:N - key:value lines, "
+            "Ray prefixes, colour codes; batch = data.train_batch_size x rollout.n from the printed "
+            "config or command line",
+            "critic/score/mean; the config print or --batch",
+        ),
+        Format(
+            "trl-console",
+            read_trl_console,
+            "TRL/transformers console log (python train.py > train.log): "
+            "{'loss': ...} dicts, tqdm bars, the ***** Running training ***** header",
+            "reward; the header (log_level='info') or --batch",
+        ),
+    )
+}
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -79,8 +113,10 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         if event_files(p):
             return "tensorboard"
-        raise IngestError("directory holds no TensorBoard event files (use load_runs for a directory of "
-                          "several runs)", source=str(p))
+        raise IngestError(
+            "directory holds no TensorBoard event files (use load_runs for a directory of several runs)",
+            source=str(p),
+        )
     if is_event_file(p):
         return "tensorboard"
     suffix = logical_suffix(p)
@@ -103,8 +139,10 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "jsonl"
     if "," in head.splitlines()[0] and len(head.splitlines()) > 1:
         return "csv"
-    raise IngestError(f"unknown log format (suffix {suffix or 'none'!r}); name it with --format "
-                      f"({', '.join(FORMATS)})", source=str(p))
+    raise IngestError(
+        f"unknown log format (suffix {suffix or 'none'!r}); name it with --format ({', '.join(FORMATS)})",
+        source=str(p),
+    )
 
 
 def _is_record_jsonl(head: str) -> bool:
@@ -114,7 +152,9 @@ def _is_record_jsonl(head: str) -> bool:
         obj = json.loads(first)
     except ValueError:
         return False
-    return isinstance(obj, dict) and any(k in obj for k in ("step", "samples", "batch", "global_step", "kind"))
+    return isinstance(obj, dict) and any(
+        k in obj for k in ("step", "samples", "batch", "global_step", "kind")
+    )
 
 
 def _contains(p: Path, needle: str, check: Callable[[str], bool]) -> bool:
@@ -124,7 +164,7 @@ def _contains(p: Path, needle: str, check: Callable[[str], bool]) -> bool:
     except IngestError:
         return False
     i = head.find(needle)
-    return i >= 0 and check(head[max(0, i - 200):i + 2000])
+    return i >= 0 and check(head[max(0, i - 200) : i + 2000])
 
 
 def reader_for(path: str | os.PathLike[str], format: str | None = None) -> Reader:
@@ -133,7 +173,9 @@ def reader_for(path: str | os.PathLike[str], format: str | None = None) -> Reade
     try:
         return FORMATS[name].reader
     except KeyError:
-        raise IngestError(f"unknown format {name!r}; formats: {', '.join(FORMATS)}", field="--format") from None
+        raise IngestError(
+            f"unknown format {name!r}; formats: {', '.join(FORMATS)}", field="--format"
+        ) from None
 
 
 def find_runs(path: str | os.PathLike[str]) -> list[Path]:
@@ -159,8 +201,23 @@ def find_runs(path: str | os.PathLike[str]) -> list[Path]:
 
 
 #: File stems that name a log's kind, not its run (``runs/batch64/metrics.jsonl`` is run ``batch64``).
-GENERIC_STEMS = frozenset({"metrics", "log", "logs", "train", "training", "progress", "scalars", "events",
-                           "trainer_state", "history", "output", "console", "stdout"})
+GENERIC_STEMS = frozenset(
+    {
+        "metrics",
+        "log",
+        "logs",
+        "train",
+        "training",
+        "progress",
+        "scalars",
+        "events",
+        "trainer_state",
+        "history",
+        "output",
+        "console",
+        "stdout",
+    }
+)
 
 
 def _stem(path: Path) -> str:
@@ -205,8 +262,13 @@ def _read(path: Path, name: str, opts: ReadOptions) -> list[Run]:
     return [run]
 
 
-def load_run(path: str | os.PathLike[str], *, name: str | None = None,
-             aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
+def load_run(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> Run:
     """Read one run from any :data:`FORMATS` log (picked by suffix/content, or ``options.format``).
 
     A directory holding exactly one run (e.g. HF Trainer's ``runs/<date>/``) is read as that run.
@@ -221,13 +283,18 @@ def load_run(path: str | os.PathLike[str], *, name: str | None = None,
             raise IngestError(f"directory holds {len(runs)} runs ({listed}); use load_runs", source=str(path))
     got = _read(p, name or _run_name(p, None), _options(options, aliases))
     if len(got) != 1:
-        raise IngestError(f"file holds {len(got)} runs ({', '.join(r.name for r in got)}); use load_runs",
-                          source=str(path))
+        raise IngestError(
+            f"file holds {len(got)} runs ({', '.join(r.name for r in got)}); use load_runs", source=str(path)
+        )
     return got[0]
 
 
-def load_runs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
-              aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> list[Run]:
+def load_runs(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> list[Run]:
     """Read several runs (a sweep): each path a run, a directory of runs expanded in name order.
 
     The same file given twice (also through a directory) is refused: it would count one run twice.
@@ -241,12 +308,15 @@ def load_runs(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], 
         base = Path(path)
         members = find_runs(base)
         if not members:
-            raise IngestError("no logs found (JSONL, CSV, console logs or TensorBoard event files)",
-                              source=str(base))
+            raise IngestError(
+                "no logs found (JSONL, CSV, console logs or TensorBoard event files)", source=str(base)
+            )
         for member in members:
             key = member.resolve()
             if key in seen:
-                raise IngestError(f"given twice (also as {seen[key]}): each run once, please", source=str(member))
+                raise IngestError(
+                    f"given twice (also as {seen[key]}): each run once, please", source=str(member)
+                )
             seen[key] = str(member)
             name = _run_name(member, base if base.is_dir() and member != base else None)
             runs.extend(_read(member, name, opts))

@@ -45,10 +45,13 @@ class LrInfo:
         return "; ".join(parts) or "constant"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"lr": self.lr if math.isfinite(self.lr) else None,
-                "first_lr": self.first_lr if math.isfinite(self.first_lr) else None,
-                "final_lr": self.final_lr if math.isfinite(self.final_lr) else None,
-                "warmup_samples": self.warmup_samples, "decays": self.decays}
+        return {
+            "lr": self.lr if math.isfinite(self.lr) else None,
+            "first_lr": self.first_lr if math.isfinite(self.first_lr) else None,
+            "final_lr": self.final_lr if math.isfinite(self.final_lr) else None,
+            "warmup_samples": self.warmup_samples,
+            "decays": self.decays,
+        }
 
 
 def training_lr(run: Run, *, tol: float = 0.02) -> LrInfo:
@@ -69,5 +72,10 @@ def training_lr(run: Run, *, tol: float = 0.02) -> LrInfo:
     warmup_samples = int(samples[reach] - run.records[reach].batch) if warm else 0
     after = lr[reach:][np.isfinite(lr[reach:])]
     decays = bool(after.size and after.min() < (1 - max(tol, 0.1)) * peak)
-    return LrInfo(lr=peak, first_lr=float(lr[first_i]), final_lr=float(vals[-1]),
-                  warmup_samples=max(warmup_samples, 0), decays=decays)
+    return LrInfo(
+        lr=peak,
+        first_lr=float(lr[first_i]),
+        final_lr=float(vals[-1]),
+        warmup_samples=max(warmup_samples, 0),
+        decays=decays,
+    )

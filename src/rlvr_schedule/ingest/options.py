@@ -39,7 +39,9 @@ class ReadOptions:
         if self.base_lr is not None and not (math.isfinite(self.base_lr) and self.base_lr > 0):
             raise IngestError(f"base LR must be a positive number, got {self.base_lr!r}", field="--base-lr")
         if self.logging_steps is not None and self.logging_steps < 1:
-            raise IngestError(f"logging steps must be >= 1, got {self.logging_steps!r}", field="--logging-steps")
+            raise IngestError(
+                f"logging steps must be >= 1, got {self.logging_steps!r}", field="--logging-steps"
+            )
 
 
 def parse_alias_options(items: list[str] | None) -> dict[str, str]:
@@ -51,11 +53,14 @@ def parse_alias_options(items: list[str] | None) -> dict[str, str]:
         key, sep, fld = item.partition("=")
         key, fld = key.strip(), fld.strip()
         if not sep or not key or not fld:
-            raise IngestError(f"--alias takes KEY=FIELD (the logged name, then a field), got {item!r}",
-                              field="--alias")
+            raise IngestError(
+                f"--alias takes KEY=FIELD (the logged name, then a field), got {item!r}", field="--alias"
+            )
         if fld not in CANONICAL_FIELDS:
-            raise IngestError(f"--alias {item!r}: unknown field {fld!r}; fields are "
-                              f"{', '.join(sorted(CANONICAL_FIELDS))}", field="--alias")
+            raise IngestError(
+                f"--alias {item!r}: unknown field {fld!r}; fields are {', '.join(sorted(CANONICAL_FIELDS))}",
+                field="--alias",
+            )
         out[key] = fld
     return out
 
@@ -82,8 +87,14 @@ def apply_options(row: Mapping[str, Any], opts: ReadOptions | None, table: Any) 
     return out
 
 
-def describe_sources(run: Any, names: Mapping[str, str], opts: ReadOptions | None, *,
-                     batch_source: str | None = None, lr_source: str | None = None) -> None:
+def describe_sources(
+    run: Any,
+    names: Mapping[str, str],
+    opts: ReadOptions | None,
+    *,
+    batch_source: str | None = None,
+    lr_source: str | None = None,
+) -> None:
     """Fill ``run.meta['batch_source']`` / ``['lr_source']`` (unless a reader already did)."""
     meta = run.meta
     if batch_source is not None:
@@ -107,5 +118,8 @@ def describe_sources(run: Any, names: Mapping[str, str], opts: ReadOptions | Non
 def warn_batch_conflict(source: str, logged: int | None, given: int | None, what: str) -> None:
     """One warning when ``--batch`` differs from what the log says (the option wins)."""
     if logged is not None and given is not None and logged != given:
-        warnings.warn(f"{source}: --batch {given} differs from the log's {what} ({logged}); using {given}",
-                      IngestWarning, stacklevel=3)
+        warnings.warn(
+            f"{source}: --batch {given} differs from the log's {what} ({logged}); using {given}",
+            IngestWarning,
+            stacklevel=3,
+        )

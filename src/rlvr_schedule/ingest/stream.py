@@ -42,8 +42,9 @@ class RecordStream:
     run as a whole (records present, some reward logged) and returns the :class:`Run`.
     """
 
-    def __init__(self, *, name: str = "run", source: str | None = None,
-                 aliases: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, *, name: str = "run", source: str | None = None, aliases: Mapping[str, str] | None = None
+    ) -> None:
         self.name = name
         self.source = None if source is None else str(source)
         self.aliases = as_table(aliases)
@@ -80,8 +81,9 @@ class RecordStream:
     def _error(self, message: str, line: int | None, fld: str | None) -> IngestError:
         return IngestError(message, source=self._loc, line=line, field=fld)
 
-    def append(self, item: Mapping[str, Any] | StepRecord, *, line: int | None = None,
-               label: str | None = None) -> StepRecord | None:
+    def append(
+        self, item: Mapping[str, Any] | StepRecord, *, line: int | None = None, label: str | None = None
+    ) -> StepRecord | None:
         """Add one record (a :class:`StepRecord` or a framework metrics dict); returns it.
 
         ``line`` (or, for sources without lines, ``label`` such as ``"step 5"``) says where the
@@ -135,29 +137,51 @@ class RecordStream:
             raise self._error(
                 "neither samples nor batch is logged (looked for "
                 f"{', '.join(FIELD_ALIASES['samples'] + FIELD_ALIASES['batch'])}): pass the rollouts "
-                "per update with --batch N (or --alias NAME=samples / NAME=batch)", line, "samples")
+                "per update with --batch N (or --alias NAME=samples / NAME=batch)",
+                line,
+                "samples",
+            )
         if samples is None:
             assert batch is not None
             samples = prev_samples + batch * gap
             if gap > 1:
-                self._gap_derived = (f"{_where(self._loc, line)}: samples derived from batch assuming "
-                                     f"batch {batch} over the {gap - 1} unlogged step(s) before step {step}")
+                self._gap_derived = (
+                    f"{_where(self._loc, line)}: samples derived from batch assuming "
+                    f"batch {batch} over the {gap - 1} unlogged step(s) before step {step}"
+                )
         elif batch is None:
             diff = samples - prev_samples
             if diff > 0 and diff % gap:
                 raise self._error(
                     f"cannot derive batch: {diff} samples over {gap} step(s) is not a whole batch per "
-                    "step; log batch", line, names["samples"])
+                    "step; log batch",
+                    line,
+                    names["samples"],
+                )
             batch = max(diff // gap, 1) if diff > 0 else 1  # diff <= 0 is reported just below
             if gap > 1:
-                self._gap_derived = (f"{_where(self._loc, line)}: batch derived from samples over "
-                                     f"{gap} steps assuming a constant batch")
+                self._gap_derived = (
+                    f"{_where(self._loc, line)}: batch derived from samples over "
+                    f"{gap} steps assuming a constant batch"
+                )
         record = build_record(
-            v, m.extra, step=step, samples=samples, batch=batch, lr=v.get("lr"),
-            source=self._loc, line=line, names=names,
+            v,
+            m.extra,
+            step=step,
+            samples=samples,
+            batch=batch,
+            lr=v.get("lr"),
+            source=self._loc,
+            line=line,
+            names=names,
         )
-        self._admit(record, line, step_field=step_field, samples_field=names.get("samples", "samples"),
-                    checked_step=True)
+        self._admit(
+            record,
+            line,
+            step_field=step_field,
+            samples_field=names.get("samples", "samples"),
+            checked_step=True,
+        )
         return record
 
     def _as_int(self, value: float, line: int | None, fld: str, *, minimum: int) -> int:
@@ -180,19 +204,31 @@ class RecordStream:
         if self.records[idx].step != step:
             raise self._error(
                 f"step {step} comes after step {last.step}{self._at(-1)} and was never logged "
-                "before: steps must increase", line, step_field)
+                "before: steps must increase",
+                line,
+                step_field,
+            )
         n = len(self.records) - idx
         warnings.warn(
             f"{_where(self._loc, line)}: field {step_field!r}: step {step} logged again "
             f"(first{self._at(idx)}; a resumed run?): keeping the later record(s), "
             f"dropping {n} earlier one(s)",
-            IngestWarning, stacklevel=4)
+            IngestWarning,
+            stacklevel=4,
+        )
         del self.records[idx:]
         del self.lines[idx:]
         self.dropped += n
 
-    def _admit(self, record: StepRecord, line: int | None, *, step_field: str, samples_field: str,
-               checked_step: bool = False) -> None:
+    def _admit(
+        self,
+        record: StepRecord,
+        line: int | None,
+        *,
+        step_field: str,
+        samples_field: str,
+        checked_step: bool = False,
+    ) -> None:
         if not checked_step:
             self._rewind_or_check(record.step, line, step_field)
         prev = self.last
@@ -200,7 +236,9 @@ class RecordStream:
             raise self._error(
                 f"samples {record.samples} at step {record.step} do not exceed samples {prev.samples} of "
                 f"step {prev.step}{self._at(-1)}: samples are cumulative and must increase",
-                line, samples_field)
+                line,
+                samples_field,
+            )
         self.records.append(record)
         self.lines.append(line)
 
@@ -214,7 +252,9 @@ class RecordStream:
                 self._nonfinite[name] = [line, 1]
                 warnings.warn(
                     f"{_where(self._loc, line)}: field {name!r}: non-finite value {value!r} set to NaN",
-                    IngestWarning, stacklevel=4)
+                    IngestWarning,
+                    stacklevel=4,
+                )
             else:
                 seen[1] += 1
         for name in m.unknown:
@@ -230,19 +270,31 @@ class RecordStream:
         self._warned = True
         where = self.source or "<stream>"
         if self._unknown:
-            warnings.warn(f"{where}: unknown metrics kept in extra: {', '.join(self._unknown)}",
-                          IngestWarning, stacklevel=3)
+            warnings.warn(
+                f"{where}: unknown metrics kept in extra: {', '.join(self._unknown)}",
+                IngestWarning,
+                stacklevel=3,
+            )
         if self._non_numeric:
-            warnings.warn(f"{where}: non-numeric columns dropped: {', '.join(self._non_numeric)}",
-                          IngestWarning, stacklevel=3)
+            warnings.warn(
+                f"{where}: non-numeric columns dropped: {', '.join(self._non_numeric)}",
+                IngestWarning,
+                stacklevel=3,
+            )
         for name, (first, count) in self._nonfinite.items():
             if count > 1:
-                warnings.warn(f"{where}: field {name!r}: {count} non-finite values set to NaN "
-                              f"(first at line {first})", IngestWarning, stacklevel=3)
+                warnings.warn(
+                    f"{where}: field {name!r}: {count} non-finite values set to NaN (first at line {first})",
+                    IngestWarning,
+                    stacklevel=3,
+                )
         if self._skipped:
-            warnings.warn(f"{self._skipped[0]}: {len(self._skipped)} row(s) without any reward, samples, "
-                          "batch or other canonical metric skipped (eval or summary lines?)",
-                          IngestWarning, stacklevel=3)
+            warnings.warn(
+                f"{self._skipped[0]}: {len(self._skipped)} row(s) without any reward, samples, "
+                "batch or other canonical metric skipped (eval or summary lines?)",
+                IngestWarning,
+                stacklevel=3,
+            )
         if self._gap_derived:
             warnings.warn(self._gap_derived, IngestWarning, stacklevel=3)
 
@@ -254,16 +306,19 @@ class RecordStream:
                 raise IngestError(
                     f"{len(self._skipped)} row(s) but none with a known metric (unknown names: {seen}); "
                     "name yours with --alias KEY=FIELD (e.g. --alias acc=reward_mean)",
-                    source=self.source or "<stream>")
+                    source=self.source or "<stream>",
+                )
             raise IngestError("no records (empty log)", source=self.source or "<stream>")
         if require_reward and not any(math.isfinite(r.reward_mean) for r in self.records):
             raise IngestError(
-                "no reward metric: none of " + ", ".join(FIELD_ALIASES["reward_mean"])
+                "no reward metric: none of "
+                + ", ".join(FIELD_ALIASES["reward_mean"])
                 + " has a finite value (name yours with --alias NAME=reward_mean)",
-                source=self.source or "<stream>", field="reward_mean")
+                source=self.source or "<stream>",
+                field="reward_mean",
+            )
         self.warn_pending()
         return Run(list(self.records), name=name or self.name, source=self.source)
 
     def __repr__(self) -> str:
         return f"RecordStream({self.name!r}, {len(self.records)} records, source={self.source!r})"
-

@@ -21,7 +21,7 @@ from rlvr_schedule.records import Run
 
 __all__ = ["read_tensorboard", "event_files", "is_event_file", "read_scalars"]
 
-_EXACT_FLOAT32 = 2 ** 24  # integers above this are not exact in TensorBoard's float32 scalars
+_EXACT_FLOAT32 = 2**24  # integers above this are not exact in TensorBoard's float32 scalars
 
 
 def is_event_file(path: str | os.PathLike[str]) -> bool:
@@ -43,8 +43,9 @@ def _loader():
         from tensorboard.backend.event_processing import event_file_loader
         from tensorboard.util import tensor_util
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("reading TensorBoard event files needs tensorboard: "
-                          "pip install tensorboard") from exc
+        raise ImportError(
+            "reading TensorBoard event files needs tensorboard: pip install tensorboard"
+        ) from exc
     return event_file_loader, tensor_util
 
 
@@ -86,7 +87,10 @@ def read_scalars(path: str | os.PathLike[str]) -> dict[int, dict[str, float]]:
                 if stale:
                     warnings.warn(
                         f"{f}: field {tag!r}: steps {min(stale)}..{max(stale)} logged again from step {step} "
-                        "(a resumed run?): keeping the later values", IngestWarning, stacklevel=3)
+                        "(a resumed run?): keeping the later values",
+                        IngestWarning,
+                        stacklevel=3,
+                    )
                     for s in stale:
                         del series[s]
             series[step] = value  # within one file the last value of a step wins
@@ -97,8 +101,13 @@ def read_scalars(path: str | os.PathLike[str]) -> dict[int, dict[str, float]]:
     return dict(sorted(rows.items()))
 
 
-def read_tensorboard(path: str | os.PathLike[str], *, name: str | None = None,
-                     aliases: Mapping[str, str] | None = None, options: ReadOptions | None = None) -> Run:
+def read_tensorboard(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> Run:
     """Read a TensorBoard event file or run directory into a validated :class:`Run`.
 
     The event step is the record's step (a logged step tag such as ``training/global_step``
@@ -109,8 +118,9 @@ def read_tensorboard(path: str | os.PathLike[str], *, name: str | None = None,
     rows = read_scalars(p)
     if not rows:
         raise IngestError("no scalar summaries in the event files", source=source)
-    stream = RecordStream(name=name or (p.name if p.is_dir() else p.parent.name or p.name),
-                          source=source, aliases=aliases)
+    stream = RecordStream(
+        name=name or (p.name if p.is_dir() else p.parent.name or p.name), source=source, aliases=aliases
+    )
     for step, values in rows.items():
         stream.append(apply_options({**values, "step": step}, options, stream.aliases), label=f"step {step}")
     run = stream.to_run()
@@ -118,7 +128,10 @@ def read_tensorboard(path: str | os.PathLike[str], *, name: str | None = None,
     describe_sources(run, stream.names, options)
     hits = (stream.aliases.resolve(tag) for tag in rows[max(rows)])
     if run.records[-1].samples > _EXACT_FLOAT32 and any(h is not None and h[0] == "samples" for h in hits):
-        warnings.warn(f"{source}: samples above 2**24 are rounded by TensorBoard's float32 scalars; "
-                      "prefer a JSONL log for exact sample counts", IngestWarning, stacklevel=2)
+        warnings.warn(
+            f"{source}: samples above 2**24 are rounded by TensorBoard's float32 scalars; "
+            "prefer a JSONL log for exact sample counts",
+            IngestWarning,
+            stacklevel=2,
+        )
     return run
-

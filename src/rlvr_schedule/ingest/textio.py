@@ -72,7 +72,7 @@ def split_ray_prefix(line: str) -> tuple[str, str]:
     m = _RAY_PREFIX.match(line)
     if not m:
         return "", line
-    return m.group(0).strip(), line[m.end():]
+    return m.group(0).strip(), line[m.end() :]
 
 
 def clean_line(line: str) -> str:

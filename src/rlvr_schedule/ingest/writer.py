@@ -52,8 +52,11 @@ def _cut_partial_last_line(path: Path) -> None:
         fh.seek(0)
         nlines = fh.read(cut).count(b"\n")
         fh.truncate(cut)
-    warnings.warn(f"{path}:{nlines + 1}: cut a truncated last line ({size - cut} bytes) before appending",
-                  IngestWarning, stacklevel=3)
+    warnings.warn(
+        f"{path}:{nlines + 1}: cut a truncated last line ({size - cut} bytes) before appending",
+        IngestWarning,
+        stacklevel=3,
+    )
 
 
 class JsonlWriter:
@@ -104,8 +107,13 @@ class JsonlWriter:
         return f"JsonlWriter({str(self.path)!r})"
 
 
-def write_jsonl(path: str | os.PathLike[str], records: Iterable[StepRecord | Mapping[str, Any]], *,
-                append: bool = False, fsync: bool = False) -> Path:
+def write_jsonl(
+    path: str | os.PathLike[str],
+    records: Iterable[StepRecord | Mapping[str, Any]],
+    *,
+    append: bool = False,
+    fsync: bool = False,
+) -> Path:
     """Write records as JSON lines (replacing the file unless ``append``); returns the path."""
     p = Path(path)
     if not append and p.exists():

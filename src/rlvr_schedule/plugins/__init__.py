@@ -19,4 +19,11 @@ from rlvr_schedule.plugins.manager import (  # noqa: E402
     get_plugin_host,
 )
 
-__all__ = ["hookimpl", "PluginHost", "get_plugin_host", "ENTRY_POINT_GROUP", "DetectorFault", "IsolatedDetector"]
+__all__ = [
+    "hookimpl",
+    "PluginHost",
+    "get_plugin_host",
+    "ENTRY_POINT_GROUP",
+    "DetectorFault",
+    "IsolatedDetector",
+]

@@ -10,7 +10,8 @@ manager re-raises, for tests); a raising failure detector holds the stage on tha
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -42,11 +43,11 @@ def rlvr_schedule_progress_estimators() -> list[Any]:
 
 
 @hookspec
-def rlvr_schedule_on_record(record: "StepRecord") -> None:
+def rlvr_schedule_on_record(record: StepRecord) -> None:
     """Observe every record the driver is fed, before the schedule steps (sinks: JSONL, TensorBoard)."""
 
 
 @hookspec
-def rlvr_schedule_on_decision(decision: "Decision", record: "StepRecord") -> None:
+def rlvr_schedule_on_decision(decision: Decision, record: StepRecord) -> None:
     """Observe every decision, switched or not, with the record that produced it (after the host
     applied it, or held: then ``decision.reason`` starts with "held")."""

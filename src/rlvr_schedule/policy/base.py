@@ -83,11 +83,25 @@ class Schedule:
     def switches(self) -> int:
         return len(self._stages) - 1
 
-    def _decision(self, record: StepRecord, reason: str = "", *, switched: bool = False,
-                  stage: Stage | None = None, index: int | None = None) -> Decision:
+    def _decision(
+        self,
+        record: StepRecord,
+        reason: str = "",
+        *,
+        switched: bool = False,
+        stage: Stage | None = None,
+        index: int | None = None,
+    ) -> Decision:
         st = stage if stage is not None else self.current
-        return Decision(step=record.step, samples=record.samples, batch=st.batch, lr=st.lr,
-                        stage=self.index if index is None else index, switched=switched, reason=reason)
+        return Decision(
+            step=record.step,
+            samples=record.samples,
+            batch=st.batch,
+            lr=st.lr,
+            stage=self.index if index is None else index,
+            switched=switched,
+            reason=reason,
+        )
 
     # --- the two halves of a step ----------------------------------------------------------------
     def propose(self, record: StepRecord) -> Decision:
@@ -104,8 +118,14 @@ class Schedule:
             cur = self._stages[-1]
             if decision.stage == len(self._stages):
                 self._stages[-1] = dataclasses.replace(cur, until_samples=decision.samples)
-                self._stages.append(Stage(batch=decision.batch, lr=decision.lr, reason=decision.reason,
-                                          start_samples=decision.samples))
+                self._stages.append(
+                    Stage(
+                        batch=decision.batch,
+                        lr=decision.lr,
+                        reason=decision.reason,
+                        start_samples=decision.samples,
+                    )
+                )
             else:
                 self._stages[-1] = dataclasses.replace(cur, lr=decision.lr)
             self._committed(decision)
@@ -113,8 +133,15 @@ class Schedule:
 
     def hold(self, decision: Decision, why: str) -> Decision:
         """The host could not apply ``decision``: the current stage stays; its decision, saying why."""
-        return Decision(step=decision.step, samples=decision.samples, batch=self.current.batch,
-                        lr=self.current.lr, stage=self.index, switched=False, reason=f"held: {why}")
+        return Decision(
+            step=decision.step,
+            samples=decision.samples,
+            batch=self.current.batch,
+            lr=self.current.lr,
+            stage=self.index,
+            switched=False,
+            reason=f"held: {why}",
+        )
 
     def step(self, record: StepRecord) -> Decision:
         """:meth:`propose` and :meth:`commit`: the decision for the next update, in effect."""

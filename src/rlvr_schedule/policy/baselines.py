@@ -36,15 +36,22 @@ LR_RULES = ("adascale",) + tuple(RULES)
 
 def _pos_int(name: str, v: Any, *, zero: bool = False) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < (0 if zero else 1):
-        raise ConfigError(f"must be a {'non-negative' if zero else 'positive'} integer, got {v!r}", field=name)
+        raise ConfigError(
+            f"must be a {'non-negative' if zero else 'positive'} integer, got {v!r}", field=name
+        )
     return v
 
 
 def _pos_num(name: str, v: Any, *, zero: bool = False) -> float:
-    if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-            or (v < 0 if zero else v <= 0)):
-        raise ConfigError(f"must be a finite {'non-negative' if zero else 'positive'} number, got {v!r}",
-                          field=name)
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float))
+        or not math.isfinite(v)
+        or (v < 0 if zero else v <= 0)
+    ):
+        raise ConfigError(
+            f"must be a finite {'non-negative' if zero else 'positive'} number, got {v!r}", field=name
+        )
     return float(v)
 
 
@@ -57,9 +64,18 @@ class LinearRampSchedule(StaticSchedule):
     Every batch must be runnable under ``constraints`` (Megatron asserts divisibility too).
     """
 
-    def __init__(self, start: int, increment: int, ramp_samples: int, final_batch: int, *, base_lr: float,
-                 base_batch: int | None = None, lr_rule: str = "sqrt",
-                 constraints: BatchConstraints | None = None) -> None:
+    def __init__(
+        self,
+        start: int,
+        increment: int,
+        ramp_samples: int,
+        final_batch: int,
+        *,
+        base_lr: float,
+        base_batch: int | None = None,
+        lr_rule: str = "sqrt",
+        constraints: BatchConstraints | None = None,
+    ) -> None:
         _pos_int("start", start)
         _pos_int("increment", increment)
         _pos_int("ramp_samples", ramp_samples)
@@ -72,12 +88,20 @@ class LinearRampSchedule(StaticSchedule):
         if final_batch < start:
             raise ConfigError(f"final_batch {final_batch} is below start {start}", field="final_batch")
         if (final_batch - start) % increment:
-            raise ConfigError(f"final_batch - start ({final_batch - start}) must be a multiple of "
-                              f"increment {increment} (as Megatron requires)", field="increment")
+            raise ConfigError(
+                f"final_batch - start ({final_batch - start}) must be a multiple of "
+                f"increment {increment} (as Megatron requires)",
+                field="increment",
+            )
         n = (final_batch - start) // increment
         if n > ramp_samples:
             raise ConfigError(f"{n} increments do not fit in {ramp_samples} rollouts", field="ramp_samples")
-        self.start, self.increment, self.ramp_samples, self.final_batch = start, increment, ramp_samples, final_batch
+        self.start, self.increment, self.ramp_samples, self.final_batch = (
+            start,
+            increment,
+            ramp_samples,
+            final_batch,
+        )
         self.base_lr, self.lr_rule = float(base_lr), lr_rule
         ref = base_batch or start
         stages = []
@@ -85,13 +109,21 @@ class LinearRampSchedule(StaticSchedule):
             b = start + k * increment
             # stage k ends where Megatron's consumed_samples / per_increment reaches k + 1
             until = None if k == n else math.ceil((k + 1) * ramp_samples / n)
-            stages.append(Stage(batch=b, lr=lr_for_batch(b, ref, base_lr, lr_rule),
-                                reason="initial" if k == 0 else "ramp-up", until_samples=until))
+            stages.append(
+                Stage(
+                    batch=b,
+                    lr=lr_for_batch(b, ref, base_lr, lr_rule),
+                    reason="initial" if k == 0 else "ramp-up",
+                    until_samples=until,
+                )
+            )
         super().__init__(stages, constraints)
 
     def __repr__(self) -> str:
-        return (f"LinearRampSchedule(start={self.start}, increment={self.increment}, "
-                f"ramp_samples={self.ramp_samples}, final_batch={self.final_batch}, lr_rule={self.lr_rule!r})")
+        return (
+            f"LinearRampSchedule(start={self.start}, increment={self.increment}, "
+            f"ramp_samples={self.ramp_samples}, final_batch={self.final_batch}, lr_rule={self.lr_rule!r})"
+        )
 
 
 def pollux_efficiency(batch: float, phi: float, base_batch: float) -> float:
@@ -119,15 +151,31 @@ class NoiseScaleAdaptiveSchedule(Schedule):
 
     kind = _NS_KIND
 
-    def __init__(self, initial_batch: int, *, base_lr: float, t0: float, t1: float, lr_rule: str = "adascale",
-                 max_batch: int | None = None, interval: int = 10, warmup: int = 50, grid: float = 2.0 ** 0.25,
-                 min_gain: float = 0.02, beta: float = 0.99, allow_decrease: bool = True,
-                 constraints: BatchConstraints | None = None) -> None:
+    def __init__(
+        self,
+        initial_batch: int,
+        *,
+        base_lr: float,
+        t0: float,
+        t1: float,
+        lr_rule: str = "adascale",
+        max_batch: int | None = None,
+        interval: int = 10,
+        warmup: int = 50,
+        grid: float = 2.0**0.25,
+        min_gain: float = 0.02,
+        beta: float = 0.99,
+        allow_decrease: bool = True,
+        constraints: BatchConstraints | None = None,
+    ) -> None:
         self.constraints = c = constraints or BatchConstraints()
         _pos_int("initial_batch", initial_batch)
         if not c.is_valid(initial_batch):
-            raise ConfigError(f"{initial_batch} is not runnable (a multiple of {c.multiple} within "
-                              f"[{c.lowest}, {c.highest}])", field="initial_batch")
+            raise ConfigError(
+                f"{initial_batch} is not runnable (a multiple of {c.multiple} within "
+                f"[{c.lowest}, {c.highest}])",
+                field="initial_batch",
+            )
         self.base_lr = _pos_num("base_lr", base_lr)
         self.t0 = _pos_num("t0", t0, zero=True)
         self.t1 = _pos_num("t1", t1, zero=True)
@@ -183,41 +231,76 @@ class NoiseScaleAdaptiveSchedule(Schedule):
         g_cur = goodput(cur.batch, phi, self.base_batch, self.t0, self.t1)
         g_best = goodput(best, phi, self.base_batch, self.t0, self.t1)
         lr = self.lr_for(cur.batch, phi)
-        move = best != cur.batch and g_best > (1 + self.min_gain) * g_cur and (self.allow_decrease
-                                                                              or best > cur.batch)
+        move = (
+            best != cur.batch
+            and g_best > (1 + self.min_gain) * g_cur
+            and (self.allow_decrease or best > cur.batch)
+        )
         if move:
-            reason = (f"goodput: B_simple {phi:.4g} -> batch {best} "
-                      f"(efficiency {pollux_efficiency(best, phi, self.base_batch):.3f})")
-            return Decision(step=record.step, samples=record.samples, batch=best, lr=self.lr_for(best, phi),
-                            stage=index + 1, switched=True, reason=reason)
+            reason = (
+                f"goodput: B_simple {phi:.4g} -> batch {best} "
+                f"(efficiency {pollux_efficiency(best, phi, self.base_batch):.3f})"
+            )
+            return Decision(
+                step=record.step,
+                samples=record.samples,
+                batch=best,
+                lr=self.lr_for(best, phi),
+                stage=index + 1,
+                switched=True,
+                reason=reason,
+            )
         if self.lr_rule == "adascale" and not math.isclose(lr, cur.lr, rel_tol=1e-3):
             # AdaScale re-tunes the LR as the gain moves, within a stage (recorded as the stage's LR)
-            return Decision(step=record.step, samples=record.samples, batch=cur.batch, lr=lr, stage=index,
-                            switched=True, reason=f"adascale gain at B_simple {phi:.4g}")
+            return Decision(
+                step=record.step,
+                samples=record.samples,
+                batch=cur.batch,
+                lr=lr,
+                stage=index,
+                switched=True,
+                reason=f"adascale gain at B_simple {phi:.4g}",
+            )
         return self._decision(record)
 
     # --- state ---------------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
-        return {"base_batch": self.base_batch, "base_lr": self.base_lr, "t0": self.t0, "t1": self.t1,
-                "lr_rule": self.lr_rule, "interval": self.interval, "warmup": self.warmup,
-                "candidates": list(self.candidates), "min_gain": self.min_gain,
-                "allow_decrease": self.allow_decrease}
+        return {
+            "base_batch": self.base_batch,
+            "base_lr": self.base_lr,
+            "t0": self.t0,
+            "t1": self.t1,
+            "lr_rule": self.lr_rule,
+            "interval": self.interval,
+            "warmup": self.warmup,
+            "candidates": list(self.candidates),
+            "min_gain": self.min_gain,
+            "allow_decrease": self.allow_decrease,
+        }
 
     def _state(self) -> dict[str, Any]:
-        return {"settings": self._settings(), "records": self._records,
-                "stages": [s.to_dict() for s in self._stages], "noise": self.noise.state_dict()}
+        return {
+            "settings": self._settings(),
+            "records": self._records,
+            "stages": [s.to_dict() for s in self._stages],
+            "noise": self.noise.state_dict(),
+        }
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
         saved = state.get("settings")
         if saved is not None and saved != self._settings():
             changed = sorted(k for k, v in self._settings().items() if saved.get(k) != v)
-            raise ConfigError(f"the saved state belongs to a schedule with other settings ({', '.join(changed)})",
-                              field="settings")
+            raise ConfigError(
+                f"the saved state belongs to a schedule with other settings ({', '.join(changed)})",
+                field="settings",
+            )
         self._stages = self._stages_from(state)
         self._records = int(state["records"])
         self.noise.load_state_dict(state["noise"])
 
     def __repr__(self) -> str:
         cur = self.current
-        return (f"NoiseScaleAdaptiveSchedule(stage={len(self._stages) - 1}, batch={cur.batch}, "
-                f"lr={cur.lr:g}, lr_rule={self.lr_rule!r})")
+        return (
+            f"NoiseScaleAdaptiveSchedule(stage={len(self._stages) - 1}, batch={cur.batch}, "
+            f"lr={cur.lr:g}, lr_rule={self.lr_rule!r})"
+        )

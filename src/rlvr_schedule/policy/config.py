@@ -74,7 +74,11 @@ _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 def _coerce(key: str, value: Any, field: str, source: str | None) -> Any:
     """Numeric strings to numbers; integral floats to ints for count fields."""
-    if isinstance(value, str) and (key in _INT_FIELDS or key in _FLOAT_FIELDS) and _NUMBER.match(value.strip()):
+    if (
+        isinstance(value, str)
+        and (key in _INT_FIELDS or key in _FLOAT_FIELDS)
+        and _NUMBER.match(value.strip())
+    ):
         value = float(value)
     if key in _INT_FIELDS and isinstance(value, float):
         if not (math.isfinite(value) and value == int(value)):
@@ -101,7 +105,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"invalid JSON: {exc.msg} (column {exc.colno})", source=f"{src}:{exc.lineno}") from exc
+            raise ConfigError(
+                f"invalid JSON: {exc.msg} (column {exc.colno})", source=f"{src}:{exc.lineno}"
+            ) from exc
     else:
         import yaml  # lazy: the core imports with numpy alone
 
@@ -123,8 +129,9 @@ def load_schedule(path: str | Path, *, plugins: PluginHost | None = None) -> Bat
     return schedule_from_dict(read_config(path), source=str(path), plugins=plugins)
 
 
-def schedule_from_dict(d: Mapping[str, Any], *, source: str | None = None,
-                       plugins: PluginHost | None = None) -> BatchSchedule:
+def schedule_from_dict(
+    d: Mapping[str, Any], *, source: str | None = None, plugins: PluginHost | None = None
+) -> BatchSchedule:
     """A schedule from a config mapping (the parsed file); ConfigError names source and field.
 
     ``plugins``: the two-clock policy also runs the plugins' failure detectors (fault-isolated)."""
@@ -132,8 +139,11 @@ def schedule_from_dict(d: Mapping[str, Any], *, source: str | None = None,
         raise ConfigError(f"must be a mapping, got {type(d).__name__}", source=source)
     kind = d.get("type", "static" if "stages" in d else None)
     if kind not in TYPES:
-        raise ConfigError(f"must be one of {', '.join(TYPES)} (or give 'stages' for a static schedule), "
-                          f"got {kind!r}", source=source, field="type")
+        raise ConfigError(
+            f"must be one of {', '.join(TYPES)} (or give 'stages' for a static schedule), got {kind!r}",
+            source=source,
+            field="type",
+        )
     if kind == "static":
         return _static(d, source)
     body = {k: v for k, v in d.items() if k != "type"}
@@ -146,8 +156,11 @@ def schedule_from_dict(d: Mapping[str, Any], *, source: str | None = None,
 def _static(d: Mapping[str, Any], source: str | None) -> StaticSchedule:
     for k in d:
         if k not in _STATIC_KEYS:
-            raise ConfigError(f"unknown key for a static schedule (allowed: {', '.join(_STATIC_KEYS)})",
-                              source=source, field=str(k))
+            raise ConfigError(
+                f"unknown key for a static schedule (allowed: {', '.join(_STATIC_KEYS)})",
+                source=source,
+                field=str(k),
+            )
     top = _coerce_map({k: v for k, v in d.items() if k in ("base_lr", "base_batch")}, "", source)
     cons_raw = d.get("constraints")
     if isinstance(cons_raw, Mapping):
@@ -157,18 +170,27 @@ def _static(d: Mapping[str, Any], source: str | None) -> StaticSchedule:
     if rule not in RULES:
         raise ConfigError(f"must be one of {', '.join(RULES)}, got {rule!r}", source=source, field="lr_rule")
     base_lr = top.get("base_lr")
-    if base_lr is not None and (isinstance(base_lr, bool) or not isinstance(base_lr, (int, float))
-                                or not math.isfinite(base_lr) or base_lr <= 0):
-        raise ConfigError(f"must be a finite positive number, got {base_lr!r}", source=source,
-                          field="base_lr")
+    if base_lr is not None and (
+        isinstance(base_lr, bool)
+        or not isinstance(base_lr, (int, float))
+        or not math.isfinite(base_lr)
+        or base_lr <= 0
+    ):
+        raise ConfigError(
+            f"must be a finite positive number, got {base_lr!r}", source=source, field="base_lr"
+        )
     base_batch = top.get("base_batch")
-    if base_batch is not None and (isinstance(base_batch, bool) or not isinstance(base_batch, int)
-                                   or base_batch < 1):
-        raise ConfigError(f"must be a positive integer, got {base_batch!r}", source=source, field="base_batch")
+    if base_batch is not None and (
+        isinstance(base_batch, bool) or not isinstance(base_batch, int) or base_batch < 1
+    ):
+        raise ConfigError(
+            f"must be a positive integer, got {base_batch!r}", source=source, field="base_batch"
+        )
     raw = d.get("stages")
     if not isinstance(raw, list) or not raw:
-        raise ConfigError("must be a non-empty list of {batch, lr, until_samples}", source=source,
-                          field="stages")
+        raise ConfigError(
+            "must be a non-empty list of {batch, lr, until_samples}", source=source, field="stages"
+        )
     stages: list[Stage] = []
     for i, s in enumerate(raw):
         f = f"stages[{i}]"
@@ -176,20 +198,25 @@ def _static(d: Mapping[str, Any], source: str | None) -> StaticSchedule:
             raise ConfigError(f"must be a mapping with {', '.join(_STAGE_KEYS)}", source=source, field=f)
         for k in s:
             if k not in _STAGE_KEYS:
-                raise ConfigError(f"unknown key (allowed: {', '.join(_STAGE_KEYS)})", source=source,
-                                  field=f"{f}.{k}")
+                raise ConfigError(
+                    f"unknown key (allowed: {', '.join(_STAGE_KEYS)})", source=source, field=f"{f}.{k}"
+                )
         s = _coerce_map(s, f + ".", source)
         if "batch" not in s:
             raise ConfigError("is required", source=source, field=f + ".batch")
         if "until_samples" not in s and i != len(raw) - 1:
-            raise ConfigError("is required (null only on the last stage)", source=source,
-                              field=f + ".until_samples")
+            raise ConfigError(
+                "is required (null only on the last stage)", source=source, field=f + ".until_samples"
+            )
         batch = s["batch"]
         lr = s.get("lr")
         if lr is None:
             if base_lr is None:
-                raise ConfigError("is missing: give lr, or base_lr (and base_batch, lr_rule) to derive it",
-                                  source=source, field=f + ".lr")
+                raise ConfigError(
+                    "is missing: give lr, or base_lr (and base_batch, lr_rule) to derive it",
+                    source=source,
+                    field=f + ".lr",
+                )
             if isinstance(batch, int) and not isinstance(batch, bool) and batch >= 1:
                 ref = base_batch if base_batch is not None else stages[0].batch if stages else batch
                 lr = lr_for_batch(batch, ref, base_lr, rule=rule)

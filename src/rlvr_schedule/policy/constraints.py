@@ -50,12 +50,18 @@ class BatchConstraints:
         _check_int(self.divisor, prefix + "divisor", source=source, optional=True)
         if self.max_batch is not None:
             if self.max_batch < self.min_batch:
-                raise ConfigError(f"max_batch {self.max_batch} is below min_batch {self.min_batch}",
-                                  source=source, field=prefix + "max_batch")
+                raise ConfigError(
+                    f"max_batch {self.max_batch} is below min_batch {self.min_batch}",
+                    source=source,
+                    field=prefix + "max_batch",
+                )
             if self.lowest > self.max_batch:
                 raise ConfigError(
                     f"no multiple of {self.multiple} (group_size x divisor) lies in "
-                    f"[{self.min_batch}, {self.max_batch}]", source=source, field=prefix + "max_batch")
+                    f"[{self.min_batch}, {self.max_batch}]",
+                    source=source,
+                    field=prefix + "max_batch",
+                )
 
     @property
     def multiple(self) -> int:
@@ -79,8 +85,7 @@ class BatchConstraints:
     def is_valid(self, batch: int) -> bool:
         """Whether ``batch`` is runnable as is."""
         hi = self.highest
-        return (batch % self.multiple == 0 and batch >= self.lowest
-                and (hi is None or batch <= hi))
+        return batch % self.multiple == 0 and batch >= self.lowest and (hi is None or batch <= hi)
 
     def snap(self, batch: float, mode: str = "nearest") -> int:
         """The runnable batch nearest ``batch`` (``mode``: "nearest" with ties down, "down", "up").
@@ -111,18 +116,21 @@ class BatchConstraints:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any] | None, *, source: str | None = None,
-                  prefix: str = "constraints.") -> BatchConstraints:
+    def from_dict(
+        cls, d: Mapping[str, Any] | None, *, source: str | None = None, prefix: str = "constraints."
+    ) -> BatchConstraints:
         """From a config mapping; unknown or invalid fields raise ConfigError naming them."""
         if d is None:
             return cls()
         if not isinstance(d, Mapping):
-            raise ConfigError(f"must be a mapping, got {type(d).__name__}", source=source,
-                              field=prefix.rstrip("."))
+            raise ConfigError(
+                f"must be a mapping, got {type(d).__name__}", source=source, field=prefix.rstrip(".")
+            )
         for k in d:
             if k not in _FIELDS:
-                raise ConfigError(f"unknown key (allowed: {', '.join(_FIELDS)})", source=source,
-                                  field=prefix + str(k))
+                raise ConfigError(
+                    f"unknown key (allowed: {', '.join(_FIELDS)})", source=source, field=prefix + str(k)
+                )
         kw = {k: d[k] for k in _FIELDS if k in d}
         # validate with the source and prefix before the dataclass validates without them
         probe = object.__new__(cls)

@@ -61,21 +61,41 @@ DETECTORS = {c.name: c for c in (EntropyCollapse, RewardCrash, GradNormSpike, KL
 #: overlapping triggers and rate limits.
 DEPRECATED = {
     "margin": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
-              "margin x horizon_steps x the next batch remains a second, later trigger",
+    "margin x horizon_steps x the next batch remains a second, later trigger",
     "horizon_steps": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
-                     "margin x horizon_steps x the next batch remains a second, later trigger",
+    "margin x horizon_steps x the next batch remains a second, later trigger",
     "min_samples_between": "pace switches with min_stage_steps and hysteresis",
     "failure_threshold": "give the collapse level relative to the early level with failure_fraction",
 }
 
 #: The knobs by what they set, for docs and files: start, tracking, failure, pacing, constraints.
 GROUPS = {
-    "start": ("initial_batch", "critical_batch", "sample_tolerance", "critical_fraction", "fallback_batch",
-              "auto_records", "base_lr", "base_batch", "lr_rule"),
+    "start": (
+        "initial_batch",
+        "critical_batch",
+        "sample_tolerance",
+        "critical_fraction",
+        "fallback_batch",
+        "auto_records",
+        "base_lr",
+        "base_batch",
+        "lr_rule",
+    ),
     "tracking": ("track_critical_batch", "track_step"),
-    "failure": ("failure_signal", "failure_fraction", "failure_threshold", "failure_switch_fraction",
-                "failure_lr_exponent", "failure_exponent", "growth", "margin", "horizon_steps",
-                "forecast_window", "detectors", "switch_on_alarm"),
+    "failure": (
+        "failure_signal",
+        "failure_fraction",
+        "failure_threshold",
+        "failure_switch_fraction",
+        "failure_lr_exponent",
+        "failure_exponent",
+        "growth",
+        "margin",
+        "horizon_steps",
+        "forecast_window",
+        "detectors",
+        "switch_on_alarm",
+    ),
     "pacing": ("hysteresis", "min_stage_steps", "min_samples_between", "max_stages"),
     "constraints": ("constraints",),
 }
@@ -154,7 +174,7 @@ class PolicyConfig:
     critical_batch: float | None = None
     critical_fraction: float | None = None
     sample_tolerance: float = 0.10
-    track_step: float = 2.0 ** 0.25
+    track_step: float = 2.0**0.25
     failure_exponent: float = 0.0
     failure_switch_fraction: float = 0.25
     failure_lr_exponent: float = 0.0
@@ -199,6 +219,7 @@ class PolicyConfig:
 
     def validate(self, *, source: str | None = None) -> None:
         """ConfigError naming the first invalid field."""
+
         def bad(name: str, msg: str) -> ConfigError:
             return ConfigError(msg, source=source, field=name)
 
@@ -211,16 +232,25 @@ class PolicyConfig:
         def pos_num(name: str, v: Any, *, zero: bool = False, optional: bool = False) -> None:
             if v is None and optional:
                 return
-            if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
-                    or (v < 0 if zero else v <= 0)):
-                raise bad(name, f"must be a finite {'non-negative' if zero else 'positive'} number, got {v!r}")
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or (v < 0 if zero else v <= 0)
+            ):
+                raise bad(
+                    name, f"must be a finite {'non-negative' if zero else 'positive'} number, got {v!r}"
+                )
 
         if self.initial_batch != "auto":
             pos_int("initial_batch", self.initial_batch)
             if not self.constraints.is_valid(self.initial_batch):
                 c = self.constraints
-                raise bad("initial_batch", f"{self.initial_batch} is not a multiple of {c.multiple} "
-                          f"(group_size x divisor) within [{c.lowest}, {c.highest}]")
+                raise bad(
+                    "initial_batch",
+                    f"{self.initial_batch} is not a multiple of {c.multiple} "
+                    f"(group_size x divisor) within [{c.lowest}, {c.highest}]",
+                )
         pos_num("base_lr", self.base_lr)
         pos_int("base_batch", self.base_batch, optional=True)
         if self.lr_rule not in RULES:
@@ -236,14 +266,19 @@ class PolicyConfig:
         if self.failure_signal not in SIGNALS:
             raise bad("failure_signal", f"must be one of {', '.join(SIGNALS)}, got {self.failure_signal!r}")
         if self.failure_threshold is not None and (
-                isinstance(self.failure_threshold, bool) or not isinstance(self.failure_threshold, (int, float))
-                or not math.isfinite(self.failure_threshold)):
+            isinstance(self.failure_threshold, bool)
+            or not isinstance(self.failure_threshold, (int, float))
+            or not math.isfinite(self.failure_threshold)
+        ):
             raise bad("failure_threshold", f"must be a finite number or null, got {self.failure_threshold!r}")
         pos_num("failure_fraction", self.failure_fraction, optional=True)
         if self.failure_fraction is not None and (self.failure_fraction < 1) != self.falling:
-            raise bad("failure_fraction", f"must be {'below' if self.falling else 'above'} 1 for "
-                      f"{self.failure_signal} (it {'falls' if self.falling else 'rises'} towards collapse), "
-                      f"got {self.failure_fraction!r}")
+            raise bad(
+                "failure_fraction",
+                f"must be {'below' if self.falling else 'above'} 1 for "
+                f"{self.failure_signal} (it {'falls' if self.falling else 'rises'} towards collapse), "
+                f"got {self.failure_fraction!r}",
+            )
         pos_int("forecast_window", self.forecast_window)
         if self.forecast_window < 3:
             raise bad("forecast_window", f"must be at least 3 records, got {self.forecast_window!r}")
@@ -254,17 +289,25 @@ class PolicyConfig:
         pos_num("critical_fraction", self.critical_fraction, optional=True)
         pos_num("sample_tolerance", self.sample_tolerance)
         if self.sample_tolerance > 1:
-            raise bad("sample_tolerance", f"must be at most 1 (batch at most B*), got {self.sample_tolerance!r}")
+            raise bad(
+                "sample_tolerance", f"must be at most 1 (batch at most B*), got {self.sample_tolerance!r}"
+            )
         pos_num("track_step", self.track_step)
         if self.track_step <= 1:
             raise bad("track_step", f"must be > 1 (a tracking move grows the batch), got {self.track_step!r}")
-        if (isinstance(self.failure_exponent, bool) or not isinstance(self.failure_exponent, (int, float))
-                or not math.isfinite(self.failure_exponent)):
+        if (
+            isinstance(self.failure_exponent, bool)
+            or not isinstance(self.failure_exponent, (int, float))
+            or not math.isfinite(self.failure_exponent)
+        ):
             raise bad("failure_exponent", f"must be a finite number, got {self.failure_exponent!r}")
         pos_num("failure_switch_fraction", self.failure_switch_fraction, zero=True)
         if self.failure_switch_fraction >= 1:
-            raise bad("failure_switch_fraction", f"must be below 1 (the part of the failure clock left at "
-                      f"a switch), got {self.failure_switch_fraction!r}")
+            raise bad(
+                "failure_switch_fraction",
+                f"must be below 1 (the part of the failure clock left at "
+                f"a switch), got {self.failure_switch_fraction!r}",
+            )
         q = self.failure_lr_exponent
         if isinstance(q, bool) or not isinstance(q, (int, float)) or not math.isfinite(q):
             raise bad("failure_lr_exponent", f"must be a finite number, got {self.failure_lr_exponent!r}")
@@ -292,21 +335,29 @@ class PolicyConfig:
         for k in d:
             if k in DEPRECATED and d[k] != defaults[k]:  # a saved full config (to_dict) stays quiet
                 where = f"{source}: " if source else ""
-                warnings.warn(f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; "
-                              f"{DEPRECATED[k]}", FutureWarning, stacklevel=2)
+                warnings.warn(
+                    f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; "
+                    f"{DEPRECATED[k]}",
+                    FutureWarning,
+                    stacklevel=2,
+                )
         names = {f.name for f in dataclasses.fields(cls)}
         for k in d:
             if k not in names:
-                raise ConfigError(f"unknown key (allowed: {', '.join(sorted(names))})", source=source,
-                                  field=str(k))
+                raise ConfigError(
+                    f"unknown key (allowed: {', '.join(sorted(names))})", source=source, field=str(k)
+                )
         kw = dict(d)
         kw["constraints"] = BatchConstraints.from_dict(d.get("constraints"), source=source)
         if isinstance(kw.get("detectors"), list):
             kw["detectors"] = tuple(kw["detectors"])
         cfg = object.__new__(cls)
         for f in dataclasses.fields(cls):
-            val = kw[f.name] if f.name in kw else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+            val = (
+                kw[f.name]
+                if f.name in kw
+                else (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+            )
             setattr(cfg, f.name, val)
         cfg.validate(source=source)
         return cfg
@@ -329,9 +380,14 @@ class TwoClockScheduler(Schedule):
         self.config = cfg = config if config is not None else PolicyConfig()
         cfg.validate()
         win = cfg.forecast_window
-        self.forecast = FailureForecast(cfg.failure_signal, threshold=cfg.failure_threshold,
-                                        fraction=cfg.fraction, window=win, min_points=min(20, win),
-                                        warmup=min(10, win))
+        self.forecast = FailureForecast(
+            cfg.failure_signal,
+            threshold=cfg.failure_threshold,
+            fraction=cfg.fraction,
+            window=win,
+            min_points=min(20, win),
+            warmup=min(10, win),
+        )
         self.noise = GradientNoiseScale()
         self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
         self._n_builtin = len(self.detectors)
@@ -376,12 +432,25 @@ class TwoClockScheduler(Schedule):
             return self._decision(record, reason)
         if isinstance(target, tuple):  # a failure switch: (batch, lr)
             batch, lr = target
-            return Decision(step=record.step, samples=record.samples, batch=batch, lr=lr,
-                            stage=len(self._stages), switched=True, reason=reason)
+            return Decision(
+                step=record.step,
+                samples=record.samples,
+                batch=batch,
+                lr=lr,
+                stage=len(self._stages),
+                switched=True,
+                reason=reason,
+            )
         self._failure_switch = False
-        return Decision(step=record.step, samples=record.samples, batch=target,
-                        lr=self._lr(target) * self._lr_scale(cur), stage=len(self._stages), switched=True,
-                        reason=reason)
+        return Decision(
+            step=record.step,
+            samples=record.samples,
+            batch=target,
+            lr=self._lr(target) * self._lr_scale(cur),
+            stage=len(self._stages),
+            switched=True,
+            reason=reason,
+        )
 
     # --- policy --------------------------------------------------------------------------------
     def critical_estimate(self, b_simple: float | None = None) -> float:
@@ -400,8 +469,9 @@ class TwoClockScheduler(Schedule):
         """The stage's LR relative to the LR rule at its batch (1.0 until a failure switch)."""
         return stage.lr / self._lr(stage.batch)
 
-    def _propose(self, record: StepRecord, cur: Stage, stf: float, b_simple: float,
-                 alarm: str | None) -> tuple[int | tuple[int, float] | None, str]:
+    def _propose(
+        self, record: StepRecord, cur: Stage, stf: float, b_simple: float, alarm: str | None
+    ) -> tuple[int | tuple[int, float] | None, str]:
         cfg = self.config
         c = cfg.constraints
         frac = cfg.operating_fraction
@@ -420,8 +490,10 @@ class TwoClockScheduler(Schedule):
         failure = ""
         left = self.forecast.remaining_fraction if cfg.failure_switch_fraction > 0 else math.nan
         if left < cfg.failure_switch_fraction:  # False on NaN
-            failure = (f"failure clock: {max(left, 0.0):.2f} of the way to the collapse level left "
-                       f"< {cfg.failure_switch_fraction:g}")
+            failure = (
+                f"failure clock: {max(left, 0.0):.2f} of the way to the collapse level left "
+                f"< {cfg.failure_switch_fraction:g}"
+            )
         elif stf < cfg.margin * cfg.horizon_steps * (nxt if nxt is not None else cur.batch):
             failure = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
@@ -430,8 +502,10 @@ class TwoClockScheduler(Schedule):
         grow_for_failure = expo > 0
         hold = ""
         if failure and not grow_for_failure:
-            hold = (f"failure forecast: hold (failure_exponent {cfg.failure_exponent:g}, failure_lr_exponent "
-                    f"{cfg.failure_lr_exponent:g}: a switch cannot postpone the failure; {failure})")
+            hold = (
+                f"failure forecast: hold (failure_exponent {cfg.failure_exponent:g}, failure_lr_exponent "
+                f"{cfg.failure_lr_exponent:g}: a switch cannot postpone the failure; {failure})"
+            )
             if not self._holding:
                 log.info("two-clock: %s", hold)
         self._holding = bool(hold)
@@ -444,7 +518,7 @@ class TwoClockScheduler(Schedule):
                 trigger = f"{failure}: batch x {k:g}, LR x {k:g}^{cfg.failure_lr_exponent:g}"
                 e = cfg.postpone_exponent - cfg.failure_exponent + cfg.failure_lr_exponent  # the rule's
                 q = cfg.failure_lr_exponent
-                lr = self._lr(nxt) * self._lr_scale(cur) if q == e else cur.lr * k ** q  # (exact on the rule)
+                lr = self._lr(nxt) * self._lr_scale(cur) if q == e else cur.lr * k**q  # (exact on the rule)
                 target = (nxt, lr)
             elif cfg.failure_switch_fraction > 0 and room:  # a stage of its own: max_stages bounds it
                 trigger = f"{failure}: no larger batch or stage left, LR / sqrt({cfg.growth:g})"
@@ -454,8 +528,10 @@ class TwoClockScheduler(Schedule):
         elif cfg.track_critical_batch and estimated:
             tracked = c.snap(frac * bstar, "down")
             if tracked > cur.batch and tracked >= cfg.track_step * cur.batch:
-                trigger, target = (f"critical batch estimate {bstar:.4g} rose: {frac:.3g} x it -> batch "
-                                   f"{tracked}"), tracked
+                trigger, target = (
+                    (f"critical batch estimate {bstar:.4g} rose: {frac:.3g} x it -> batch {tracked}"),
+                    tracked,
+                )
         self._failure_switch = failure_switch
         if not trigger:
             self._streak = 0
@@ -495,8 +571,9 @@ class TwoClockScheduler(Schedule):
             self.forecast.restart()
             self._failure_switch = False
 
-    def reachable_batches(self, steps: int, *, samples: int | None = None,
-                          noise_estimate: bool = True) -> list[float]:
+    def reachable_batches(
+        self, steps: int, *, samples: int | None = None, noise_estimate: bool = True
+    ) -> list[float]:
         """The largest rollout batch each of the next ``steps`` updates can run at, the policy
         switching as early and as far as its rules allow; ``math.inf`` where nothing bounds it.
 
@@ -549,8 +626,10 @@ class TwoClockScheduler(Schedule):
             target = cur
             if auto and estimated:  # the auto switch skips hysteresis and the stage minimums
                 auto, target = False, hi
-            elif min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis,
-                     since - cfg.min_samples_between) >= 0:
+            elif (
+                min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis, since - cfg.min_samples_between)
+                >= 0
+            ):
                 if failure and cfg.postpone_exponent > 0 and math.isfinite(cur):
                     target = max(target, float(cons.snap(cur * cfg.growth, "up")))
                 if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
@@ -559,8 +638,9 @@ class TwoClockScheduler(Schedule):
                 cur, last, streak, since, left, auto = target, k, 0, 0.0, left - 1, False
         return out
 
-    def largest_reachable_batch(self, steps: int | None = None, *, samples: int | None = None,
-                                noise_estimate: bool = True) -> float | None:
+    def largest_reachable_batch(
+        self, steps: int | None = None, *, samples: int | None = None, noise_estimate: bool = True
+    ) -> float | None:
         """The largest batch the policy can switch to within ``steps`` more updates (None: any
         number), ``math.inf`` when only an unset ``constraints.max_batch`` would bound it, or None
         when it cannot grow. See :meth:`reachable_batches`."""
@@ -606,11 +686,16 @@ class TwoClockScheduler(Schedule):
             "config": self.config.to_dict(),
             "stages": [s.to_dict() for s in self._stages],
             "base_batch": self.base_batch,
-            "streak": self._streak, "records": self._records, "last_switch": self._last_switch,
+            "streak": self._streak,
+            "records": self._records,
+            "last_switch": self._last_switch,
             "last_switch_step": self._last_switch_step,
-            "auto_pending": self._auto_pending, "bs_ref": self._bs_ref, "holding": self._holding,
+            "auto_pending": self._auto_pending,
+            "bs_ref": self._bs_ref,
+            "holding": self._holding,
             "failure_switch": self._failure_switch,
-            "forecast": self.forecast.state_dict(), "noise": self.noise.state_dict(),
+            "forecast": self.forecast.state_dict(),
+            "noise": self.noise.state_dict(),
             "detectors": dets,
         }
 
@@ -619,8 +704,11 @@ class TwoClockScheduler(Schedule):
         mine = decode_floats(encode_floats(self.config.to_dict()))
         if saved_cfg is not None and saved_cfg != mine:
             changed = sorted(k for k, v in mine.items() if saved_cfg.get(k) != v)
-            log.warning("loading a TwoClockScheduler state saved under another config (changed: %s); "
-                        "decisions may differ from the uninterrupted run", ", ".join(changed))
+            log.warning(
+                "loading a TwoClockScheduler state saved under another config (changed: %s); "
+                "decisions may differ from the uninterrupted run",
+                ", ".join(changed),
+            )
         self._stages = self._stages_from(state)
         self.base_batch = int(state["base_batch"])
         self._streak = int(state["streak"])

@@ -31,13 +31,15 @@ def _as_stage(s: Stage | Mapping[str, Any], i: int) -> Stage:
         for k in ("batch", "lr"):
             if k not in s:
                 raise ConfigError("is required", field=f"stages[{i}].{k}")
-        return Stage(batch=s["batch"], lr=s["lr"], reason=s.get("reason", ""),
-                     until_samples=s.get("until_samples"))
+        return Stage(
+            batch=s["batch"], lr=s["lr"], reason=s.get("reason", ""), until_samples=s.get("until_samples")
+        )
     raise ConfigError(f"must be a Stage or a mapping, got {type(s).__name__}", field=f"stages[{i}]")
 
 
-def validate_stages(stages: Sequence[Stage], constraints: BatchConstraints | None = None, *,
-                    source: str | None = None) -> None:
+def validate_stages(
+    stages: Sequence[Stage], constraints: BatchConstraints | None = None, *, source: str | None = None
+) -> None:
     """ConfigError naming the stage field for anything a host could not run."""
     if not stages:
         raise ConfigError("needs at least one stage", source=source, field="stages")
@@ -45,30 +47,46 @@ def validate_stages(stages: Sequence[Stage], constraints: BatchConstraints | Non
     for i, st in enumerate(stages):
         f = f"stages[{i}]"
         if isinstance(st.batch, bool) or not isinstance(st.batch, int) or st.batch < 1:
-            raise ConfigError(f"must be a positive integer, got {st.batch!r}", source=source, field=f + ".batch")
+            raise ConfigError(
+                f"must be a positive integer, got {st.batch!r}", source=source, field=f + ".batch"
+            )
         if constraints is not None and not constraints.is_valid(st.batch):
             raise ConfigError(
                 f"batch {st.batch} is not runnable: it must be a multiple of {constraints.multiple} "
                 f"(group_size {constraints.group_size}"
                 + (f", divisor {constraints.divisor}" if constraints.divisor else "")
                 + f") within [{constraints.lowest}, {constraints.highest}]",
-                source=source, field=f + ".batch")
-        if (isinstance(st.lr, bool) or not isinstance(st.lr, (int, float)) or not math.isfinite(st.lr)
-                or st.lr < 0):
-            raise ConfigError(f"must be a finite non-negative number, got {st.lr!r}", source=source,
-                              field=f + ".lr")
+                source=source,
+                field=f + ".batch",
+            )
+        if (
+            isinstance(st.lr, bool)
+            or not isinstance(st.lr, (int, float))
+            or not math.isfinite(st.lr)
+            or st.lr < 0
+        ):
+            raise ConfigError(
+                f"must be a finite non-negative number, got {st.lr!r}", source=source, field=f + ".lr"
+            )
         u = st.until_samples
         if u is None:
             if i != len(stages) - 1:
-                raise ConfigError("only the last stage may be open-ended (until_samples null)",
-                                  source=source, field=f + ".until_samples")
+                raise ConfigError(
+                    "only the last stage may be open-ended (until_samples null)",
+                    source=source,
+                    field=f + ".until_samples",
+                )
             continue
         if isinstance(u, bool) or not isinstance(u, int) or u < 1:
-            raise ConfigError(f"must be a positive integer or null, got {u!r}", source=source,
-                              field=f + ".until_samples")
+            raise ConfigError(
+                f"must be a positive integer or null, got {u!r}", source=source, field=f + ".until_samples"
+            )
         if u <= prev_until:
-            raise ConfigError(f"until_samples must increase: {u} after {prev_until}", source=source,
-                              field=f + ".until_samples")
+            raise ConfigError(
+                f"until_samples must increase: {u} after {prev_until}",
+                source=source,
+                field=f + ".until_samples",
+            )
         prev_until = u
 
 
@@ -83,16 +101,31 @@ class StaticSchedule(Schedule):
 
     kind = _STATE_KIND
 
-    def __init__(self, stages: Iterable[Stage | Mapping[str, Any]],
-                 constraints: BatchConstraints | None = None, *, source: str | None = None) -> None:
+    def __init__(
+        self,
+        stages: Iterable[Stage | Mapping[str, Any]],
+        constraints: BatchConstraints | None = None,
+        *,
+        source: str | None = None,
+    ) -> None:
         raw = [_as_stage(s, i) for i, s in enumerate(stages)]
         validate_stages(raw, constraints, source=source)
         filled, start = [], 0
         for i, st in enumerate(raw):
-            reason = st.reason if st.reason and st.reason != "initial" else (
-                "initial" if i == 0 else f"until_samples {raw[i - 1].until_samples} reached")
-            filled.append(Stage(batch=st.batch, lr=float(st.lr), reason=reason, start_samples=start,
-                                until_samples=st.until_samples))
+            reason = (
+                st.reason
+                if st.reason and st.reason != "initial"
+                else ("initial" if i == 0 else f"until_samples {raw[i - 1].until_samples} reached")
+            )
+            filled.append(
+                Stage(
+                    batch=st.batch,
+                    lr=float(st.lr),
+                    reason=reason,
+                    start_samples=start,
+                    until_samples=st.until_samples,
+                )
+            )
             start = st.until_samples if st.until_samples is not None else start
         super().__init__(filled)
         self.constraints = constraints
@@ -128,15 +161,21 @@ class StaticSchedule(Schedule):
         return decision
 
     def _state(self) -> dict[str, Any]:
-        return {"index": self._index, "last_batch": self._last[0], "last_lr": self._last[1],
-                "stages": [s.to_dict() for s in self._stages]}
+        return {
+            "index": self._index,
+            "last_batch": self._last[0],
+            "last_lr": self._last[1],
+            "stages": [s.to_dict() for s in self._stages],
+        }
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
         saved = state.get("stages")
         if saved is not None and [(s["batch"], s["until_samples"]) for s in saved] != [
-                (s.batch, s.until_samples) for s in self._stages]:
-            raise ConfigError("the saved state belongs to a different schedule (stages differ)",
-                              field="stages")
+            (s.batch, s.until_samples) for s in self._stages
+        ]:
+            raise ConfigError(
+                "the saved state belongs to a different schedule (stages differ)", field="stages"
+            )
         idx = int(state["index"])
         if not 0 <= idx < len(self._stages):
             raise ConfigError(f"stage index {idx} out of range", field="index")
@@ -145,8 +184,12 @@ class StaticSchedule(Schedule):
 
     def to_dict(self) -> dict[str, Any]:
         """The config form (``load_schedule`` reads it back)."""
-        out: dict[str, Any] = {"type": "static", "stages": [
-            {"batch": s.batch, "lr": s.lr, "until_samples": s.until_samples} for s in self._stages]}
+        out: dict[str, Any] = {
+            "type": "static",
+            "stages": [
+                {"batch": s.batch, "lr": s.lr, "until_samples": s.until_samples} for s in self._stages
+            ],
+        }
         if self.constraints is not None:
             out["constraints"] = self.constraints.to_dict()
         return out

@@ -22,8 +22,8 @@ from rlvr_schedule.synthetic.model import ClockModel
 
 __all__ = ["SyntheticEnvironment"]
 
-_GRAD_DIM = 16        # dimension of the sampled gradient (only its norms are logged)
-_GRAD_SQ = 0.01       # |G|^2 of the true gradient before collapse
+_GRAD_DIM = 16  # dimension of the sampled gradient (only its norms are logged)
+_GRAD_SQ = 0.01  # |G|^2 of the true gradient before collapse
 _REWARD_FLOOR = 0.02  # reward after a full crash
 _MAX_STEPS = 1_000_000
 
@@ -49,8 +49,14 @@ class SyntheticEnvironment:
     ) -> None:
         if not (math.isfinite(noise) and noise >= 0):
             raise ValueError(f"noise must be finite and >= 0, got {noise!r}")
-        self.model = ClockModel(critical_batch=critical_batch, failure_samples=failure_samples, lr0=lr0,
-                                base_batch=base_batch, drift=drift, **model_kwargs)
+        self.model = ClockModel(
+            critical_batch=critical_batch,
+            failure_samples=failure_samples,
+            lr0=lr0,
+            base_batch=base_batch,
+            drift=drift,
+            **model_kwargs,
+        )
         self.noise = float(noise)
         self.seed = seed
         self.decisions: list[Decision] = []
@@ -71,8 +77,9 @@ class SyntheticEnvironment:
         #: what ended the run: "entropy" (budget spent) or "hazard" (a reward crash); None while healthy
         self.crash_cause: str | None = None
         # exponential draw for the crash hazard (drawn from its own stream: the metric noise is unchanged)
-        self._crash_budget = float(np.random.default_rng(
-            None if self.seed is None else [int(self.seed), 7]).exponential())
+        self._crash_budget = float(
+            np.random.default_rng(None if self.seed is None else [int(self.seed), 7]).exponential()
+        )
         self._reward_at_collapse = self.model.reward0
         direction = np.zeros(_GRAD_DIM)
         direction[0] = 1.0
@@ -121,7 +128,9 @@ class SyntheticEnvironment:
         m, rng, noise = self.model, self.rng, self.noise
         progress = self.progress
         if self.collapsed:
-            crash = 1.0 - math.exp(-(self.samples - self.collapsed_at) / (m.crash_fraction * m.failure_samples))
+            crash = 1.0 - math.exp(
+                -(self.samples - self.collapsed_at) / (m.crash_fraction * m.failure_samples)
+            )
             reward = self._reward_at_collapse * (1.0 - crash) + _REWARD_FLOOR * crash
             level = m.collapse_entropy + (m.entropy0 - m.collapse_entropy) * self.health
             entropy = level * (1.0 - 0.9 * crash)
@@ -179,8 +188,14 @@ class SyntheticEnvironment:
         return float(np.linalg.norm(self._grad + n_big)), float(np.linalg.norm(self._grad + n_micro))
 
     # -- closed loop ----------------------------------------------------------------------
-    def run(self, schedule: BatchSchedule, max_samples: float, *, name: str = "schedule",
-            max_steps: int = _MAX_STEPS) -> Run:
+    def run(
+        self,
+        schedule: BatchSchedule,
+        max_samples: float,
+        *,
+        name: str = "schedule",
+        max_steps: int = _MAX_STEPS,
+    ) -> Run:
         """Reset, then drive ``schedule`` until ``max_samples`` rollouts are consumed.
 
         Starts from ``schedule.current``; each record goes to ``schedule.step`` and the returned
@@ -199,13 +214,22 @@ class SyntheticEnvironment:
             decision = schedule.step(rec)
             self.decisions.append(decision)
             if decision.batch < 1 or not (decision.lr > 0):
-                raise ValueError(f"schedule decision at step {rec.step} has batch={decision.batch!r}, "
-                                 f"lr={decision.lr!r}; both must be positive")
+                raise ValueError(
+                    f"schedule decision at step {rec.step} has batch={decision.batch!r}, "
+                    f"lr={decision.lr!r}; both must be positive"
+                )
             batch, lr = int(decision.batch), float(decision.lr)
         return Run(records, name=name)
 
-    def run_constant(self, batch: int, max_samples: float | None = None, *, lr: float | None = None,
-                     steps: int | None = None, name: str | None = None) -> Run:
+    def run_constant(
+        self,
+        batch: int,
+        max_samples: float | None = None,
+        *,
+        lr: float | None = None,
+        steps: int | None = None,
+        name: str | None = None,
+    ) -> Run:
         """Reset, then train at a constant ``batch`` (LR: ``lr`` or the sqrt rule).
 
         Stops after ``steps`` updates or at ``max_samples`` rollouts (default: 1.3 x this batch's

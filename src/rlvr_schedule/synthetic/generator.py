@@ -99,8 +99,9 @@ def make_sweep(
         raise ValueError("batches must not be empty")
     seeds = np.random.SeedSequence(seed).spawn(len(batches))
     return [
-        make_run(b, seed=int(s.generate_state(1)[0]), steps=steps, max_samples=max_samples, names=names,
-                 **task)
+        make_run(
+            b, seed=int(s.generate_state(1)[0]), steps=steps, max_samples=max_samples, names=names, **task
+        )
         for b, s in zip(batches, seeds)
     ]
 
@@ -126,8 +127,13 @@ def to_framework_dict(record: StepRecord, names: str = "canonical", *, with_samp
     return out
 
 
-def write_run_log(path: str | os.PathLike, run: Run | Sequence[StepRecord], names: str = "canonical", *,
-                  with_samples: bool = True) -> str:
+def write_run_log(
+    path: str | os.PathLike,
+    run: Run | Sequence[StepRecord],
+    names: str = "canonical",
+    *,
+    with_samples: bool = True,
+) -> str:
     """Write a run as the JSONL metrics log a framework would leave: one metrics dict per line in
     ``names``' vocabulary (TRL also gets its cumulative ``num_tokens``); returns the path.
 

@@ -68,7 +68,8 @@ class ClockModel:
         if not 0.0 <= self.reward0 < self.reward_ceiling <= 1.0:
             raise ValueError(
                 f"need 0 <= reward0 < reward_ceiling <= 1, got reward0={self.reward0!r}, "
-                f"reward_ceiling={self.reward_ceiling!r}")
+                f"reward_ceiling={self.reward_ceiling!r}"
+            )
         if not 0.0 <= self.collapse_entropy < self.entropy0:
             raise ValueError(f"collapse_entropy must be in [0, entropy0), got {self.collapse_entropy!r}")
         if not 0.0 <= self.noise_fraction < 1.0:
@@ -82,7 +83,8 @@ class ClockModel:
         k = tuple(self.failure_rates)
         if len(k) != 3 or any(not (math.isfinite(x) and x >= 0) for x in k) or k[0] + k[1] + k[2] <= 0:
             raise ValueError(
-                f"failure_rates must be three finite numbers >= 0, not all 0, got {self.failure_rates!r}")
+                f"failure_rates must be three finite numbers >= 0, not all 0, got {self.failure_rates!r}"
+            )
         if not (math.isfinite(self.crash_hazard) and self.crash_hazard >= 0):
             raise ValueError(f"crash_hazard must be finite and >= 0, got {self.crash_hazard!r}")
         if int(self.group_size) < 1:

@@ -14,15 +14,23 @@ __all__ = ["BATCHES", "COMMON", "TASKS"]
 
 #: Everything the tasks share (keyword arguments of SyntheticEnvironment).
 COMMON: dict[str, Any] = dict(
-    critical_batch=64.0, failure_samples=20_000.0, lr0=1e-6, base_batch=64,
-    failure_rates=(1.0, 0.3, 0.0005), entropy_damping=True, crash_hazard=0.3,
-    reward0=0.1, reward_ceiling=0.8, failure_exponent=0.0,
+    critical_batch=64.0,
+    failure_samples=20_000.0,
+    lr0=1e-6,
+    base_batch=64,
+    failure_rates=(1.0, 0.3, 0.0005),
+    entropy_damping=True,
+    crash_hazard=0.3,
+    reward0=0.1,
+    reward_ceiling=0.8,
+    failure_exponent=0.0,
 )
 
 #: name -> the task's own parameters.
 TASKS: dict[str, dict[str, Any]] = {
     f"c{int(q * 10)}_drift{int(d)}": dict(noise_fraction=q, drift=d)
-    for q in (0.2, 0.5) for d in (0.0, 3.0, 15.0)
+    for q in (0.2, 0.5)
+    for d in (0.0, 3.0, 15.0)
 }
 
 #: The 16x range of constant batches the evaluation compares against.

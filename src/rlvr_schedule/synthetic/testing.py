@@ -83,8 +83,9 @@ def samples_to_target(run: Run, target: float, *, window: float = 0) -> tuple[in
     return rec.samples, int(hit[0]) + 1
 
 
-def assert_switches_before_failure(schedule: BatchSchedule, env: SyntheticEnvironment,
-                                   max_samples: float | None = None) -> SwitchCheck:
+def assert_switches_before_failure(
+    schedule: BatchSchedule, env: SyntheticEnvironment, max_samples: float | None = None
+) -> SwitchCheck:
     """Drive ``schedule`` on ``env``; assert it grew the batch before the task collapsed.
 
     What the name says, and not vacuously: first a constant run at the schedule's first stage
@@ -102,7 +103,8 @@ def assert_switches_before_failure(schedule: BatchSchedule, env: SyntheticEnviro
         raise AssertionError(
             f"a constant batch {first_stage.batch} at LR {first_stage.lr:g} (the schedule's first stage) "
             f"does not collapse in {const.records[-1].samples} rollouts on this task: there is no failure "
-            f"to switch before (use a task with fewer failure_samples or a larger max_samples)")
+            f"to switch before (use a task with fewer failure_samples or a larger max_samples)"
+        )
     run = env.run(schedule, max_samples)
     batches = [r.batch for r in run.records]
     first = next((i for i in range(1, len(batches)) if batches[i] > batches[i - 1]), None)
@@ -117,17 +119,26 @@ def assert_switches_before_failure(schedule: BatchSchedule, env: SyntheticEnviro
         raise AssertionError(
             f"schedule never grew the batch (batches {check.batches}) in {run.records[-1].samples} rollouts; "
             f"it collapsed at {_fmt(env.collapsed_at)} rollouts, a constant batch {first_stage.batch} "
-            f"at {const_collapse:.0f}")
+            f"at {const_collapse:.0f}"
+        )
     if env.collapsed_at is not None and check.switch_samples >= env.collapsed_at:
         raise AssertionError(
             f"schedule grew the batch {batches[first - 1]} -> {batches[first]} after "
-            f"{check.switch_samples} rollouts, but the task collapsed at {env.collapsed_at:.0f}")
+            f"{check.switch_samples} rollouts, but the task collapsed at {env.collapsed_at:.0f}"
+        )
     return check
 
 
-def assert_beats_constant(schedule: BatchSchedule, env: SyntheticEnvironment, batches: Sequence[int],
-                          target: float | None = None, *, max_samples: float | None = None,
-                          samples_ratio: float = 1.25, window: float | None = None) -> ConstantComparison:
+def assert_beats_constant(
+    schedule: BatchSchedule,
+    env: SyntheticEnvironment,
+    batches: Sequence[int],
+    target: float | None = None,
+    *,
+    max_samples: float | None = None,
+    samples_ratio: float = 1.25,
+    window: float | None = None,
+) -> ConstantComparison:
     """Assert the schedule reaches ``target`` reward within ``samples_ratio`` x the rollouts of the most
     sample-efficient constant batch among ``batches``, and in fewer updates than the baseline: the
     constant batch with the fewest updates among those within that same rollout budget (so no
@@ -162,7 +173,8 @@ def assert_beats_constant(schedule: BatchSchedule, env: SyntheticEnvironment, ba
     if s_samples is None:
         raise AssertionError(
             f"schedule never reached reward {target:.3f} in {run.records[-1].samples} rollouts "
-            f"(best smoothed reward {_best(run, window):.3f}); constants: {table}")
+            f"(best smoothed reward {_best(run, window):.3f}); constants: {table}"
+        )
     if baseline is None:
         return out  # no constant batch reached the target at all: the schedule did
     _b_samples, b_steps = reached[baseline]
@@ -170,11 +182,13 @@ def assert_beats_constant(schedule: BatchSchedule, env: SyntheticEnvironment, ba
     if s_samples > budget:
         raise AssertionError(
             f"schedule needed {s_samples} rollouts to reach reward {target:.3f}, more than "
-            f"{samples_ratio} x the {reached[best_batch][0]} of constant batch {best_batch}; constants: {table}")
+            f"{samples_ratio} x the {reached[best_batch][0]} of constant batch {best_batch}; constants: {table}"
+        )
     if s_steps >= b_steps:
         raise AssertionError(
             f"schedule needed {s_steps} updates to reach reward {target:.3f}, not fewer than the "
-            f"{b_steps} of constant batch {baseline}; constants: {table}")
+            f"{b_steps} of constant batch {baseline}; constants: {table}"
+        )
     return out
 
 

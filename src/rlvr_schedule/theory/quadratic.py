@@ -128,8 +128,9 @@ class LocalQuadratic:
         lam = _positive("lr0", lr0) / np.sqrt(_positive("base_batch", base_batch))
         return lam * self.drift, 0.5 * lam**2 * self.noise_curvature, 0.5 * lam**2 * self.curvature
 
-    def progress_per_step(self, batch, lr0: float, base_batch: float, rule: str = "sqrt",
-                          second_moment: str = "noise"):
+    def progress_per_step(
+        self, batch, lr0: float, base_batch: float, rule: str = "sqrt", second_moment: str = "noise"
+    ):
         """Expected loss decrease of one Adam update at ``batch`` (array-valued for an array of batches).
 
         ``second_moment="noise"`` is the model above (preconditioner sqrt(B) D). ``"expected"``
@@ -148,13 +149,15 @@ class LocalQuadratic:
                 pre = 1.0 / np.sqrt(g**2 + sig2 / bb)
                 php = sandwich(pre, self.hessian)
                 out.flat[idx] = ll * float(g @ (pre * g)) - 0.5 * ll**2 * (
-                    quad(php, g) + trace_product(php, self.noise_cov) / bb)
+                    quad(php, g) + trace_product(php, self.noise_cov) / bb
+                )
         else:
             raise ValueError(f"second_moment must be 'noise' or 'expected', got {second_moment!r}")
         return float(out) if out.ndim == 0 else out
 
-    def progress_per_sample(self, batch, lr0: float, base_batch: float, rule: str = "sqrt",
-                            second_moment: str = "noise"):
+    def progress_per_sample(
+        self, batch, lr0: float, base_batch: float, rule: str = "sqrt", second_moment: str = "noise"
+    ):
         """Expected loss decrease per rollout: progress_per_step / B."""
         return self.progress_per_step(batch, lr0, base_batch, rule, second_moment) / _batches(batch)
 
@@ -204,8 +207,9 @@ class LocalQuadratic:
 
     def sgd_progress_per_step(self, batch, lr):
         """Expected loss decrease of one SGD step of size ``lr`` at ``batch``."""
-        return mccandlish.sgd_expected_decrease(lr, _batches(batch), self.gradient, self.hessian,
-                                                self.noise_cov)
+        return mccandlish.sgd_expected_decrease(
+            lr, _batches(batch), self.gradient, self.hessian, self.noise_cov
+        )
 
 
 def _batches(batch) -> np.ndarray:
@@ -213,4 +217,3 @@ def _batches(batch) -> np.ndarray:
     if not np.all(np.isfinite(b)) or np.any(b <= 0):
         raise ValueError(f"batch must be finite and > 0, got {batch!r}")
     return b
-

@@ -129,8 +129,15 @@ class NoisyQuadratic:
         se = float(pair_mean.std(ddof=1) / np.sqrt(pairs))
         return StepEstimate(round(b), float(pair_mean.mean()), se, 2 * pairs)
 
-    def _second_moment(self, grads: np.ndarray, b: float, rng: np.random.Generator, mode: str,
-                       beta2: float, warmup: int | None) -> np.ndarray:
+    def _second_moment(
+        self,
+        grads: np.ndarray,
+        b: float,
+        rng: np.random.Generator,
+        mode: str,
+        beta2: float,
+        warmup: int | None,
+    ) -> np.ndarray:
         sigma2 = diagonal(self.noise_cov)
         if mode == "noise":
             return np.broadcast_to(sigma2 / b, grads.shape)

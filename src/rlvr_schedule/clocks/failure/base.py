@@ -6,8 +6,9 @@ delayed by the confirmation, its kind (failure, divergence, warning) and why."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from rlvr_schedule.records import StepRecord
 
@@ -40,11 +41,12 @@ class Alarm:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (NaN written as None)."""
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in asdict(self).items()}
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()
+        }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Alarm":
+    def from_dict(cls, d: Mapping[str, Any]) -> Alarm:
         kw = dict(d)
         for k in ("value", "baseline", "threshold"):
             if kw.get(k, 0.0) is None:
@@ -120,13 +122,28 @@ class Detector:
     def _describe(self, value: float) -> str:
         return f"{self.name}: value {value:.4g}"
 
-    def _warn(self, record: StepRecord, value: float, text: str, baseline: float = math.nan,
-              threshold: float = math.nan) -> Alarm:
+    def _warn(
+        self,
+        record: StepRecord,
+        value: float,
+        text: str,
+        baseline: float = math.nan,
+        threshold: float = math.nan,
+    ) -> Alarm:
         """Record a warning at ``record`` (kept in ``warnings``; never returned by ``update``)."""
-        w = Alarm(self.name, int(record.step), int(record.samples), float(value),
-                  f"warning: {text} at step {record.step} ({record.samples} rollouts)",
-                  int(record.step), int(record.samples), "warning", self.signal, float(baseline),
-                  float(threshold))
+        w = Alarm(
+            self.name,
+            int(record.step),
+            int(record.samples),
+            float(value),
+            f"warning: {text} at step {record.step} ({record.samples} rollouts)",
+            int(record.step),
+            int(record.samples),
+            "warning",
+            self.signal,
+            float(baseline),
+            float(threshold),
+        )
         self.n_warnings += 1
         if len(self.warnings) < self.max_warnings:
             self.warnings.append(w)
@@ -150,8 +167,11 @@ class Detector:
             back = self._backdate(record)
             if back is not None:
                 self._onset = (back[0], back[1], back[2], float(base), float(thr))
-            if (self.kind != "warning" and self.warn_on_streak
-                    and not (self.patience == 1 and self.patience_samples <= record.batch)):
+            if (
+                self.kind != "warning"
+                and self.warn_on_streak
+                and not (self.patience == 1 and self.patience_samples <= record.batch)
+            ):
                 self._warn(record, value, f"{self._describe(value)} (not yet sustained)", base, thr)
         if self._fired:
             return None
@@ -162,10 +182,20 @@ class Detector:
             return None
         self._fired = True
         kind = self._alarm_kind()
-        alarm = Alarm(self.name, step, samples, v0,
-                      f"{self._describe(v0)} from step {step} ({samples} rollouts), "
-                      f"sustained {self._streak} records to step {record.step} ({record.samples} rollouts)",
-                      int(record.step), int(record.samples), kind, self.signal, base, thr)
+        alarm = Alarm(
+            self.name,
+            step,
+            samples,
+            v0,
+            f"{self._describe(v0)} from step {step} ({samples} rollouts), "
+            f"sustained {self._streak} records to step {record.step} ({record.samples} rollouts)",
+            int(record.step),
+            int(record.samples),
+            kind,
+            self.signal,
+            base,
+            thr,
+        )
         if kind == "warning":
             self.n_warnings += 1
             if len(self.warnings) < self.max_warnings:
@@ -185,14 +215,23 @@ class Detector:
 
     def state_dict(self) -> dict[str, Any]:
         f = lambda x: x if math.isfinite(x) else None  # noqa: E731
-        onset = (None if self._onset is None
-                 else [self._onset[0], self._onset[1]] + [f(x) for x in self._onset[2:]])
+        onset = (
+            None
+            if self._onset is None
+            else [self._onset[0], self._onset[1]] + [f(x) for x in self._onset[2:]]
+        )
         return {
-            "name": self.name, "patience": self.patience, "patience_samples": self.patience_samples,
-            "streak": self._streak, "fired": self._fired, "onset": onset,
+            "name": self.name,
+            "patience": self.patience,
+            "patience_samples": self.patience_samples,
+            "streak": self._streak,
+            "fired": self._fired,
+            "onset": onset,
             "first_alarm": None if self.first_alarm is None else self.first_alarm.to_dict(),
-            "n_alarms": self.n_alarms, "warnings": [w.to_dict() for w in self.warnings],
-            "n_warnings": self.n_warnings, **self._extra_state(),
+            "n_alarms": self.n_alarms,
+            "warnings": [w.to_dict() for w in self.warnings],
+            "n_warnings": self.n_warnings,
+            **self._extra_state(),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:

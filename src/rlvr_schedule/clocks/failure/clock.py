@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rlvr_schedule.clocks.failure.base import Alarm, Detector
 from rlvr_schedule.clocks.failure.detectors import default_detectors
@@ -35,7 +36,7 @@ class FailureClock:
         self.detectors = list(detectors) if detectors is not None else None
         self.stop_at_failure = stop_at_failure
 
-    def fit(self, run: Run | Iterable[StepRecord]) -> "FailureClock":
+    def fit(self, run: Run | Iterable[StepRecord]) -> FailureClock:
         """With ``stop_at_failure`` (default) reading stops once no later alarm can have an earlier
         onset (``max patience`` records after the first confirmation), so ``alarms_`` and
         ``warnings_`` hold what came up to the failure; False reads the whole run."""
@@ -58,8 +59,9 @@ class FailureClock:
         # alarm is kept, which is what decides here (a run that fell from the start first diverged)
         self.divergence_: Alarm | None = divergences[0] if divergences else None
         first = failures[0] if failures else None
-        self.diverging_ = self.divergence_ is not None and (first is None
-                                                            or self.divergence_.samples <= first.samples)
+        self.diverging_ = self.divergence_ is not None and (
+            first is None or self.divergence_.samples <= first.samples
+        )
         self.alarms_ = failures
         self.warnings_ = sorted((w for d in dets for w in d.warnings), key=lambda a: (a.samples, a.step))
         if self.diverging_:
@@ -79,11 +81,15 @@ class FailureClock:
     def report(self) -> dict[str, Any]:
         """What was found and why, JSON-ready: the failure (or divergence) and every warning with
         its lead."""
+
         def row(a: Alarm) -> dict[str, Any]:
             d = a.to_dict()
             d["lead"] = self.lead(a)
             return d
-        return {"failure": None if self.failure_alarm_ is None else self.failure_alarm_.to_dict(),
-                "diverging": self.diverging_,
-                "divergence": None if self.divergence_ is None else self.divergence_.to_dict(),
-                "warnings": [row(w) for w in self.warnings_]}
+
+        return {
+            "failure": None if self.failure_alarm_ is None else self.failure_alarm_.to_dict(),
+            "diverging": self.diverging_,
+            "divergence": None if self.divergence_ is None else self.divergence_.to_dict(),
+            "warnings": [row(w) for w in self.warnings_],
+        }

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,8 +29,18 @@ from rlvr_schedule.clocks._stats import finite
 from rlvr_schedule.clocks.failure.base import Detector, expected_zero_std_fraction
 from rlvr_schedule.records import StepRecord
 
-__all__ = ["EntropyCollapse", "RewardCrash", "GradNormSpike", "KLBlowup", "ZeroVarianceGroups",
-           "EntropySurge", "ResponseLengthSurge", "ClipRatioRise", "LogProbMismatch", "default_detectors"]
+__all__ = [
+    "EntropyCollapse",
+    "RewardCrash",
+    "GradNormSpike",
+    "KLBlowup",
+    "ZeroVarianceGroups",
+    "EntropySurge",
+    "ResponseLengthSurge",
+    "ClipRatioRise",
+    "LogProbMismatch",
+    "default_detectors",
+]
 
 
 class EntropyCollapse(Detector):
@@ -48,10 +59,20 @@ class EntropyCollapse(Detector):
     name = "entropy_collapse"
     signal = "entropy"
 
-    def __init__(self, fraction: float | None = 0.1, floor: float | None = None, warmup: int = 3,
-                 patience: int = 3, warmup_samples: float = 512, patience_samples: float = 0.0,
-                 warning_only: bool = False, reward_gate: bool = False, gate_records: int = 5,
-                 gate_drop: float = 0.2, deep_fraction: float | None = None) -> None:
+    def __init__(
+        self,
+        fraction: float | None = 0.1,
+        floor: float | None = None,
+        warmup: int = 3,
+        patience: int = 3,
+        warmup_samples: float = 512,
+        patience_samples: float = 0.0,
+        warning_only: bool = False,
+        reward_gate: bool = False,
+        gate_records: int = 5,
+        gate_drop: float = 0.2,
+        deep_fraction: float | None = None,
+    ) -> None:
         super().__init__(patience, patience_samples)
         self.warning_only = bool(warning_only)
         if self.warning_only:
@@ -102,8 +123,11 @@ class EntropyCollapse(Detector):
     def _confirmable(self) -> bool:
         if not self.reward_gate:
             return True
-        deep = (self.deep_fraction is not None and finite(self.reference)
-                and self._streak_min < self.deep_fraction * self.reference)
+        deep = (
+            self.deep_fraction is not None
+            and finite(self.reference)
+            and self._streak_min < self.deep_fraction * self.reference
+        )
         return deep or self._gate_run >= self.gate_records
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
@@ -126,10 +150,14 @@ class EntropyCollapse(Detector):
         return f"entropy {value:.4g} below {self.threshold:.4g} (early level {self.reference:.4g})"
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"early": list(self._early), "reference": self.reference if finite(self.reference) else None,
-                "rw": list(self._rw), "med_peak": self._med_peak if finite(self._med_peak) else None,
-                "gate_run": self._gate_run,
-                "streak_min": self._streak_min if finite(self._streak_min) else None}
+        return {
+            "early": list(self._early),
+            "reference": self.reference if finite(self.reference) else None,
+            "rw": list(self._rw),
+            "med_peak": self._med_peak if finite(self._med_peak) else None,
+            "gate_run": self._gate_run,
+            "streak_min": self._streak_min if finite(self._streak_min) else None,
+        }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self._early = [float(x) for x in state["early"]]
@@ -179,12 +207,24 @@ class RewardCrash(Detector):
     name = "reward_crash"
     signal = "reward_mean"
 
-    def __init__(self, drop: float = 0.3, min_drop: float = 0.05, span: int = 3, warmup: int = 3,
-                 patience: int = 5, noise_z: float = 6.0, span_samples: float = 4000.0,
-                 floor_fraction: float | None = 0.5, floor_span_samples: float = 512.0,
-                 deep_drop: float | None = 0.4, patience_samples: float = 256.0,
-                 settle_samples: float = 512.0, peak_fraction: float | None = 0.65,
-                 shallow_patience_samples: float = 512.0, peak_warmup_samples: float = 100.0) -> None:
+    def __init__(
+        self,
+        drop: float = 0.3,
+        min_drop: float = 0.05,
+        span: int = 3,
+        warmup: int = 3,
+        patience: int = 5,
+        noise_z: float = 6.0,
+        span_samples: float = 4000.0,
+        floor_fraction: float | None = 0.5,
+        floor_span_samples: float = 512.0,
+        deep_drop: float | None = 0.4,
+        patience_samples: float = 256.0,
+        settle_samples: float = 512.0,
+        peak_fraction: float | None = 0.65,
+        shallow_patience_samples: float = 512.0,
+        peak_warmup_samples: float = 100.0,
+    ) -> None:
         super().__init__(patience, patience_samples)
         if not 0 < drop <= 1:
             raise ValueError(f"drop must be in (0, 1], got {drop}")
@@ -194,7 +234,12 @@ class RewardCrash(Detector):
             raise ValueError(f"floor_fraction must be in (0, 1), got {floor_fraction}")
         if not floor_span_samples > 0:
             raise ValueError(f"floor_span_samples must be > 0, got {floor_span_samples}")
-        self.drop, self.min_drop, self.span, self.warmup = drop, min_drop, max(1, int(span)), max(1, int(warmup))
+        self.drop, self.min_drop, self.span, self.warmup = (
+            drop,
+            min_drop,
+            max(1, int(span)),
+            max(1, int(warmup)),
+        )
         self.deep_drop = deep_drop
         self.settle_samples = float(settle_samples)
         self.shallow_patience_samples = float(shallow_patience_samples)
@@ -270,7 +315,9 @@ class RewardCrash(Detector):
         self._last = r
         self._recent.append((int(record.step), int(record.samples), r))
         self.ema = r if not finite(self.ema) else self.ema + self._alpha * (r - self.ema)
-        self.ema_fast = r if not finite(self.ema_fast) else self.ema_fast + self._alpha_fast * (r - self.ema_fast)
+        self.ema_fast = (
+            r if not finite(self.ema_fast) else self.ema_fast + self._alpha_fast * (r - self.ema_fast)
+        )
         sd_fast = self._sd(self._alpha_fast)
         a_peak = max(self._alpha_fast, 1.0 / self._n)
         self.ema_peak = r if not finite(self.ema_peak) else self.ema_peak + a_peak * (r - self.ema_peak)
@@ -331,15 +378,22 @@ class RewardCrash(Detector):
                     self._why_now = (self.best, self.best - deep, "deep")
                     self._value = self.ema_fast
                     return True, self.ema_fast
-        if (self.peak_fraction is not None and self.peak > 0
-                and self.ema_peak < self.peak_fraction * self.peak
-                and self.peak - self.ema_peak > max(self.min_drop, self.noise_z * sd_peak)):
+        if (
+            self.peak_fraction is not None
+            and self.peak > 0
+            and self.ema_peak < self.peak_fraction * self.peak
+            and self.peak - self.ema_peak > max(self.min_drop, self.noise_z * sd_peak)
+        ):
             self._why_now = (self.peak, self.peak_fraction * self.peak, "peak")
             self._value = self.ema_peak
             return True, self.ema_peak
-        if (self.floor_fraction is not None and self._floor_armed and self.start > 0
-                and self.ema_fast < self.floor_fraction * self.start
-                and self.start - self.ema_fast > max(self.min_drop, self.noise_z * sd_fast)):
+        if (
+            self.floor_fraction is not None
+            and self._floor_armed
+            and self.start > 0
+            and self.ema_fast < self.floor_fraction * self.start
+            and self.start - self.ema_fast > max(self.min_drop, self.noise_z * sd_fast)
+        ):
             self._why_now = (self.start, self.floor_fraction * self.start, "floor")
             self._value = self.ema_fast
             return True, self.ema_fast
@@ -394,28 +448,49 @@ class RewardCrash(Detector):
     def _describe(self, value: float) -> str:
         base, thr, how = self._why_now
         if how == "floor":
-            return (f"smoothed reward {value:.4g} fell below {self.floor_fraction:g} x its initial "
-                    f"{self.start:.4g}" + ("" if self.progressed else " (no progress before)"))
+            return (
+                f"smoothed reward {value:.4g} fell below {self.floor_fraction:g} x its initial "
+                f"{self.start:.4g}" + ("" if self.progressed else " (no progress before)")
+            )
         if how == "peak":
-            return (f"smoothed reward {value:.4g} fell below {self.peak_fraction:g} x its peak {base:.4g}"
-                    + ("" if self.progressed else " (no progress before)"))
+            return f"smoothed reward {value:.4g} fell below {self.peak_fraction:g} x its peak {base:.4g}" + (
+                "" if self.progressed else " (no progress before)"
+            )
         if how == "deep":
             return f"smoothed reward {value:.4g} collapsed from best {base:.4g} below {thr:.4g}"
         return f"smoothed reward {value:.4g} fell from best {base:.4g} below {thr:.4g}"
 
     def _extra_state(self) -> dict[str, Any]:
         f = lambda x: x if finite(x) else None  # noqa: E731
-        return {"ema": f(self.ema), "ema_fast": f(self.ema_fast), "initial": f(self.initial),
-                "start": f(self.start), "best": f(self.best), "peak": f(self.peak), "last": f(self._last),
-                "absdiff": f(self._absdiff), "n": self._n, "alpha": self._alpha, "alpha_fast": self._alpha_fast,
-                "sum": self._sum, "w": self._w, "floor_armed": self._floor_armed,
-                "armed_at": f(self._armed_at), "level_until": f(self._level_until),
-                "near_until": f(self._near_until),
-                "level": f(self.level), "lsum": self._lsum, "ema_peak": f(self.ema_peak),
-                "diffs": list(self._diffs), "reg": list(self._reg), "sd_rec": self._sd_rec,
-                "now": list(self._now), "value": f(self._value),
-                "why": [f(self._why_now[0]), f(self._why_now[1]), self._why_now[2]],
-                "recent": [list(x) for x in self._recent]}
+        return {
+            "ema": f(self.ema),
+            "ema_fast": f(self.ema_fast),
+            "initial": f(self.initial),
+            "start": f(self.start),
+            "best": f(self.best),
+            "peak": f(self.peak),
+            "last": f(self._last),
+            "absdiff": f(self._absdiff),
+            "n": self._n,
+            "alpha": self._alpha,
+            "alpha_fast": self._alpha_fast,
+            "sum": self._sum,
+            "w": self._w,
+            "floor_armed": self._floor_armed,
+            "armed_at": f(self._armed_at),
+            "level_until": f(self._level_until),
+            "near_until": f(self._near_until),
+            "level": f(self.level),
+            "lsum": self._lsum,
+            "ema_peak": f(self.ema_peak),
+            "diffs": list(self._diffs),
+            "reg": list(self._reg),
+            "sd_rec": self._sd_rec,
+            "now": list(self._now),
+            "value": f(self._value),
+            "why": [f(self._why_now[0]), f(self._why_now[1]), self._why_now[2]],
+            "recent": [list(x) for x in self._recent],
+        }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         g = lambda x: math.nan if x is None else float(x)  # noqa: E731
@@ -480,10 +555,21 @@ class _RobustSpike(Detector):
     fields: tuple[str, ...] = ()
     warn_on_streak = False  # spikes warn by themselves
 
-    def __init__(self, z: float = 6.0, window: int = 200, warmup: int = 8, patience: int = 5,
-                 max_value: float | None = None, refresh: int = 10, warmup_samples: float = 1024,
-                 min_ratio: float = 2.0, blowup_ratio: float = 10.0, min_value: float | None = None,
-                 floor: float = 0.0, patience_samples: float = 2048.0) -> None:
+    def __init__(
+        self,
+        z: float = 6.0,
+        window: int = 200,
+        warmup: int = 8,
+        patience: int = 5,
+        max_value: float | None = None,
+        refresh: int = 10,
+        warmup_samples: float = 1024,
+        min_ratio: float = 2.0,
+        blowup_ratio: float = 10.0,
+        min_value: float | None = None,
+        floor: float = 0.0,
+        patience_samples: float = 2048.0,
+    ) -> None:
         super().__init__(patience, patience_samples)
         if not min_ratio >= 1:
             raise ValueError(f"min_ratio must be >= 1, got {min_ratio}")
@@ -548,17 +634,23 @@ class _RobustSpike(Detector):
             med, mad = self._baseline()
             self.last_z = (lv - med) / mad
             spike = self.last_z > self.z and lv - med > math.log(self.min_ratio)
-            blowup = (lv - med > math.log(self.blowup_ratio)
-                      and (self.min_value is None or v >= self.min_value))
+            blowup = lv - med > math.log(self.blowup_ratio) and (
+                self.min_value is None or v >= self.min_value
+            )
         if self.kind == "warning":
             self._hist.append(lv)
             self._stale += 1
             return spike, v
         if spike and not self._spiking:
             base = math.exp(self._med)
-            self._warn(record, v, f"{self.field} {v:.4g} spiked to {math.exp(lv - self._med):.3g} x its "
-                       f"baseline {base:.4g} (robust z {self.last_z:.3g} > {self.z:g})", base,
-                       max(self.min_ratio * base, math.exp(self._med + self.z * self._mad)))
+            self._warn(
+                record,
+                v,
+                f"{self.field} {v:.4g} spiked to {math.exp(lv - self._med):.3g} x its "
+                f"baseline {base:.4g} (robust z {self.last_z:.3g} > {self.z:g})",
+                base,
+                max(self.min_ratio * base, math.exp(self._med + self.z * self._mad)),
+            )
         self._spiking = spike
         if not blowup:
             self._hist.append(lv)
@@ -574,8 +666,14 @@ class _RobustSpike(Detector):
 
     def _extra_state(self) -> dict[str, Any]:
         f = lambda x: x if finite(x) else None  # noqa: E731
-        return {"hist": list(self._hist), "last_z": f(self.last_z), "stale": self._stale,
-                "med": f(self._med), "mad": f(self._mad), "spiking": self._spiking}
+        return {
+            "hist": list(self._hist),
+            "last_z": f(self.last_z),
+            "stale": self._stale,
+            "med": f(self._med),
+            "mad": f(self._mad),
+            "spiking": self._spiking,
+        }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         g = lambda x: math.nan if x is None else float(x)  # noqa: E731
@@ -603,12 +701,35 @@ class KLBlowup(_RobustSpike):
     name = "kl_blowup"
     field = "kl"
 
-    def __init__(self, z: float = 6.0, window: int = 200, warmup: int = 8, patience: int = 5,
-                 max_value: float | None = None, refresh: int = 10, warmup_samples: float = 1024,
-                 min_ratio: float = 2.0, blowup_ratio: float = 10.0, min_value: float | None = 1.0,
-                 floor: float = 1e-3, patience_samples: float = 2048.0) -> None:
-        super().__init__(z, window, warmup, patience, max_value, refresh, warmup_samples, min_ratio,
-                         blowup_ratio, min_value, floor, patience_samples)
+    def __init__(
+        self,
+        z: float = 6.0,
+        window: int = 200,
+        warmup: int = 8,
+        patience: int = 5,
+        max_value: float | None = None,
+        refresh: int = 10,
+        warmup_samples: float = 1024,
+        min_ratio: float = 2.0,
+        blowup_ratio: float = 10.0,
+        min_value: float | None = 1.0,
+        floor: float = 1e-3,
+        patience_samples: float = 2048.0,
+    ) -> None:
+        super().__init__(
+            z,
+            window,
+            warmup,
+            patience,
+            max_value,
+            refresh,
+            warmup_samples,
+            min_ratio,
+            blowup_ratio,
+            min_value,
+            floor,
+            patience_samples,
+        )
 
 
 class ClipRatioRise(_RobustSpike):
@@ -619,11 +740,32 @@ class ClipRatioRise(_RobustSpike):
     field = "clip_frac"
     kind = "warning"
 
-    def __init__(self, z: float = 6.0, window: int = 200, warmup: int = 8, patience: int = 3,
-                 refresh: int = 10, warmup_samples: float = 1024, min_ratio: float = 3.0,
-                 floor: float = 1e-3, patience_samples: float = 0.0) -> None:
-        super().__init__(z, window, warmup, patience, None, refresh, warmup_samples, min_ratio,
-                         min_ratio, None, floor, patience_samples)
+    def __init__(
+        self,
+        z: float = 6.0,
+        window: int = 200,
+        warmup: int = 8,
+        patience: int = 3,
+        refresh: int = 10,
+        warmup_samples: float = 1024,
+        min_ratio: float = 3.0,
+        floor: float = 1e-3,
+        patience_samples: float = 0.0,
+    ) -> None:
+        super().__init__(
+            z,
+            window,
+            warmup,
+            patience,
+            None,
+            refresh,
+            warmup_samples,
+            min_ratio,
+            min_ratio,
+            None,
+            floor,
+            patience_samples,
+        )
 
 
 class LogProbMismatch(_RobustSpike):
@@ -634,15 +776,42 @@ class LogProbMismatch(_RobustSpike):
 
     name = "logprob_mismatch"
     field = "logprob_mismatch"
-    fields = ("logprob_mismatch", "training/rollout_probs_diff_mean", "rollout_probs_diff_mean",
-              "mismatch_kl", "mismatch_kl/mean", "rollout_corr/log_ppl_abs_diff")
+    fields = (
+        "logprob_mismatch",
+        "training/rollout_probs_diff_mean",
+        "rollout_probs_diff_mean",
+        "mismatch_kl",
+        "mismatch_kl/mean",
+        "rollout_corr/log_ppl_abs_diff",
+    )
     kind = "warning"
 
-    def __init__(self, z: float = 6.0, window: int = 200, warmup: int = 8, patience: int = 3,
-                 refresh: int = 10, warmup_samples: float = 1024, min_ratio: float = 3.0,
-                 floor: float = 1e-6, patience_samples: float = 0.0) -> None:
-        super().__init__(z, window, warmup, patience, None, refresh, warmup_samples, min_ratio,
-                         min_ratio, None, floor, patience_samples)
+    def __init__(
+        self,
+        z: float = 6.0,
+        window: int = 200,
+        warmup: int = 8,
+        patience: int = 3,
+        refresh: int = 10,
+        warmup_samples: float = 1024,
+        min_ratio: float = 3.0,
+        floor: float = 1e-6,
+        patience_samples: float = 0.0,
+    ) -> None:
+        super().__init__(
+            z,
+            window,
+            warmup,
+            patience,
+            None,
+            refresh,
+            warmup_samples,
+            min_ratio,
+            min_ratio,
+            None,
+            floor,
+            patience_samples,
+        )
 
 
 class EntropySurge(Detector):
@@ -654,8 +823,9 @@ class EntropySurge(Detector):
     signal = "entropy"
     kind = "warning"
 
-    def __init__(self, ratio: float = 2.0, warmup: int = 3, patience: int = 3,
-                 warmup_samples: float = 512) -> None:
+    def __init__(
+        self, ratio: float = 2.0, warmup: int = 3, patience: int = 3, warmup_samples: float = 512
+    ) -> None:
         super().__init__(patience)
         if not ratio > 1:
             raise ValueError(f"ratio must be > 1, got {ratio}")
@@ -700,9 +870,16 @@ class ResponseLengthSurge(Detector):
     signal = "response_length"
     kind = "warning"
 
-    def __init__(self, surge_ratio: float = 1.5, pin_fraction: float = 0.9, clipped: float = 0.5,
-                 cap: float | None = None, warmup: int = 3, patience: int = 3,
-                 warmup_samples: float = 512) -> None:
+    def __init__(
+        self,
+        surge_ratio: float = 1.5,
+        pin_fraction: float = 0.9,
+        clipped: float = 0.5,
+        cap: float | None = None,
+        warmup: int = 3,
+        patience: int = 3,
+        warmup_samples: float = 512,
+    ) -> None:
         super().__init__(patience)
         if not surge_ratio > 1:
             raise ValueError(f"surge_ratio must be > 1, got {surge_ratio}")
@@ -748,8 +925,12 @@ class ResponseLengthSurge(Detector):
         return f"response length {value:.4g}: {self._what}"
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"early": list(self._early), "reference": self.reference if finite(self.reference) else None,
-                "what": self._what, "thr": self._thr if finite(self._thr) else None}
+        return {
+            "early": list(self._early),
+            "reference": self.reference if finite(self.reference) else None,
+            "what": self._what,
+            "thr": self._thr if finite(self._thr) else None,
+        }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self._early = [float(x) for x in state["early"]]
@@ -768,8 +949,14 @@ class ZeroVarianceGroups(Detector):
     name = "zero_variance_groups"
     signal = "frac_zero_std"
 
-    def __init__(self, threshold: float = 0.8, patience: int = 3, group_size: int | None = None,
-                 excess: float | None = None, warning_only: bool = False) -> None:
+    def __init__(
+        self,
+        threshold: float = 0.8,
+        patience: int = 3,
+        group_size: int | None = None,
+        excess: float | None = None,
+        warning_only: bool = False,
+    ) -> None:
         super().__init__(patience)
         if not 0 < threshold <= 1:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
@@ -812,6 +999,14 @@ def default_detectors() -> list[Detector]:
     over the first 512, and the reward is smoothed over 512 rollouts (deep fall, fall from the
     peak, fall below half the start) and 4000 (fall from the best), staying down 5 records and 256
     rollouts to count. Thresholds were set on the calibration half of tests/data/real/runs."""
-    return [EntropyCollapse(reward_gate=True, deep_fraction=0.04), RewardCrash(), GradNormSpike(), KLBlowup(),
-            EntropySurge(), ResponseLengthSurge(), ClipRatioRise(), LogProbMismatch(),
-            ZeroVarianceGroups(warning_only=True)]
+    return [
+        EntropyCollapse(reward_gate=True, deep_fraction=0.04),
+        RewardCrash(),
+        GradNormSpike(),
+        KLBlowup(),
+        EntropySurge(),
+        ResponseLengthSurge(),
+        ClipRatioRise(),
+        LogProbMismatch(),
+        ZeroVarianceGroups(warning_only=True),
+    ]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -12,8 +13,14 @@ from rlvr_schedule.records import StepRecord
 
 __all__ = ["FailureForecast"]
 
-_DIRECTION = {"entropy": "down", "reward_mean": "down", "kl": "up", "grad_norm": "up",
-              "frac_zero_std": "up", "clip_frac": "up"}
+_DIRECTION = {
+    "entropy": "down",
+    "reward_mean": "down",
+    "kl": "up",
+    "grad_norm": "up",
+    "frac_zero_std": "up",
+    "clip_frac": "up",
+}
 
 
 class FailureForecast:
@@ -28,10 +35,20 @@ class FailureForecast:
     threshold and 0 once the smoothed signal has crossed it.
     """
 
-    def __init__(self, signal: str = "entropy", *, threshold: float | None = None, fraction: float = 0.1,
-                 direction: str | None = None, window: int = 200, min_points: int = 20, warmup: int = 10,
-                 model: str = "linear", level: float = 0.9,
-                 warmup_samples: int | None = None) -> None:
+    def __init__(
+        self,
+        signal: str = "entropy",
+        *,
+        threshold: float | None = None,
+        fraction: float = 0.1,
+        direction: str | None = None,
+        window: int = 200,
+        min_points: int = 20,
+        warmup: int = 10,
+        model: str = "linear",
+        level: float = 0.9,
+        warmup_samples: int | None = None,
+    ) -> None:
         if model not in ("linear", "loglinear"):
             raise ValueError(f"model must be 'linear' or 'loglinear', got {model!r}")
         direction = direction or _DIRECTION.get(signal)
@@ -67,8 +84,11 @@ class FailureForecast:
         self.samples = int(record.samples)
         v = getattr(record, self.signal)
         if finite(v):
-            if (len(self._early) < self.warmup if self.warmup_samples is None
-                    else not self._early or self.samples <= self.warmup_samples):
+            if (
+                len(self._early) < self.warmup
+                if self.warmup_samples is None
+                else not self._early or self.samples <= self.warmup_samples
+            ):
                 self._early.append(float(v))
                 self.reference = float(np.median(self._early))
             self._ols.add(float(record.samples), self._y(float(v)))
@@ -165,12 +185,21 @@ class FailureForecast:
 
     def state_dict(self) -> dict[str, Any]:
         return {
-            "signal": self.signal, "threshold": self.fixed_threshold, "fraction": self.fraction,
-            "direction": self.direction, "window": self.window, "min_points": self.min_points,
-            "warmup": self.warmup, "model": self.model, "level": self.level,
-            "ols": self._ols.state_dict(), "early": list(self._early),
-            "reference": self.reference if finite(self.reference) else None, "samples": self.samples,
-            "warmup_samples": self.warmup_samples, "restarts": self.restarts,
+            "signal": self.signal,
+            "threshold": self.fixed_threshold,
+            "fraction": self.fraction,
+            "direction": self.direction,
+            "window": self.window,
+            "min_points": self.min_points,
+            "warmup": self.warmup,
+            "model": self.model,
+            "level": self.level,
+            "ols": self._ols.state_dict(),
+            "early": list(self._early),
+            "reference": self.reference if finite(self.reference) else None,
+            "samples": self.samples,
+            "warmup_samples": self.warmup_samples,
+            "restarts": self.restarts,
             "start_level": self.start_level if finite(self.start_level) else None,
         }
 

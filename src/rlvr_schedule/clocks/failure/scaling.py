@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from rlvr_schedule.clocks.failure.clock import FailureClock
 from rlvr_schedule.records import Run
 
 __all__ = ["FailureScalingFit"]
+
 
 class FailureScalingFit:
     """How the failure point scales with batch across a sweep: failure samples ~ B^alpha.
@@ -29,8 +30,12 @@ class FailureScalingFit:
         self.detectors = detectors
         self.level = level
 
-    def fit(self, runs: Sequence[Run], failure_samples: Sequence[float | None] | None = None,
-            diverging: Sequence[bool] | None = None) -> "FailureScalingFit":
+    def fit(
+        self,
+        runs: Sequence[Run],
+        failure_samples: Sequence[float | None] | None = None,
+        diverging: Sequence[bool] | None = None,
+    ) -> FailureScalingFit:
         """``failure_samples`` (one per run, None = no failure) skips re-running the detectors;
         ``diverging`` (one flag per run) goes with it (default: none diverged)."""
         if failure_samples is None:
@@ -44,9 +49,16 @@ class FailureScalingFit:
         if len(div) != len(runs):
             raise ValueError("diverging must have one entry per run")
         failure_samples = [None if d else f for f, d in zip(failure_samples, div)]
-        self.table_ = [{"name": r.name, "batch": r.batch, "failure_samples": f,
-                        "failure_steps": None if f is None else f / r.batch, "diverging": d}
-                       for r, f, d in zip(runs, failure_samples, div)]
+        self.table_ = [
+            {
+                "name": r.name,
+                "batch": r.batch,
+                "failure_samples": f,
+                "failure_steps": None if f is None else f / r.batch,
+                "diverging": d,
+            }
+            for r, f, d in zip(runs, failure_samples, div)
+        ]
         self.diverging_ = [r.name for r, d in zip(runs, div) if d]
         self.censored_ = [r.name for r, f, d in zip(runs, failure_samples, div) if f is None and not d]
         pts = [(r.batch, float(f)) for r, f in zip(runs, failure_samples) if f is not None and f > 0]
