@@ -37,8 +37,21 @@ def init_single_process_dist() -> None:
     deepspeed.init_distributed(dist_backend="gloo")
 
 
-def build_policy(args: Any, *, lr: float = 1e-3, scheduler_steps: int = 20, seed: int = 0):
-    """(strategy, engine, optimizer, scheduler) for OpenRLHF ``args`` on one CPU rank."""
+def build_policy(
+    args: Any,
+    *,
+    lr: float = 1e-3,
+    scheduler_steps: int = 20,
+    seed: int = 0,
+    model: Any = None,
+    stage: int | None = None,
+    param_dtype: str | None = None,
+):
+    """(strategy, engine, optimizer, scheduler) for OpenRLHF ``args`` on one CPU rank.
+
+    ``model``: the module to train (default: a tiny MLP); ``stage`` / ``param_dtype``: override
+    the ZeRO stage and dtype OpenRLHF's args give (``"fp32"`` turns bf16 off: exact comparisons).
+    """
     import deepspeed
     import torch
     from openrlhf.utils import get_strategy
@@ -51,7 +64,12 @@ def build_policy(args: Any, *, lr: float = 1e-3, scheduler_steps: int = 20, seed
     # what setup_distributed computes (it builds a CUDA device mesh, so it is not called on CPU)
     strategy.world_size = 1
     strategy.accumulated_gradient = strategy.train_batch_size // strategy.micro_train_batch_size
-    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.Linear(8, 1))
+    if stage is not None:
+        strategy.stage = stage
+    if param_dtype is not None:
+        strategy.param_dtype = param_dtype
+    if model is None:
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.Linear(8, 1))
     optim = {
         "type": "AdamW",
         "params": {"lr": lr, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01, "torch_adam": True},

@@ -16,6 +16,7 @@ from openrlhf.trainer import ppo_trainer as _ppo_trainer
 from openrlhf.trainer.ray import ppo_actor as _ppo_actor
 
 from rlvr_schedule_adapters.openrlhf.controller import STATE_KEY, make_controller
+from rlvr_schedule_adapters.openrlhf.noise import MicroNormProbe
 from rlvr_schedule_adapters.openrlhf.worker import WORKER_METHOD, set_worker_batch_and_lr
 
 __all__ = ["RlvrPPOTrainer", "RlvrPolicyModelActor", "ScheduledPPOTrainer", "ScheduledPolicyModelActor"]
@@ -83,7 +84,32 @@ class RlvrPPOTrainer(_plain(_ppo_trainer.PPOTrainer)):  # type: ignore[misc]
 
 
 class RlvrPolicyModelActor(_plain(_ppo_actor.PolicyModelActor)):  # type: ignore[misc]
-    """OpenRLHF's ``PolicyModelActor`` plus the worker method :data:`WORKER_METHOD`."""
+    """OpenRLHF's ``PolicyModelActor`` plus the worker method :data:`WORKER_METHOD` and the
+    micro-batch gradient norm in the status ``fit`` returns (``grad_norm_micro``, ``micro_batch``:
+    :mod:`rlvr_schedule_adapters.openrlhf.noise`)."""
+
+    rlvr_probe: MicroNormProbe | None = None
+
+    def init_model_from_pretrained(self, *args: Any, **kwargs: Any) -> Any:
+        out = super().init_model_from_pretrained(*args, **kwargs)
+        self.rlvr_attach_probe()
+        return out
+
+    def rlvr_attach_probe(self) -> None:
+        """Hook the policy trainer's micro-batches; a failure only leaves the records without it."""
+        try:
+            self.rlvr_probe = MicroNormProbe(self.trainer)
+        except Exception:
+            log.exception("rlvr-schedule: no micro-batch gradient norm on this worker")
+
+    def fit(self, kl_ctl: float = 0) -> dict:
+        status = super().fit(kl_ctl)
+        if self.rlvr_probe is not None:
+            try:
+                status.update(self.rlvr_probe.metrics())
+            except Exception:
+                log.exception("rlvr-schedule: could not read the micro-batch gradient norm")
+        return status
 
     def rlvr_set_batch_and_lr(self, train_batch: int | None = None, lr: float | None = None) -> dict:
         """Set samples per update and base LR on this rank; ``{"ok": False, "error": ...}`` on failure."""

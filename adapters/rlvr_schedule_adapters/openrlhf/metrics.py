@@ -38,13 +38,17 @@ def translate_metrics(logs_dict: Mapping[str, Any]) -> dict[str, float]:
     """The numeric part of an OpenRLHF ``logs_dict`` (drops ``generated_samples`` and non-numbers).
 
     ``rollout/num_samples`` is left out: it is this step's rollout count, which the adapter turns
-    into cumulative ``samples`` itself (the alias table would read it as ``batch``).
+    into cumulative ``samples`` itself (the alias table would read it as ``batch``). So is an
+    ``actor_grad_norm`` of 0.0: OpenRLHF's ``get_grad_norm`` answers 0.0 when the DeepSpeed engine
+    computed no norm (measured: ZeRO-0 in fp32), and the noise estimate must not read it as |G_big|.
     """
     out: dict[str, float] = {}
     for k, v in logs_dict.items():
         if k in ("generated_samples", "rollout/num_samples"):
             continue
         x = as_number(v)
+        if k == "actor_grad_norm" and x == 0.0:
+            continue
         if x is not None:
             out[str(k)] = x
     return out

@@ -1,0 +1,101 @@
+"""The gradient of one micro-batch, seen by per-parameter tensor hooks (imports torch on use).
+
+The two-batch gradient-noise estimate needs |G_small|^2 for one micro-batch of each update; the
+update's full gradient norm (|G_big|) the hosts log already. After the first micro-batch the
+accumulated ``.grad`` would be that micro-batch's gradient, but engines do not all keep it there:
+DeepSpeed ZeRO-2 reduces each gradient into its partitions as it arrives and leaves ``.grad``
+empty between micro-steps. A hook registered on a parameter tensor (``Tensor.register_hook``) runs
+before the gradient is accumulated or reduced, with the gradient of this backward pass alone, so
+summing the squares of what the hooks see during the first backward of an update gives the
+micro-batch's gradient norm with no extra backward and without touching the optimizer or the
+engine. The host undoes its loss normalisation (the share of the update's loss the micro-batch
+carries) through ``scale``.
+
+Limits: the hooks see the parameters the module holds when :class:`MicroGradNorm` is built.
+Engines that swap in other tensors for the forward (FSDP2's unsharded parameters, ZeRO-3's
+gathered ones) hide the gradient from them: then no hook fires and the meter answers NaN (a record
+without ``grad_norm_micro``; the schedule falls back to its configured ``critical_batch``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["MicroGradNorm", "mean_over_ranks", "grad_norm"]
+
+
+def grad_norm(model: Any) -> float:
+    """The L2 norm of the gradients held by ``model``'s parameters now (NaN when none has one)."""
+    import torch
+
+    sq = [p.grad.detach().float().pow(2).sum() for p in model.parameters() if p.grad is not None]
+    if not sq:
+        return math.nan
+    return float(torch.sqrt(torch.stack(sq).sum()))
+
+
+def mean_over_ranks(value: float, group: Any = None) -> float:
+    """The mean of ``value`` over the processes of ``group`` (default: the default
+    ``torch.distributed`` group; ``value`` itself in one process). Every rank must feed its schedule
+    the same record, or the ranks' decisions (and with them their accumulation counts) could differ.
+    NaN on any rank makes the mean NaN: no rank records a half-measured value."""
+    import torch
+
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size(group) < 2:
+        return value
+    t = torch.tensor([value], dtype=torch.float64)
+    if dist.get_backend(group) == "nccl":
+        t = t.cuda()
+    dist.all_reduce(t, group=group)
+    return float(t.item()) / dist.get_world_size(group)
+
+
+class MicroGradNorm:
+    """Norm of the gradient of one backward pass of ``module``, from tensor hooks.
+
+    ``begin()`` arms the meter before an update's first micro-batch; every hook call adds the
+    squared norm of its gradient until :meth:`close` (the host calls it when the first micro-batch's
+    backward is done, or the next micro-batch starts); :meth:`value` is ``sqrt(sum) * scale``. The
+    hooks cost one Python call per parameter tensor per backward while disarmed.
+    """
+
+    def __init__(self, module: Any) -> None:
+        params = [p for p in module.parameters() if p.requires_grad]
+        self.n_params = len(params)
+        self._handles = [p.register_hook(self._on_grad) for p in params]
+        self._armed = False
+        self._sq: Any = 0.0
+        self._seen = 0
+
+    def _on_grad(self, grad: Any) -> None:
+        if self._armed:
+            self._sq = self._sq + grad.detach().float().pow(2).sum()
+            self._seen += 1
+
+    @property
+    def armed(self) -> bool:
+        return self._armed
+
+    def begin(self) -> None:
+        """Start measuring (drops what an earlier, unfinished measurement saw)."""
+        self._sq, self._seen, self._armed = 0.0, 0, True
+
+    def close(self) -> None:
+        """Stop adding gradients (later backward passes of the update are not this micro-batch's)."""
+        self._armed = False
+
+    def value(self, scale: float = 1.0) -> float:
+        """``scale`` x the norm of the gradients seen since :meth:`begin` (NaN when no hook fired)."""
+        self._armed = False
+        if not self._seen:
+            return math.nan
+        return math.sqrt(float(self._sq)) * float(scale)
+
+    def remove(self) -> None:
+        """Unregister the hooks."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        self._armed = False
