@@ -190,7 +190,7 @@ def scale_base_lr(optimizer: Any, lr_scheduler: Any, lr: float) -> list[float]:
     ref = bases[0]
     new_bases = [value * b / ref if ref > 0 else value for b in bases]
     applied: list[float] = []
-    for g, old_base, new_base in zip(groups, bases, new_bases):
+    for g, old_base, new_base in zip(groups, bases, new_bases, strict=True):
         factor = float(g["lr"]) / old_base if old_base > 0 else 1.0
         g["lr"] = new_base * factor
         if sched is not None or "initial_lr" in g:

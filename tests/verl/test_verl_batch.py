@@ -138,7 +138,13 @@ def test_check_setup_auto_batch_needs_what_verl_does_not_log(verl_config):
         PolicyConfig(initial_batch="auto", fallback_batch=32, constraints=BatchConstraints(group_size=4))
     )
     msgs = check_setup(verl_config, auto, warn=False)
-    assert any("grad_norm_micro" in m for m in msgs)
+    assert any("grad_norm_micro" in m and "ppo_micro_batch_size_per_gpu=None" in m for m in msgs)
+    # the adapter's actor measures it with several micro-batches in a step's one update
+    verl_config.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu = 4
+    assert not any("grad_norm_micro" in m for m in check_setup(verl_config, auto, warn=False))
+    verl_config.actor_rollout_ref.actor.ppo_epochs = 2
+    msgs = check_setup(verl_config, auto, warn=False)
+    assert any("grad_norm_micro" in m and "ppo_epochs=2" in m for m in msgs)
     given = TwoClockScheduler(
         PolicyConfig(initial_batch="auto", critical_batch=128, constraints=BatchConstraints(group_size=4))
     )

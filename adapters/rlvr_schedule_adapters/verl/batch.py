@@ -29,6 +29,7 @@ __all__ = [
     "planned_rollout_batches",
     "pin_gen_batch_size",
     "check_setup",
+    "noise_estimate_gaps",
     "MINI_BATCH_MODES",
 ]
 
@@ -185,6 +186,31 @@ def pin_gen_batch_size(config: Any, schedule: Any) -> int:
     return gen
 
 
+def noise_estimate_gaps(config: Any) -> list[str]:
+    """Why the actor's records would carry no ``grad_norm_micro`` (empty when they will): the
+    adapter's actor worker measures the first micro-batch of a step's one optimizer update."""
+    from rlvr_schedule_adapters.verl.noise import MEAN_MODES
+
+    layout = read_layout(config)
+    actor = config.actor_rollout_ref.actor
+    gaps = []
+    if layout.mini_batches != 1:
+        gaps.append("more than one PPO mini-batch per step")
+    if int(actor.get("ppo_epochs", 1) or 1) != 1:
+        gaps.append(f"actor.ppo_epochs={actor.ppo_epochs}")
+    mode = actor.get("loss_agg_mode", "token-mean")
+    if mode not in MEAN_MODES:
+        gaps.append(f"actor.loss_agg_mode={mode} (not a mean)")
+    micro = actor.get("ppo_micro_batch_size_per_gpu", None)
+    per_rank = layout.rollouts // layout.world_size
+    if not actor.get("use_dynamic_bsz", False) and (micro is None or int(micro) >= per_rank):
+        gaps.append(
+            f"actor.ppo_micro_batch_size_per_gpu={micro} leaves one micro-batch per rank "
+            f"({per_rank} rollouts)"
+        )
+    return gaps
+
+
 def check_setup(
     config: Any, schedule: Any, *, mini_batch_mode: str = "per_step", warn: bool = True
 ) -> list[str]:
@@ -200,11 +226,13 @@ def check_setup(
         )
     pc = getattr(schedule, "config", None)
     auto = pc is not None and getattr(pc, "initial_batch", None) == "auto"
-    if auto and getattr(pc, "critical_batch", 1) is None:
+    gaps = noise_estimate_gaps(config) if auto and getattr(pc, "critical_batch", 1) is None else []
+    if gaps:
         msgs.append(
             "initial_batch 'auto' without critical_batch needs micro-batch gradient norms "
-            "(grad_norm_micro), which verl does not log: the run stays on the fallback batch; "
-            "give critical_batch (e.g. from `rlvr-schedule fit`) or an initial_batch"
+            f"(grad_norm_micro), which the actor cannot measure here ({'; '.join(gaps)}): the run "
+            "stays on the fallback batch; give critical_batch (e.g. from `rlvr-schedule fit`) or "
+            "an initial_batch"
         )
     gen = layout.gen_batch_size or layout.train_batch_size
     k = layout.mini_batches

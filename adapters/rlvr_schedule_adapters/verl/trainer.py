@@ -13,7 +13,9 @@ Importing this module imports verl (and registers the trainer); the entry-point 
   (what :mod:`rlvr_schedule_adapters.verl.launch` does).
 - :class:`ScheduleActorRolloutRefWorker` is verl's ``ActorRolloutRefWorker`` plus
   :meth:`LRControlMixin.rlvr_set_lr`, a ``Dispatch.ONE_TO_ALL`` method that sets the peak LR
-  of the actor's optimizer and LambdaLR on every rank.
+  of the actor's optimizer and LambdaLR on every rank, and whose actor is a
+  :class:`ScheduleTrainingWorker`: its update metrics carry the micro-batch gradient norm
+  (``actor/grad_norm_micro``, ``actor/micro_batch``; :mod:`rlvr_schedule_adapters.verl.noise`).
 
 Settings come from the ``rlvr_schedule`` section of the verl config (see :data:`SETTINGS_KEY`).
 """
@@ -33,7 +35,8 @@ from verl.trainer.main_ppo import TaskRunnerV1
 from verl.trainer.ppo.utils import Role
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
-from verl.workers.engine_workers import ActorRolloutRefWorker
+from verl.utils import tensordict_utils as tu
+from verl.workers.engine_workers import ActorRolloutRefWorker, TrainingWorker
 
 from rlvr_schedule_adapters._common import ScheduleSetupWarning, scale_base_lr
 from rlvr_schedule_adapters.verl.batch import (
@@ -44,6 +47,7 @@ from rlvr_schedule_adapters.verl.batch import (
     read_layout,
 )
 from rlvr_schedule_adapters.verl.controller import ScheduleController
+from rlvr_schedule_adapters.verl.noise import EngineProbe
 from rlvr_schedule_adapters.verl.state import STATE_FILE, checkpoint_folder, load_state, save_state
 from rlvr_schedule_adapters.verl.tracking import ScheduleMetricsBackend, attach_backend
 
@@ -52,6 +56,7 @@ __all__ = [
     "SETTINGS_KEY",
     "LRControlMixin",
     "ScheduleActorRolloutRefWorker",
+    "ScheduleTrainingWorker",
     "RlvrSchedulePPOTrainer",
     "RlvrScheduleTaskRunner",
     "build_controller",
@@ -84,8 +89,57 @@ class LRControlMixin:
         return scale_base_lr(optimizer, getattr(engine, "lr_scheduler", None), lr)
 
 
+class ScheduleTrainingWorker(TrainingWorker):
+    """verl's actor ``TrainingWorker`` whose update metrics carry ``grad_norm_micro`` and
+    ``micro_batch`` (the first micro-batch's gradient norm and sequences; squared norms averaged
+    over the data-parallel group). Only for a step of one optimizer update (one PPO mini-batch,
+    one epoch): several updates per step log their mean ``grad_norm`` over mini-batches smaller
+    than the record's batch, which the two-batch estimate cannot pair."""
+
+    rlvr_probe: EngineProbe | None = None
+    _rlvr_probe_failed = False
+    _rlvr_updates = 0
+    _rlvr_single = False
+
+    def _rlvr_ensure_probe(self) -> EngineProbe | None:
+        """The probe, built at the first update (the engine's module exists only after ``reset``)."""
+        if self.rlvr_probe is None and not self._rlvr_probe_failed:
+            config = getattr(self.loss_fn, "keywords", {}).get("config")
+            try:
+                self.rlvr_probe = EngineProbe(self.engine, getattr(config, "loss_agg_mode", None))
+            except Exception:
+                log.exception("rlvr-schedule: no micro-batch gradient norm on this worker")
+                self._rlvr_probe_failed = True
+        return self.rlvr_probe
+
+    def train_mini_batch(self, data: Any) -> Any:
+        self._rlvr_updates = 0
+        return super().train_mini_batch(data)
+
+    def train_batch(self, data: Any) -> Any:
+        probe = self._rlvr_ensure_probe()
+        self._rlvr_updates += 1
+        self._rlvr_single = self._rlvr_updates == 1 and bool(
+            tu.get(data, key="update_lr_scheduler", default=False)
+        )
+        if probe is not None:
+            probe.begin()
+        return super().train_batch(data)
+
+    def _postprocess_output(self, output: Any, **kwargs: Any) -> Any:
+        probe = self.rlvr_probe
+        if probe is not None and not kwargs.get("forward_only", True):
+            metrics = probe.metrics(self.engine.get_data_parallel_group())  # every dp rank calls it
+            if self._rlvr_single:  # one-element lists, like the loss's per-micro-batch metrics
+                output["metrics"].update({k: [v] for k, v in metrics.items()})
+        return super()._postprocess_output(output, **kwargs)
+
+
 class ScheduleActorRolloutRefWorker(LRControlMixin, ActorRolloutRefWorker):
-    """verl's ActorRolloutRefWorker with :meth:`LRControlMixin.rlvr_set_lr`."""
+    """verl's ActorRolloutRefWorker with :meth:`LRControlMixin.rlvr_set_lr` and the metered actor
+    :class:`ScheduleTrainingWorker`."""
+
+    actor_worker_cls = ScheduleTrainingWorker
 
 
 def _settings(config: Any) -> dict[str, Any]:

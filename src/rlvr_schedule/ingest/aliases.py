@@ -146,8 +146,9 @@ FIELD_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "frac_zero_std",
             "frac_reward_zero_std",  # TRL
         ),
-        "grad_norm_micro": ("grad_norm_micro",),
-        "micro_batch": ("micro_batch",),
+        # not logged by the frameworks themselves: the reference trainer and the adapters add them
+        "grad_norm_micro": ("grad_norm_micro", "actor/grad_norm_micro"),  # verl adapter: actor/
+        "micro_batch": ("micro_batch", "actor/micro_batch"),
     }
 )
 
