@@ -11,15 +11,20 @@ micro-batch's gradient norm with no extra backward and without touching the opti
 engine. The host undoes its loss normalisation (the share of the update's loss the micro-batch
 carries) through ``scale``.
 
-Limits: the hooks see the parameters the module holds when :class:`MicroGradNorm` is built.
-Engines that swap in other tensors for the forward (FSDP2's unsharded parameters, ZeRO-3's
-gathered ones) hide the gradient from them: then no hook fires and the meter answers NaN (a record
-without ``grad_norm_micro``; the schedule falls back to its configured ``critical_batch``).
+Engines may run the forward on other tensors than the ones ``module.parameters()`` gives when the
+meter is built: FSDP2 (``fully_shard``) registers sharded DTensors as the parameters and swaps in
+unsharded ones for each forward, and autograd reaches only those. So the meter also hooks, from a
+forward pre-hook on every module, whatever parameter tensors the module holds while it runs (each
+tensor once). Measured on CPU (gloo, one rank): under ``fully_shard`` the parameters present at
+build time see nothing and the forward-time ones see the micro-batch's gradient exactly. When no
+hook fires at all the meter answers NaN (a record without ``grad_norm_micro``; the schedule then
+runs on its configured ``critical_batch``).
 """
 
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 __all__ = ["MicroGradNorm", "mean_over_ranks", "grad_norm"]
@@ -62,12 +67,31 @@ class MicroGradNorm:
     """
 
     def __init__(self, module: Any) -> None:
-        params = [p for p in module.parameters() if p.requires_grad]
-        self.n_params = len(params)
-        self._handles = [p.register_hook(self._on_grad) for p in params]
+        self._hooked: dict[int, Any] = {}  # id -> weakref of each hooked tensor
+        self._handles: list[Any] = []
         self._armed = False
         self._sq: Any = 0.0
         self._seen = 0
+        self._hook_params(module.parameters())
+        for m in module.modules():
+            if next(m.parameters(recurse=False), None) is not None:
+                self._handles.append(m.register_forward_pre_hook(self._on_forward))
+
+    @property
+    def n_params(self) -> int:
+        """Parameter tensors hooked so far (alive)."""
+        return len(self._hooked)
+
+    def _hook_params(self, params: Any) -> None:
+        for p in params:
+            key = id(p)
+            if not p.requires_grad or key in self._hooked:
+                continue
+            self._hooked[key] = weakref.ref(p, lambda _, key=key: self._hooked.pop(key, None))
+            self._handles.append(p.register_hook(self._on_grad))
+
+    def _on_forward(self, mod: Any, args: Any) -> None:
+        self._hook_params(mod.parameters(recurse=False))
 
     def _on_grad(self, grad: Any) -> None:
         if self._armed:
@@ -98,4 +122,5 @@ class MicroGradNorm:
         for h in self._handles:
             h.remove()
         self._handles = []
+        self._hooked.clear()
         self._armed = False

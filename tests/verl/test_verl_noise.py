@@ -2,13 +2,13 @@
 
 verl 0.9.1's FSDP engine is registered for CUDA/NPU only and its ``initialize`` wraps the model in
 FSDP; the test builds an ``FSDPEngineWithLMHead`` instance around a plain tiny Llama instead (the
-one test-side change: ``get_device_id`` answers ``"cpu"``). Everything else is verl's own code:
+one test-side change: verl's ``get_device_id`` answers ``"cpu"``). Everything else is verl's own code:
 ``TrainingWorker.train_mini_batch`` -> ``train_batch`` -> ``BaseEngine.train_batch`` ->
 ``FSDPEngine.forward_backward_batch`` (its micro-batch loop) -> ``FSDPEngineWithLMHead.forward_step``
 -> ``ppo_loss`` / ``agg_loss`` with the global-batch normalisation, on data converted by verl's
-``left_right_2_no_padding``. What stays untested without GPUs: FSDP1/FSDP2 sharding (the hooks sit
-on the parameters the engine's module holds; under FSDP2 the forward runs on unsharded copies, see
-``docs/adapters_verl.md``) and the all-reduce over more than one data-parallel rank.
+``left_right_2_no_padding``; once more with the model under FSDP2 (``fully_shard`` on a one-rank
+CPU mesh, verl's no-sync context and its FSDP2 clipping). What stays untested without GPUs: FSDP1,
+CUDA autocast, Ulysses sequence parallelism and the all-reduce over several data-parallel ranks.
 """
 
 from __future__ import annotations
@@ -58,9 +58,11 @@ def _llama(seed: int = 0):
 
 def _engine(module, monkeypatch, *, lr: float = 1e-2):
     """verl's FSDP LM engine around a plain module on CPU."""
+    from verl.utils import fsdp_utils
     from verl.workers.engine.fsdp import transformer_impl as ti
 
     monkeypatch.setattr(ti, "get_device_id", lambda: "cpu")
+    monkeypatch.setattr(fsdp_utils, "get_device_id", lambda: "cpu")  # FSDP2's grad clipping
     e = object.__new__(ti.FSDPEngineWithLMHead)
     e.module, e.ulysses_device_mesh, e.ulysses_sequence_parallel_size = module, None, 1
     e.ulysses_parallel_group = None
@@ -174,18 +176,43 @@ def _update(worker, data, *, mini_batch: int = BS):
     return tu.get(out, "metrics")
 
 
-@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-mean"])
-def test_recorded_micro_norm_is_the_micro_batch_gradient(one_rank, monkeypatch, mode):
+def _plain_state(module) -> dict:
+    """The module's weights as plain tensors (FSDP2 holds DTensor shards)."""
+    return {
+        k: (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().clone()
+        for k, v in module.state_dict().items()
+    }
+
+
+def _fully_shard(module):
+    """FSDP2 as verl applies it (each decoder layer, then the root), on a one-rank CPU mesh."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (1,))
+    for layer in module.model.layers:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(module, mesh=mesh)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("mode", "fsdp2"), [("token-mean", False), ("seq-mean-token-mean", False), ("token-mean", True)]
+)
+def test_recorded_micro_norm_is_the_micro_batch_gradient(one_rank, monkeypatch, mode, fsdp2):
+    """Also under FSDP2 (``fully_shard`` on CPU): its forward runs on unsharded copies of the
+    parameters, and verl's loop skips the gradient sync on all but the last micro-batch."""
     from verl.utils import tensordict_utils as tu
 
     gen = torch.Generator().manual_seed(1)
     module = _llama()
-    worker = _worker(_engine(module, monkeypatch), _loss_fn(mode))
+    trained = _fully_shard(module) if fsdp2 else module
+    worker = _worker(_engine(trained, monkeypatch), _loss_fn(mode))
     for _ in range(3):
         raw = _raw(gen)
         # brute force: the first micro-batch alone through verl's loop, its own mean loss
         ref = _llama()
-        ref.load_state_dict({k: v.clone() for k, v in module.state_dict().items()})
+        ref.load_state_dict(_plain_state(module))
         ref_engine = _engine(ref, monkeypatch, lr=0.0)
         first = _data(raw, slice(0, MICRO))
         tu.assign_non_tensor(
