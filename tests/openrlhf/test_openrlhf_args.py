@@ -117,6 +117,9 @@ def test_check_setup_warns_that_auto_initial_batch_has_no_noise_estimate(openrlh
     auto = schedule_from_dict(
         {"type": "two_clock", "initial_batch": "auto", "fallback_batch": 8, "constraints": {"group_size": 4}}
     )
+    # GA 4 (8 per update, micro-batches of 2, one rank): the workers measure it
+    assert not any("micro-batch gradient norm" in r for r in check_setup(openrlhf_args, auto))
+    openrlhf_args.train.micro_batch_size = 8  # GA 1: nothing to measure
     assert any("micro-batch gradient norm" in r for r in check_setup(openrlhf_args, auto))
     fixed = schedule_from_dict({"type": "two_clock", "initial_batch": 8, "constraints": {"group_size": 4}})
     assert not any("micro-batch gradient norm" in r for r in check_setup(openrlhf_args, fixed))

@@ -147,15 +147,19 @@ def check_setup(args: Any, schedule: Any) -> list[str]:
         except ValueError as exc:
             out.append(f"stage {i}: {exc}")
     cfg = getattr(schedule, "config", None)
+    dp, micro = _dp_world(args)
+    no_micro = getattr(train, "dynamic_batch_enable", False) or int(train.batch_size) <= dp * micro
     if (
         cfg is not None
         and getattr(cfg, "initial_batch", None) == "auto"
         and getattr(cfg, "critical_batch", None) is None
+        and no_micro
     ):
         out.append(
             "initial_batch auto needs the gradient-noise estimate, which needs a micro-batch gradient "
-            "norm OpenRLHF does not log: the run stays at the fallback batch; give critical_batch or "
-            "an integer initial_batch"
+            f"norm, measured only with several micro-batches per update (train.batch_size "
+            f"{train.batch_size} over {dp} rank(s) x micro-batch {micro}, no dynamic batching): the "
+            "run stays at the fallback batch; give critical_batch or an integer initial_batch"
         )
     if stages and int(stages[0].batch) != int(train.batch_size):
         out.append(
