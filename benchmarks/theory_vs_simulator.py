@@ -64,7 +64,7 @@ def main() -> None:
         )
         print("|    B | predicted p(B) | simulated p(B) | std err | rel. error |")
         print("|-----:|---------------:|---------------:|--------:|-----------:|")
-        for b, e in zip(BATCHES, est):
+        for b, e in zip(BATCHES, est, strict=True):
             p = lq.progress_per_sample(b, lr0, B0)
             print(
                 f"| {b:4d} | {p:14.5e} | {e.per_sample:14.5e} | {e.per_sample_se:7.1e} | "
@@ -103,7 +103,7 @@ def main() -> None:
     )
     print("|    B | noise-dominated line | refined (v = G^2 + s^2/B) | simulated (EMA) | rel. to refined |")
     print("|-----:|---------------------:|--------------------------:|----------------:|----------------:|")
-    for b, e in zip(BATCHES, est):
+    for b, e in zip(BATCHES, est, strict=True):
         pn = lq2.progress_per_sample(b, lr0, B0)
         pr = lq2.progress_per_sample(b, lr0, B0, second_moment="expected")
         print(

@@ -77,7 +77,7 @@ def prompt_dataset(n: int) -> Any:
 def repeat_first_word(prompts: list[str], completions: list[str], **kwargs: Any) -> list[float]:
     """Verifiable reward: the share of completion words equal to the prompt's first word."""
     out = []
-    for p, c in zip(prompts, completions):
+    for p, c in zip(prompts, completions, strict=True):
         words, target = c.split(), p.split()[0]
         out.append(sum(w == target for w in words) / len(words) if words else 0.0)
     return out

@@ -19,11 +19,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests" / "core"))
-from common import machine
-from test_faults import CASES
 
 
 def main() -> None:
+    from common import machine  # found through the paths above
+    from test_faults import CASES
+
     # the plugin faults are logged with tracebacks: the cases count them, the table does not print them
     lg = logging.getLogger("rlvr_schedule")
     lg.propagate = False

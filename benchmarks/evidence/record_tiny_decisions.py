@@ -45,8 +45,8 @@ policy = policy_config(cfg_for(8), batches=BATCHES, critical_batch=bstar, **v2)
 cfg = cfg_for(TwoClockScheduler(policy).current.batch)
 t = time.perf_counter()
 run_one(cfg, out / "run", policy=policy, resume=False, progress=False)
-recs = [json.loads(l) for l in (out / "run" / "metrics.jsonl").read_text().splitlines()]
-decs = [json.loads(l) for l in (out / "run" / "decisions.jsonl").read_text().splitlines()]
+recs = [json.loads(line) for line in (out / "run" / "metrics.jsonl").read_text().splitlines()]
+decs = [json.loads(line) for line in (out / "run" / "decisions.jsonl").read_text().splitlines()]
 doc = {
     "scenario": "tiny",
     "seed": seed,

@@ -177,7 +177,7 @@ def _col(rows: list[dict[str, Any]], key: str) -> list[float | None]:
 
 
 def paired_ratio(a: list[dict[str, Any]], b: list[dict[str, Any]], key: str) -> list[float | None]:
-    return [None if x[key] is None or y[key] is None else x[key] / y[key] for x, y in zip(a, b)]
+    return [None if x[key] is None or y[key] is None else x[key] / y[key] for x, y in zip(a, b, strict=True)]
 
 
 def report(out: dict[str, Any], seeds: int) -> list[str]:
@@ -224,7 +224,7 @@ def report(out: dict[str, Any], seeds: int) -> list[str]:
         rs = paired_ratio(rows, reached[eff], "samples")
         rt = paired_ratio(rows, reached[eff], "steps")
         rw = paired_ratio(rows, reached[eff], "seconds")
-        dr = [x["best_reward"] - y["best_reward"] for x, y in zip(rows, consts[best_r])]
+        dr = [x["best_reward"] - y["best_reward"] for x, y in zip(rows, consts[best_r], strict=True)]
         ms, mt = mean_ci(rs)[0], mean_ci(rt)[0]
         _d_m, _d_lo, d_hi, _ = mean_ci(dr)
         ok = (ms <= 1.10, mt <= 0.5, d_hi >= 0)
@@ -232,7 +232,7 @@ def report(out: dict[str, Any], seeds: int) -> list[str]:
             "yes"
             if all(ok)
             else "no ("
-            + ", ".join(w for w, g in zip(("rollouts", "updates", "best reward"), ok) if not g)
+            + ", ".join(w for w, g in zip(("rollouts", "updates", "best reward"), ok, strict=True) if not g)
             + ")"
         )
         lines.append(
@@ -256,7 +256,7 @@ def report(out: dict[str, Any], seeds: int) -> list[str]:
                 continue
             rs, rt = paired_ratio(tc, rows, "samples"), paired_ratio(tc, rows, "steps")
             rw = paired_ratio(tc, rows, "seconds")
-            dr = [x["best_reward"] - y["best_reward"] for x, y in zip(tc, rows)]
+            dr = [x["best_reward"] - y["best_reward"] for x, y in zip(tc, rows, strict=True)]
             both = (mean_ci(rs)[2] < 1, mean_ci(rt)[2] < 1)
             n_rs = mean_ci(rs)[3]
             verdict = (
@@ -264,7 +264,9 @@ def report(out: dict[str, Any], seeds: int) -> list[str]:
                 if n_rs < seeds // 2
                 else "yes"
                 if all(both)
-                else "no (" + ", ".join(w for w, g in zip(("rollouts", "updates"), both) if not g) + ")"
+                else "no ("
+                + ", ".join(w for w, g in zip(("rollouts", "updates"), both, strict=True) if not g)
+                + ")"
             )
             lines.append(
                 f"| {name} | {fmt_ci(rs, 3, seeds)} | {fmt_ci(rt, 3)} | {fmt_ci(rw, 3)} | {fmt_ci(dr, 3)} | "

@@ -238,7 +238,7 @@ def measure(run, out_dir: Path, target: float, crash_level: float, t0: float, t1
             measured_s=float(np.nansum(measured[: k + 1])),
         )
     traj, last = [], None
-    for s, b in zip(samples, per_update):
+    for s, b in zip(samples, per_update, strict=True):
         if b != last:
             traj.append((int(s - b), int(b)))
             last = b
@@ -353,11 +353,13 @@ def cmd_report(args: argparse.Namespace) -> None:
         **{n: [args.out / "schedule" / f"{_slug(n)}-s{s}" for s in seeds] for n in SCHEDULES},
     }
     res = {
-        name: [measure(r, d, target, crash_level, args.t0, args.t1) for r, d in zip(rs, dirs[name])]
+        name: [
+            measure(r, d, target, crash_level, args.t0, args.t1) for r, d in zip(rs, dirs[name], strict=True)
+        ]
         for name, rs in runs.items()
     }
     for name in SCHEDULES:  # switches in the format report() prints (from metrics: completions per update)
-        for m, d in zip(res[name], dirs[name]):
+        for m, d in zip(res[name], dirs[name], strict=True):
             reasons = {
                 dd["samples"]: dd.get("reason", "")
                 for dd in map(json.loads, (d / "decisions.jsonl").read_text().splitlines())
@@ -436,7 +438,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     print("| run | seed | rollouts to target | updates | best reward | initial | trajectory |")
     print("|---|---:|---:|---:|---:|---:|---|")
     for name, rows in res.items():
-        for s, r in zip(seeds, rows):
+        for s, r in zip(seeds, rows, strict=True):
             tr = r["trajectory"]
             txt = (
                 " -> ".join(f"{b}@{x}" for x, b in tr)
@@ -458,7 +460,7 @@ def cmd_report(args: argparse.Namespace) -> None:
     res2 = {
         name: [
             dict(window_measures(r, t2, w, m["failure"], args.t0, args.t1), switches=m.get("switches", []))
-            for r, m in zip(rs, res[name])
+            for r, m in zip(rs, res[name], strict=True)
         ]
         for name, rs in runs.items()
     }

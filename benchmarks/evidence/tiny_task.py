@@ -464,7 +464,7 @@ def summarize(out: Path, lrs: list[float] | None = None) -> None:
             "failure at (rollouts, signal) | reward crash at (rollouts) |"
         )
         print("|---|---:|---:|---:|---:|---|---:|---:|---|---:|")
-        for r, rf, c in zip(runs, fit.runs, crash):
+        for r, rf, c in zip(runs, fit.runs, crash, strict=True):
             rew, ent = r.array("reward_mean"), r.array("entropy")
             fail = (
                 "-"
@@ -538,7 +538,7 @@ def _across_lrs(summary, g, iv) -> None:
         x = [math.log(lr) for lr, _ in fin]
         y = [math.log(f.critical_batch) for _, f in fin]
         mx, my = sum(x) / len(x), sum(y) / len(y)
-        slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+        slope = sum((a - mx) * (b - my) for a, b in zip(x, y, strict=True)) / sum((a - mx) ** 2 for a in x)
         print(
             f"\nB* x lr constant within the intervals (one value inside every LR's interval): "
             f"{'yes' if lo <= hi else 'no'} (intersection [{g(lo)}, {g(hi)}]); log-log slope of the "
@@ -552,7 +552,7 @@ def _across_lrs(summary, g, iv) -> None:
     for lr, f, _, runs in summary:
         cells = []
         for b in batches:
-            v = [rf.samples_to_target for r, rf in zip(runs, f.runs) if r.batch == b]
+            v = [rf.samples_to_target for r, rf in zip(runs, f.runs, strict=True) if r.batch == b]
             cells.append(" / ".join(g(x, "{:.0f}") for x in v) if v else "")
         print(f"| {lr:g} | {g(f.target)} | " + " | ".join(cells) + " |")
     print(
@@ -575,7 +575,10 @@ def _eighths(runs) -> list[float]:
     for r in runs:
         rew, samples = r.array("reward_mean"), r.array("samples")
         edges = np.linspace(0, samples[-1], 9)
-        out += [np.nanmean(rew[(samples > a) & (samples <= b)]) for a, b in zip(edges[:-1], edges[1:])]
+        out += [
+            np.nanmean(rew[(samples > a) & (samples <= b)])
+            for a, b in zip(edges[:-1], edges[1:], strict=True)
+        ]
     return list(out / len(runs))
 
 

@@ -20,7 +20,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,10 @@ from rlvr_schedule._format import clean_json as _clean
 from rlvr_schedule._format import column_formatter as _column_formatter
 from rlvr_schedule._format import fmt as _fmt
 from rlvr_schedule.errors import RlvrScheduleError
+
+if TYPE_CHECKING:
+    from rlvr_schedule.clocks import FailureForecast
+    from rlvr_schedule.records import StepRecord
 
 __all__ = ["main", "build_parser"]
 
@@ -50,16 +54,16 @@ _col_formatter = _column_formatter
 
 def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     fmts = [_col_formatter(h, [r[i] for r in rows]) for i, h in enumerate(header)]
-    cells = [[f(v) for f, v in zip(fmts, r)] for r in rows]
+    cells = [[f(v) for f, v in zip(fmts, r, strict=True)] for r in rows]
     try:
         from rich.console import Console
         from rich.table import Table
     except ImportError:
         print(title)
         widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(header)]
-        print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+        print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
         for c in cells:
-            print("  ".join(v.ljust(w) for v, w in zip(c, widths)))
+            print("  ".join(v.ljust(w) for v, w in zip(c, widths, strict=True)))
         return
     t = Table(title=title)
     for h in header:
@@ -119,7 +123,8 @@ def _load(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list:
         raise RlvrScheduleError(
             f"--batch {', '.join(sorted(unused))}=...: no such log among {', '.join(logs)}"
         )
-    runs, seen = [], {}
+    runs: list[Any] = []
+    seen: dict[Path, str] = {}
     for log in logs:
         key = keys[log]
         got = load_runs([log], options=_read_options(args, per_log[key] if key else default))
@@ -223,8 +228,8 @@ def _undetermined(d: dict[str, Any]) -> list[str]:
 
 def _estimate(d: dict[str, Any], key: str, undetermined: list[str], count: bool = False) -> str:
     f = _fmt_count if count else _fmt
-    iv = d.get(key + "_interval")
-    has_iv = bool(iv) and any(x is not None for x in iv)
+    iv = d.get(key + "_interval") or []
+    has_iv = any(x is not None for x in iv)
     ivs = "[" + ", ".join(f(x) for x in iv) + "]" if has_iv else ""
     if key in undetermined:
         return f"undetermined (estimate {f(d.get(key))}, interval {ivs} wider than plausible)"
@@ -243,7 +248,7 @@ def _fmt_count(v: Any) -> str:
 def _run_rows(runs: Sequence[Any], d: dict[str, Any]) -> list[dict[str, Any]]:
     """fit's per-run rows plus where each run's batch and LR came from (and its LR after warm-up)."""
     rows = []
-    for run, r in zip(runs, d.get("runs", [])):
+    for run, r in zip(runs, d.get("runs", []), strict=False):
         info = run.meta.get("lr_info")
         r = dict(r)
         r["batch_source"] = run.meta.get("batch_source")
@@ -397,7 +402,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     fit = fit_sweep(runs, target=args.target)
     d = _clean(fit.to_dict())
     rows = []
-    for run, rd in zip(runs, d["runs"]):
+    for run, rd in zip(runs, d["runs"], strict=False):
         stt = rd.get("samples_to_target")
         steps = _steps_to(run, stt)
         rows.append(
@@ -472,6 +477,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 # -- watch and replay -----------------------------------------------------------------------------
 
 
+#: Records with entropy and reward before ``watch`` reports the entropy-limited reward ceiling.
+CEILING_MIN_RECORDS = 20
+
+
 class _Watch:
     """What ``watch`` prints, computed only from the records read so far (fed one by one)."""
 
@@ -482,12 +491,14 @@ class _Watch:
         self.progress = OnlineProgress()
         self.noise = GradientNoiseScale()
         self.detectors = default_detectors()
-        self.forecast = None
+        self.forecast: FailureForecast | None = None
         self.alarms: list[str] = []
         self.records = 0
-        self.last = None
+        self.last: StepRecord | None = None
+        self._entropy: list[float] = []  # (entropy, reward) pairs of the entropy-limited ceiling
+        self._reward: list[float] = []
 
-    def update(self, rec: Any) -> None:
+    def update(self, rec: StepRecord) -> None:
         from rlvr_schedule.clocks import FailureForecast
 
         if self.forecast is None:
@@ -504,13 +515,34 @@ class _Watch:
                 self.alarms.append(f"{det.name} from {a.samples:,} rollouts (step {a.step})")
         self.records += 1
         self.last = rec
+        if math.isfinite(rec.entropy) and math.isfinite(rec.reward_mean):
+            self._entropy.append(rec.entropy)
+            self._reward.append(rec.reward_mean)
+
+    def ceiling(self) -> tuple[float | None, list[float | None]]:
+        """The entropy-limited reward ceiling so far (R = -a exp(H) + b at H = 0, Cui et al. 2025)
+        and its interval; None until :data:`CEILING_MIN_RECORDS` records carry both signals, or
+        while entropy has not moved."""
+        from rlvr_schedule.clocks import RewardCeilingFit
+
+        if len(self._entropy) < CEILING_MIN_RECORDS:
+            return None, [None, None]
+        try:
+            fit = RewardCeilingFit().fit(self._entropy, self._reward)
+        except ValueError:
+            return None, [None, None]
+        lo, hi = fit.ceiling_interval_
+        return fit.ceiling_, [lo, hi]
 
     def status(self) -> dict[str, Any]:
         rec = self.last
+        if rec is None:
+            raise RuntimeError("no record yet")
         fc = self.forecast
         lo, hi = fc.interval if fc is not None else (math.nan, math.nan)  # rollouts left: low, high
         lo, hi = (fc.samples + lo, fc.samples + hi) if fc is not None else (lo, hi)
         b_simple = self.noise.b_simple
+        ceiling, ceiling_iv = self.ceiling()
         return _clean(
             {
                 "records": self.records,
@@ -524,6 +556,8 @@ class _Watch:
                 "failure_signal": fc.signal if fc is not None else None,
                 "failure_samples": fc.failure_samples if fc is not None else None,
                 "failure_samples_interval": [lo, hi],
+                "reward_ceiling": ceiling,
+                "reward_ceiling_interval": ceiling_iv,
                 "alarms": list(self.alarms),
             }
         )
@@ -539,10 +573,11 @@ def _watch_line(where: str, st: dict[str, Any]) -> str:
     b_simple = "-" if st.get("b_simple") is None else _fmt_count(st["b_simple"])
     rate = "-" if st.get("rate_per_rollout") is None else f"{st['rate_per_rollout']:.3g}"
     alarms = "; ".join(st["alarms"]) if st.get("alarms") else "none"
+    ceiling = "-" if st.get("reward_ceiling") is None else _fmt(st["reward_ceiling"])
     return (
         f"[{where}] step {st['step']}  rollouts {_fmt_count(st['samples'])}  batch {st['batch']}  "
-        f"lr {_fmt(st.get('lr'))}  reward {_fmt(st.get('reward'))}  rate/rollout {rate}  "
-        f"B_simple {b_simple}  failure at {fail}  alarms: {alarms}"
+        f"lr {_fmt(st.get('lr'))}  reward {_fmt(st.get('reward'))} (ceiling {ceiling})  "
+        f"rate/rollout {rate}  B_simple {b_simple}  failure at {fail}  alarms: {alarms}"
     )
 
 
@@ -566,7 +601,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 last_change = time.monotonic()
                 for rec in new:
                     watch.update(rec)
-                where = f"line {follower.lines}" if follower.lines else f"step {watch.last.step}"
+                where = f"line {follower.lines}" if follower.lines else f"step {new[-1].step}"
                 st = watch.status()
                 if args.json:
                     print(json.dumps(_int_counts({"at": where, **st}), default=_jsonable), flush=True)
@@ -679,7 +714,7 @@ def _formats_help() -> str:
 class _Parser(argparse.ArgumentParser):
     """Subcommand errors (a mistyped option) show that subcommand's usage, not the top level's."""
 
-    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_args(self, args=None, namespace=None):
         ns, extras = self.parse_known_args(args, namespace)
         if extras:
             sub = getattr(self, "_subparsers_by_name", {}).get(getattr(ns, "command", None), self)
@@ -785,7 +820,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", required=True, help="output directory")
     sp.set_defaults(func=cmd_report)
 
-    sp = add("watch", "follow a growing log: rollouts, progress rate, B_simple, failure forecast, alarms")
+    sp = add(
+        "watch",
+        "follow a growing log: rollouts, progress rate, reward ceiling, B_simple, failure forecast, alarms",
+    )
     sp.add_argument("log", help="the log being written (any format above)")
     sp.add_argument("--interval", type=_positive_float, default=2.0, help="seconds between reads")
     sp.add_argument(
@@ -850,7 +888,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
 
-    def show(message, category, filename, lineno, file=None, line=None):  # type: ignore[no-untyped-def]
+    def show(message, category, filename, lineno, file=None, line=None):
         print(f"warning: {message}", file=sys.stderr)
 
     try:

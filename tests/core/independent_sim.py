@@ -183,7 +183,10 @@ def simulate_run(
 
 def simulate_sweep(task: SimTask, batches: list[int], *, seed: int = 0, **kw) -> list[Run]:
     seeds = np.random.SeedSequence(seed).spawn(len(batches))
-    return [simulate_run(task, b, seed=int(s.generate_state(1)[0]), **kw) for b, s in zip(batches, seeds)]
+    return [
+        simulate_run(task, b, seed=int(s.generate_state(1)[0]), **kw)
+        for b, s in zip(batches, seeds, strict=True)
+    ]
 
 
 def write_log(path: str | Path, run: Run, style: str = "canonical") -> Path:

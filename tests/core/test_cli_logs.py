@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -228,7 +229,7 @@ def test_watch_follows_a_log_that_grows_while_it_runs(tmp_path: Path) -> None:
     first_step = next(i for i, line in enumerate(lines) if "step:0 - " in line)
     step_of = [re.search(r"step:(\d+) - ", ln) for ln in lines]
     head = lines[:first_step]
-    steps = [ln for ln, m in zip(lines[first_step:], step_of[first_step:]) if m][:60]
+    steps = [ln for ln, m in zip(lines[first_step:], step_of[first_step:], strict=True) if m][:60]
     log = tmp_path / "train.log"
     log.write_text("".join(head), encoding="utf-8")
 
@@ -277,6 +278,28 @@ def test_watch_max_records_on_a_finished_log(capsys: pytest.CaptureFixture[str])
     assert cli.main(["watch", str(QWEN), "--max-records", "50", "--interval", "0.01"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out and "rollouts 12,800" in out[-1] and "batch 256" in out[-1]
+
+
+def test_watch_reports_the_entropy_limited_ceiling_of_the_real_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The ceiling R(H = 0) of the entropy-reward fit over the records read so far, the same
+    number as RewardCeilingFit on the whole run's (entropy, reward) pairs."""
+    from rlvr_schedule.clocks import RewardCeilingFit
+    from rlvr_schedule.ingest import load_run
+
+    assert cli.main(["watch", str(QWEN), "--interval", "0.01", "--until-idle", "0.2", "--json"]) == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = load_run(QWEN)
+    want = RewardCeilingFit().fit(run.array("entropy"), run.array("reward_mean"))
+    assert last["reward_ceiling"] == pytest.approx(want.ceiling_, rel=1e-9)
+    lo, hi = last["reward_ceiling_interval"]
+    assert lo < last["reward_ceiling"] < hi
+    assert cli.main(["watch", str(QWEN), "--max-records", "5", "--interval", "0.01", "--json"]) == 0
+    early = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert early["reward_ceiling"] is None  # fewer than CEILING_MIN_RECORDS records
 
 
 def test_replay_a_static_schedule_over_the_real_qwen_run(

@@ -181,7 +181,7 @@ def test_sliding_ols_matches_polyfit_on_large_sample_counts(
     x = offset + np.cumsum(rng.integers(1, 512, n)).astype(float)
     y = slope * (x - offset) + rng.normal(0, 0.1, n)
     ols = SlidingOLS(window)
-    for xi, yi in zip(x, y):
+    for xi, yi in zip(x, y, strict=True):
         ols.add(xi, yi)
     xs, ys = x[-window:], y[-window:]
     ref = np.polyfit(xs - xs.mean(), ys, 1)[0]

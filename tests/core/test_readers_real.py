@@ -132,7 +132,7 @@ def test_trainer_state_needs_batch_and_matches_the_console() -> None:
     run = _quiet(load_run, state, options=ReadOptions(batch=8))
     console = _quiet(load_run, TRL / "train.log")
     assert [r.step for r in run.records] == [r.step for r in console.records]
-    for a, b in zip(run.records, console.records):  # the console rounds to 4 significant digits
+    for a, b in zip(run.records, console.records, strict=True):  # the console rounds to 4 significant digits
         assert a.reward_mean == pytest.approx(b.reward_mean, rel=1e-3, abs=1e-4)
         assert a.lr == pytest.approx(b.lr, rel=1e-3)
     assert run.meta["batch_source"] == "option --batch"

@@ -41,7 +41,7 @@ def test_per_sample_progress_matches_within_5_percent(critical_batch, full_noise
     pred = lq.progress_per_sample(BATCHES, lr0, B0)
     got = np.array([e.per_sample for e in est])
     rel = np.abs(got - pred) / np.abs(pred)
-    assert rel.max() < 0.05, dict(zip(BATCHES, rel.round(4)))
+    assert rel.max() < 0.05, dict(zip(BATCHES, rel.round(4), strict=True))
     if critical_batch == 300.0:  # past 2 B* = 600 both say the update makes the loss worse
         assert got[-1] < 0 and pred[-1] < 0
 

@@ -20,10 +20,10 @@ def _rollout_stats(rewards, lengths):
     exps = [
         SimpleNamespace(
             info={"reward": torch.tensor(r, dtype=torch.float)},
-            response_length=torch.tensor(l, dtype=torch.float),
+            response_length=torch.tensor(n, dtype=torch.float),
             truncated=torch.zeros(len(r)),
         )
-        for r, l in zip(rewards, lengths)
+        for r, n in zip(rewards, lengths, strict=True)
     ]
     return BasePPOTrainer._compute_rollout_stats(None, exps)
 

@@ -56,7 +56,7 @@ def train_step(eng) -> list[float]:
         p.grad = torch.ones_like(p)
     FSDPEngine.optimizer_step(eng)
     FSDPEngine.lr_scheduler_step(eng)
-    return [float((b - p.detach()).flatten()[0]) for b, p in zip(before, params)]
+    return [float((b - p.detach()).flatten()[0]) for b, p in zip(before, params, strict=True)]
 
 
 def test_rescale_takes_effect_on_the_next_update_and_keeps_the_schedule(verl_config):

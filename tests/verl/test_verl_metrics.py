@@ -30,7 +30,7 @@ def _data_metrics(scores: list[float], response_lengths: list[int]) -> dict:
         resp_mask[i, :n] = 1
     attn = torch.cat([torch.ones(b, p), resp_mask], dim=1)
     tls = torch.zeros(b, r)
-    for i, (s, n) in enumerate(zip(scores, response_lengths)):
+    for i, (s, n) in enumerate(zip(scores, response_lengths, strict=True)):
         tls[i, n - 1] = s  # outcome reward on the last response token
     batch = DataProto.from_dict(
         tensors={

@@ -29,17 +29,20 @@ def rlvr_schedule_metric_aliases() -> Mapping[str, str]:
     Use it to teach the readers a framework's or a team's metric names; canonical fields are
     those of :class:`rlvr_schedule.records.StepRecord`.
     """
+    raise NotImplementedError  # a specification: pluggy calls the implementations
 
 
 @hookspec
 def rlvr_schedule_failure_detectors() -> list[Any]:
     """Return extra failure detectors (objects with ``name``, ``update(record)`` and
     ``state_dict()``/``load_state_dict()``) that the failure clock runs beside the built-in ones."""
+    raise NotImplementedError  # a specification: pluggy calls the implementations
 
 
 @hookspec
 def rlvr_schedule_progress_estimators() -> list[Any]:
     """Return extra online progress estimators (objects with ``name`` and ``update(record)``)."""
+    raise NotImplementedError  # a specification: pluggy calls the implementations
 
 
 @hookspec

@@ -72,7 +72,10 @@ class PluginHost:
             for impl in caller.get_hookimpls():
                 if impl.hookwrapper or impl.wrapper or getattr(impl.function, "_rlvr_guarded", False):
                     continue
-                impl.function = self._guard(impl.function, impl.plugin_name, caller.name)
+                # pluggy types HookImpl.function Final (its own field); replacing the callable is
+                # the one way to isolate each implementation's faults, which pluggy has no hook for
+                guarded = self._guard(impl.function, impl.plugin_name, caller.name)
+                impl.function = guarded  # type: ignore[misc]
 
     def _guard(self, fn: Any, plugin: str, hook_name: str) -> Any:
         @functools.wraps(fn)

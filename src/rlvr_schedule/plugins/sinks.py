@@ -7,6 +7,7 @@ the host's :class:`~rlvr_schedule.driver.ScheduleDriver` then calls them through
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -65,14 +66,16 @@ class TensorBoardSink:
     def __init__(self, logdir: str | os.PathLike[str], *, prefix: str = "rlvr") -> None:
         self.logdir = Path(logdir)
         self.prefix = prefix
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-        except ImportError:
+        writer: Any = None
+        for module in ("torch.utils.tensorboard", "tensorboardX"):  # the first one installed
             try:
-                from tensorboardX import SummaryWriter  # type: ignore[no-redef]
-            except ImportError as exc:  # pragma: no cover - depends on the environment
-                raise ImportError("TensorBoardSink needs torch (with tensorboard) or tensorboardX") from exc
-        self._writer = SummaryWriter(log_dir=str(self.logdir))
+                writer = importlib.import_module(module).SummaryWriter
+                break
+            except ImportError:
+                continue
+        if writer is None:  # pragma: no cover - depends on the environment
+            raise ImportError("TensorBoardSink needs torch (with tensorboard) or tensorboardX")
+        self._writer = writer(log_dir=str(self.logdir))
 
     @hookimpl
     def rlvr_schedule_on_record(self, record: StepRecord) -> None:

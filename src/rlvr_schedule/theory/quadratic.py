@@ -95,7 +95,9 @@ class LocalQuadratic:
     # -- preconditioned McCandlish quantities ---------------------------------------------
     @property
     def _dhd(self) -> np.ndarray:
-        return sandwich(self.preconditioner, self.hessian)
+        d = self.preconditioner
+        assert d is not None  # __post_init__ sets the default
+        return sandwich(d, self.hessian)
 
     @property
     def drift(self) -> float:
@@ -145,7 +147,7 @@ class LocalQuadratic:
         elif second_moment == "expected":
             g, sig2 = self.gradient, diagonal(self.noise_cov)
             out = np.empty(b.shape)
-            for idx, (bb, ll) in enumerate(zip(b.ravel(), np.broadcast_to(lr, b.shape).ravel())):
+            for idx, (bb, ll) in enumerate(zip(b.ravel(), np.broadcast_to(lr, b.shape).ravel(), strict=True)):
                 pre = 1.0 / np.sqrt(g**2 + sig2 / bb)
                 php = sandwich(pre, self.hessian)
                 out.flat[idx] = ll * float(g @ (pre * g)) - 0.5 * ll**2 * (

@@ -158,8 +158,12 @@ class NoisyQuadratic:
     def sweep(self, batches, **kwargs) -> list[StepEstimate]:
         """:meth:`one_step` at each batch, seeded independently from ``seed``."""
         seed = kwargs.pop("seed", 0)
-        seqs = np.random.SeedSequence(seed).spawn(len(list(batches)))
-        return [self.one_step(b, seed=np.random.default_rng(s), **kwargs) for b, s in zip(batches, seqs)]
+        batches = list(batches)  # an iterator would be used up by the count
+        seqs = np.random.SeedSequence(seed).spawn(len(batches))
+        return [
+            self.one_step(b, seed=np.random.default_rng(s), **kwargs)
+            for b, s in zip(batches, seqs, strict=True)
+        ]
 
     # -- trajectories ---------------------------------------------------------------------
     def simulate(

@@ -974,7 +974,7 @@ class ZeroVarianceGroups(Detector):
             return None, math.nan
         hit = f > self.threshold
         self._expected = math.nan
-        if self.excess is not None and finite(record.reward_mean):
+        if self.excess is not None and self.group_size and finite(record.reward_mean):
             p = min(max(record.reward_mean, 0.0), 1.0)
             self._expected = expected_zero_std_fraction(p, int(self.group_size))
             hit = hit or f - self._expected > self.excess
@@ -982,7 +982,7 @@ class ZeroVarianceGroups(Detector):
 
     def _why(self) -> tuple[float, float]:
         thr = self.threshold
-        if finite(self._expected):
+        if finite(self._expected) and self.excess is not None:
             thr = min(thr, self._expected + float(self.excess))
         return self._expected, thr
 

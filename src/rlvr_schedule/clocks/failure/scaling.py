@@ -48,7 +48,7 @@ class FailureScalingFit:
         div = [False] * len(runs) if diverging is None else [bool(x) for x in diverging]
         if len(div) != len(runs):
             raise ValueError("diverging must have one entry per run")
-        failure_samples = [None if d else f for f, d in zip(failure_samples, div)]
+        failure_samples = [None if d else f for f, d in zip(failure_samples, div, strict=True)]
         self.table_ = [
             {
                 "name": r.name,
@@ -57,11 +57,15 @@ class FailureScalingFit:
                 "failure_steps": None if f is None else f / r.batch,
                 "diverging": d,
             }
-            for r, f, d in zip(runs, failure_samples, div)
+            for r, f, d in zip(runs, failure_samples, div, strict=True)
         ]
-        self.diverging_ = [r.name for r, d in zip(runs, div) if d]
-        self.censored_ = [r.name for r, f, d in zip(runs, failure_samples, div) if f is None and not d]
-        pts = [(r.batch, float(f)) for r, f in zip(runs, failure_samples) if f is not None and f > 0]
+        self.diverging_ = [r.name for r, d in zip(runs, div, strict=True) if d]
+        self.censored_ = [
+            r.name for r, f, d in zip(runs, failure_samples, div, strict=True) if f is None and not d
+        ]
+        pts = [
+            (r.batch, float(f)) for r, f in zip(runs, failure_samples, strict=True) if f is not None and f > 0
+        ]
         nan = math.nan
         self.alpha_, self.alpha_interval_ = nan, (nan, nan)
         self.failure_samples_, self.failure_samples_interval_ = nan, (nan, nan)
