@@ -10,9 +10,21 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from rlvr_schedule.clocks._stats import finite
 from rlvr_schedule.records import StepRecord
 
 __all__ = ["Alarm", "Detector", "expected_group_variance", "expected_zero_std_fraction"]
+
+
+def finite_or_none(x: float | None) -> float | None:
+    """A float for a detector's state: None stands for NaN and +-inf (strict JSON); the loader
+    gives each field its own stand-in back (:func:`float_or`)."""
+    return x if finite(x) else None
+
+
+def float_or(x: Any, default: float = math.nan) -> float:
+    """Inverse of :func:`finite_or_none`: ``default`` (NaN unless the field starts at +-inf) for None."""
+    return default if x is None else float(x)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,11 +226,10 @@ class Detector:
         pass
 
     def state_dict(self) -> dict[str, Any]:
-        f = lambda x: x if math.isfinite(x) else None  # noqa: E731
         onset = (
             None
             if self._onset is None
-            else [self._onset[0], self._onset[1]] + [f(x) for x in self._onset[2:]]
+            else [self._onset[0], self._onset[1]] + [finite_or_none(x) for x in self._onset[2:]]
         )
         return {
             "name": self.name,
@@ -237,7 +248,6 @@ class Detector:
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         if state.get("name", self.name) != self.name:
             raise ValueError(f"state of {state.get('name')!r} loaded into {self.name!r}")
-        g = lambda x: math.nan if x is None else float(x)  # noqa: E731
         self.patience = int(state["patience"])
         self.patience_samples = float(state.get("patience_samples", 0.0))
         self._streak = int(state["streak"])
@@ -246,7 +256,7 @@ class Detector:
             self._onset = None
         else:  # states saved before alarms said why have (step, samples, value)
             o = list(o) + [None] * (5 - len(o))
-            self._onset = (int(o[0]), int(o[1]), g(o[2]), g(o[3]), g(o[4]))
+            self._onset = (int(o[0]), int(o[1]), float_or(o[2]), float_or(o[3]), float_or(o[4]))
         # a streak saved before the sustained-in-rollouts rule had fired once it reached patience
         self._fired = bool(state.get("fired", self._streak >= self.patience))
         fa = state["first_alarm"]

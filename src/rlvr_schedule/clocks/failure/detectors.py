@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 
 from rlvr_schedule.clocks._stats import finite
-from rlvr_schedule.clocks.failure.base import Detector, expected_zero_std_fraction
+from rlvr_schedule.clocks.failure.base import (
+    Detector,
+    expected_zero_std_fraction,
+    finite_or_none,
+    float_or,
+)
 from rlvr_schedule.records import StepRecord
 
 __all__ = [
@@ -152,23 +157,20 @@ class EntropyCollapse(Detector):
     def _extra_state(self) -> dict[str, Any]:
         return {
             "early": list(self._early),
-            "reference": self.reference if finite(self.reference) else None,
+            "reference": finite_or_none(self.reference),
             "rw": list(self._rw),
-            "med_peak": self._med_peak if finite(self._med_peak) else None,
+            "med_peak": finite_or_none(self._med_peak),
             "gate_run": self._gate_run,
-            "streak_min": self._streak_min if finite(self._streak_min) else None,
+            "streak_min": finite_or_none(self._streak_min),
         }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self._early = [float(x) for x in state["early"]]
-        ref = state["reference"]
-        self.reference = math.nan if ref is None else float(ref)
+        self.reference = float_or(state["reference"])
         self._rw = deque((float(x) for x in state.get("rw", [])), maxlen=self.gate_records)
-        mp = state.get("med_peak")
-        self._med_peak = -math.inf if mp is None else float(mp)
+        self._med_peak = float_or(state.get("med_peak"), -math.inf)
         self._gate_run = int(state.get("gate_run", 0))
-        sm = state.get("streak_min")
-        self._streak_min = math.inf if sm is None else float(sm)
+        self._streak_min = float_or(state.get("streak_min"), math.inf)
 
 
 class RewardCrash(Detector):
@@ -461,7 +463,7 @@ class RewardCrash(Detector):
         return f"smoothed reward {value:.4g} fell from best {base:.4g} below {thr:.4g}"
 
     def _extra_state(self) -> dict[str, Any]:
-        f = lambda x: x if finite(x) else None  # noqa: E731
+        f = finite_or_none
         return {
             "ema": f(self.ema),
             "ema_fast": f(self.ema_fast),
@@ -493,10 +495,10 @@ class RewardCrash(Detector):
         }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
-        g = lambda x: math.nan if x is None else float(x)  # noqa: E731
+        g = float_or
         self.ema, self.initial = g(state["ema"]), g(state["initial"])
-        self.best = -math.inf if state["best"] is None else float(state["best"])
-        self.peak = -math.inf if state.get("peak") is None else float(state["peak"])
+        self.best = float_or(state["best"], -math.inf)
+        self.peak = float_or(state.get("peak"), -math.inf)
         self._last, self._absdiff = g(state["last"]), g(state["absdiff"])
         self._n, self._alpha = int(state["n"]), float(state["alpha"])
         # states saved before the fall-below-the-start condition existed have no fast EMA: it starts now
@@ -665,7 +667,7 @@ class _RobustSpike(Detector):
         return f"{self.field} {value:.4g} {what} (baseline {base:.4g}, threshold {thr:.4g})"
 
     def _extra_state(self) -> dict[str, Any]:
-        f = lambda x: x if finite(x) else None  # noqa: E731
+        f = finite_or_none
         return {
             "hist": list(self._hist),
             "last_z": f(self.last_z),
@@ -676,7 +678,7 @@ class _RobustSpike(Detector):
         }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
-        g = lambda x: math.nan if x is None else float(x)  # noqa: E731
+        g = float_or
         self._hist = deque((float(x) for x in state["hist"]), maxlen=self.window)
         self.last_z, self._med, self._mad = g(state["last_z"]), g(state["med"]), g(state["mad"])
         self._stale = int(state["stale"])
@@ -852,11 +854,11 @@ class EntropySurge(Detector):
         return f"entropy {value:.4g} above {self.ratio:g} x its early level {self.reference:.4g}"
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"early": list(self._early), "reference": self.reference if finite(self.reference) else None}
+        return {"early": list(self._early), "reference": finite_or_none(self.reference)}
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self._early = [float(x) for x in state["early"]]
-        self.reference = math.nan if state["reference"] is None else float(state["reference"])
+        self.reference = float_or(state["reference"])
 
 
 class ResponseLengthSurge(Detector):
@@ -927,16 +929,16 @@ class ResponseLengthSurge(Detector):
     def _extra_state(self) -> dict[str, Any]:
         return {
             "early": list(self._early),
-            "reference": self.reference if finite(self.reference) else None,
+            "reference": finite_or_none(self.reference),
             "what": self._what,
-            "thr": self._thr if finite(self._thr) else None,
+            "thr": finite_or_none(self._thr),
         }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
         self._early = [float(x) for x in state["early"]]
-        self.reference = math.nan if state["reference"] is None else float(state["reference"])
+        self.reference = float_or(state["reference"])
         self._what = str(state.get("what", ""))
-        self._thr = math.nan if state.get("thr") is None else float(state["thr"])
+        self._thr = float_or(state.get("thr"))
 
 
 class ZeroVarianceGroups(Detector):
