@@ -5,13 +5,8 @@ Importing this package needs pluggy; the rest of the core needs numpy alone.
 
 from __future__ import annotations
 
-import pluggy
-
-from rlvr_schedule.plugins.hookspecs import PROJECT
-
-hookimpl = pluggy.HookimplMarker(PROJECT)
-
-from rlvr_schedule.plugins.manager import (  # noqa: E402
+from rlvr_schedule.plugins.hookspecs import hookimpl
+from rlvr_schedule.plugins.manager import (
     ENTRY_POINT_GROUP,
     DetectorFault,
     IsolatedDetector,

@@ -20,6 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PROJECT = "rlvr_schedule"
 hookspec = pluggy.HookspecMarker(PROJECT)
+#: Marks a plugin's hook implementations (re-exported as ``rlvr_schedule.plugins.hookimpl``).
+hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec

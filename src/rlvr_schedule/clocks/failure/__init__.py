@@ -42,7 +42,6 @@ from rlvr_schedule.clocks.failure.detectors import (
     ResponseLengthSurge,
     RewardCrash,
     ZeroVarianceGroups,
-    _RobustSpike,  # noqa: F401  (kept importable from here)
     default_detectors,
 )
 from rlvr_schedule.clocks.failure.forecast import FailureForecast

@@ -734,13 +734,12 @@ class KLBlowup(_RobustSpike):
         )
 
 
-class ClipRatioRise(_RobustSpike):
-    """Warning: the PPO clip fraction rose far above its recent level (updates pushing against
-    the trust region; precedes many collapses)."""
+class _WarningSpike(_RobustSpike):
+    """A :class:`_RobustSpike` that only warns (no blow-up failure); subclasses set ``field``
+    and ``default_floor`` (the smallest level that counts, in the signal's units)."""
 
-    name = "clip_ratio_rise"
-    field = "clip_frac"
     kind = "warning"
+    default_floor = 0.0
 
     def __init__(
         self,
@@ -751,26 +750,33 @@ class ClipRatioRise(_RobustSpike):
         refresh: int = 10,
         warmup_samples: float = 1024,
         min_ratio: float = 3.0,
-        floor: float = 1e-3,
+        floor: float | None = None,
         patience_samples: float = 0.0,
     ) -> None:
         super().__init__(
-            z,
-            window,
-            warmup,
-            patience,
-            None,
-            refresh,
-            warmup_samples,
-            min_ratio,
-            min_ratio,
-            None,
-            floor,
-            patience_samples,
+            z=z,
+            window=window,
+            warmup=warmup,
+            patience=patience,
+            refresh=refresh,
+            warmup_samples=warmup_samples,
+            min_ratio=min_ratio,
+            blowup_ratio=min_ratio,
+            floor=self.default_floor if floor is None else floor,
+            patience_samples=patience_samples,
         )
 
 
-class LogProbMismatch(_RobustSpike):
+class ClipRatioRise(_WarningSpike):
+    """Warning: the PPO clip fraction rose far above its recent level (updates pushing against
+    the trust region; precedes many collapses)."""
+
+    name = "clip_ratio_rise"
+    field = "clip_frac"
+    default_floor = 1e-3
+
+
+class LogProbMismatch(_WarningSpike):
     """Warning: the gap between the trainer's and the rollout engine's log-probs of the same tokens
     rose far above its recent level (verl ``training/rollout_probs_diff_mean``, a ``mismatch_kl``
     or ``rollout_corr/log_ppl_abs_diff``, whichever the log has): off-policy drift that breaks
@@ -786,34 +792,7 @@ class LogProbMismatch(_RobustSpike):
         "mismatch_kl/mean",
         "rollout_corr/log_ppl_abs_diff",
     )
-    kind = "warning"
-
-    def __init__(
-        self,
-        z: float = 6.0,
-        window: int = 200,
-        warmup: int = 8,
-        patience: int = 3,
-        refresh: int = 10,
-        warmup_samples: float = 1024,
-        min_ratio: float = 3.0,
-        floor: float = 1e-6,
-        patience_samples: float = 0.0,
-    ) -> None:
-        super().__init__(
-            z,
-            window,
-            warmup,
-            patience,
-            None,
-            refresh,
-            warmup_samples,
-            min_ratio,
-            min_ratio,
-            None,
-            floor,
-            patience_samples,
-        )
+    default_floor = 1e-6
 
 
 class EntropySurge(Detector):
