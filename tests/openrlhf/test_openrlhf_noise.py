@@ -200,3 +200,23 @@ def test_the_online_estimate_forms_from_the_records(openrlhf_args):
     brute = trace / g2
     print(f"openrlhf B_simple online {est.b_simple:.3f} brute force {brute:.3f}")
     assert est.b_simple == pytest.approx(brute, rel=0.3)
+
+
+def test_a_two_clock_schedule_behind_the_adapter_forms_its_noise_estimate(openrlhf_args):
+    """The worker's status, as OpenRLHF's trainer passes it to ``save_logs_and_checkpoints``,
+    through the adapter's controller: the schedule's own gradient-noise estimate takes every update."""
+    import copy
+
+    from rlvr_schedule.policy import schedule_from_dict
+    from rlvr_schedule_adapters.openrlhf.controller import ScheduleController
+
+    t, cfg = _trainer(openrlhf_args, stage=2, param_dtype="bf16", lr=1e-2)
+    spec = {"type": "two_clock", "initial_batch": 8, "critical_batch": 64, "constraints": {"group_size": 4}}
+    schedule = schedule_from_dict(spec)
+    ctl = ScheduleController(schedule, copy.deepcopy(openrlhf_args), lambda b, lr: None, advisory=True)
+    gen = torch.Generator().manual_seed(4)
+    for step, (got, _, grad_norm, _) in enumerate(_run(t, cfg, gen, updates=6, brute=False), 1):
+        logs = {"rollout/num_samples": 8.0, "actor_grad_norm": grad_norm, "actor_lr": 1e-2, **got}
+        ctl.on_step(step, logs)
+    assert schedule.noise.n_updates == 6 and math.isfinite(schedule.noise.trace_sigma)
+    assert not ctl.driver.faults

@@ -298,3 +298,29 @@ def test_the_online_estimate_forms_from_the_records(one_rank, monkeypatch):
     brute = trace / (float(mean.pow(2).sum()) - trace / POOL)
     print(f"verl B_simple online {est.b_simple:.3f} brute force {brute:.3f}")
     assert est.b_simple == pytest.approx(brute, rel=0.3)
+
+
+def test_a_two_clock_schedule_behind_the_adapter_forms_its_noise_estimate(one_rank, monkeypatch):
+    """The actor's metrics as verl's trainer logs them (``reduce_metrics`` of the renamed update
+    output, beside the step's other metrics) through the adapter's controller: the schedule's own
+    gradient-noise estimate takes every step."""
+    from verl.utils.metric import reduce_metrics
+    from verl.utils.py_functional import rename_dict
+
+    from rlvr_schedule.policy import schedule_from_dict
+    from rlvr_schedule_adapters.verl.controller import ScheduleController
+    from rlvr_schedule_adapters.verl.plugin import VERL_ALIASES
+
+    spec = {"type": "two_clock", "initial_batch": BS, "critical_batch": 64, "constraints": {"group_size": 4}}
+    schedule = schedule_from_dict(spec)
+    ctl = ScheduleController(
+        schedule, group_size=4, running=(BS, 1e-2), apply_fn=lambda b, lr: None, aliases=VERL_ALIASES
+    )
+    gen = torch.Generator().manual_seed(5)
+    worker = _worker(_engine(_llama(), monkeypatch), _loss_fn())
+    for step in range(1, 7):
+        logged = reduce_metrics(rename_dict(dict(_update(worker, _data(_raw(gen)))), "actor/"))
+        ctl.observe({**logged, "training/global_step": step, "critic/score/mean": 0.5}, step)
+    assert ctl.last_record.micro_batch == MICRO and math.isfinite(ctl.last_record.grad_norm_micro)
+    assert schedule.noise.n_updates == 6 and math.isfinite(schedule.noise.trace_sigma)
+    assert not ctl.faults
