@@ -7,8 +7,9 @@ one test-side change: verl's ``get_device_id`` answers ``"cpu"``). Everything el
 ``FSDPEngine.forward_backward_batch`` (its micro-batch loop) -> ``FSDPEngineWithLMHead.forward_step``
 -> ``ppo_loss`` / ``agg_loss`` with the global-batch normalisation, on data converted by verl's
 ``left_right_2_no_padding``; once more with the model under FSDP2 (``fully_shard`` on a one-rank
-CPU mesh, verl's no-sync context and its FSDP2 clipping). What stays untested without GPUs: FSDP1,
-CUDA autocast, Ulysses sequence parallelism and the all-reduce over several data-parallel ranks.
+CPU mesh, verl's no-sync context and its FSDP2 clipping) and over two gloo data-parallel ranks. What
+stays untested without GPUs: FSDP1, CUDA autocast, Ulysses sequence parallelism, and FSDP sharding
+over several ranks.
 """
 
 from __future__ import annotations
@@ -57,12 +58,19 @@ def _llama(seed: int = 0):
 
 
 def _engine(module, monkeypatch, *, lr: float = 1e-2):
-    """verl's FSDP LM engine around a plain module on CPU."""
+    """verl's FSDP LM engine around ``module`` on CPU (verl asks CUDA for its device id)."""
     from verl.utils import fsdp_utils
     from verl.workers.engine.fsdp import transformer_impl as ti
 
     monkeypatch.setattr(ti, "get_device_id", lambda: "cpu")
     monkeypatch.setattr(fsdp_utils, "get_device_id", lambda: "cpu")  # FSDP2's grad clipping
+    return _cpu_engine(module, lr=lr)
+
+
+def _cpu_engine(module, *, lr: float = 1e-2):
+    """The engine instance (its ``initialize`` would wrap the module in FSDP on a CUDA mesh)."""
+    from verl.workers.engine.fsdp import transformer_impl as ti
+
     e = object.__new__(ti.FSDPEngineWithLMHead)
     e.module, e.ulysses_device_mesh, e.ulysses_sequence_parallel_size = module, None, 1
     e.ulysses_parallel_group = None
@@ -324,3 +332,53 @@ def test_a_two_clock_schedule_behind_the_adapter_forms_its_noise_estimate(one_ra
     assert ctl.last_record.micro_batch == MICRO and math.isfinite(ctl.last_record.grad_norm_micro)
     assert schedule.noise.n_updates == 6 and math.isfinite(schedule.noise.trace_sigma)
     assert not ctl.faults
+
+
+def _two_rank_worker(rank: int, path: str, out: str) -> None:
+    """One of two data-parallel ranks: its own rollouts through verl's loop over the gloo group;
+    writes the recorded norm and the brute-force norm of its first micro-batch's own loss."""
+    import json
+
+    import torch.distributed as dist
+    from verl.utils import fsdp_utils
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine.fsdp import transformer_impl as ti
+
+    ti.get_device_id = fsdp_utils.get_device_id = lambda: "cpu"
+    dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
+    alone = [dist.new_group([r]) for r in range(2)][rank]  # every rank makes every group
+    raw = _raw(torch.Generator().manual_seed(100 + rank))
+    plain = _llama()
+    brute = _cpu_engine(plain, lr=0.0)
+    brute.get_data_parallel_group = lambda: alone  # its own mean loss: a data-parallel world of one
+    brute.get_data_parallel_size = lambda: 1
+    first = _data(raw, slice(0, MICRO))
+    tu.assign_non_tensor(
+        first, use_remove_padding=False, use_dynamic_bsz=False, micro_batch_size_per_gpu=MICRO
+    )
+    brute.optimizer_zero_grad()
+    brute.forward_backward_batch(first, _loss_fn(), forward_only=False)
+    want = math.sqrt(sum(float(p.grad.pow(2).sum()) for p in plain.parameters()))
+    metrics = _update(_worker(_cpu_engine(_llama()), _loss_fn()), _data(raw), mini_batch=2 * BS)
+    with open(f"{out}.{rank}", "w") as fh:
+        json.dump({"got": metrics["grad_norm_micro"], "want": want}, fh)
+    dist.destroy_process_group()
+
+
+def test_two_data_parallel_ranks_record_the_mean_squared_norm(tmp_path):
+    """Two gloo ranks (verl's loss then carries dp_size 2 and the tokens of both ranks): each
+    rank's hooked norm is scaled back to its own micro-batch's mean loss, and the squared norms are
+    averaged over the data-parallel group, so both ranks log sqrt(mean of the two)."""
+    import json
+
+    import torch.multiprocessing as mp
+
+    path, out = str(tmp_path / "rendezvous"), str(tmp_path / "norms")
+    mp.spawn(_two_rank_worker, args=(path, out), nprocs=2, join=True)
+    rows = [json.loads((tmp_path / f"norms.{r}").read_text()) for r in range(2)]
+    want = math.sqrt(sum(r["want"] ** 2 for r in rows) / 2)
+    print(f"verl 2 ranks: recorded {rows[0]['got']} {rows[1]['got']}, brute force rms {want:.6f}")
+    for r in rows:
+        got = r["got"][0] if isinstance(r["got"], list) else r["got"]
+        assert got == pytest.approx(want, rel=1e-5)
+    assert rows[0]["want"] != pytest.approx(rows[1]["want"], rel=1e-3)  # the ranks saw different data
