@@ -18,7 +18,8 @@ os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 
 def init_single_process_dist() -> None:
-    """A one-rank gloo group, as DeepSpeed expects, without building the shm comm op.
+    """A one-rank gloo group (unless one exists), as DeepSpeed expects, without building the shm
+    comm op.
 
     The group rendezvous through a file (no TCP port to race other processes for).
     """
@@ -28,8 +29,8 @@ def init_single_process_dist() -> None:
     import torch.distributed as dist
 
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
-    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
     if not dist.is_initialized():
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
         fd, path = tempfile.mkstemp(prefix="rlvr-openrlhf-dist-")
         os.close(fd)
         os.unlink(path)
@@ -62,8 +63,10 @@ def build_policy(
     torch.manual_seed(seed)
     strategy = get_strategy(args)
     # what setup_distributed computes (it builds a CUDA device mesh, so it is not called on CPU)
-    strategy.world_size = 1
-    strategy.accumulated_gradient = strategy.train_batch_size // strategy.micro_train_batch_size
+    strategy.world_size = torch.distributed.get_world_size()  # 1 unless the caller made a group
+    strategy.accumulated_gradient = strategy.train_batch_size // (
+        strategy.micro_train_batch_size * strategy.world_size
+    )
     if stage is not None:
         strategy.stage = stage
     if param_dtype is not None:

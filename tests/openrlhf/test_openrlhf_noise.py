@@ -220,3 +220,52 @@ def test_a_two_clock_schedule_behind_the_adapter_forms_its_noise_estimate(openrl
         ctl.on_step(step, logs)
     assert schedule.noise.n_updates == 6 and math.isfinite(schedule.noise.trace_sigma)
     assert not ctl.driver.faults
+
+
+def _two_rank_worker(rank: int, path: str, out: str, argv: list[str]) -> None:
+    """One of two DeepSpeed data-parallel ranks (gloo, ZeRO-2): its own micro-batches through
+    OpenRLHF's training_step; writes the probe's metrics and its first micro-batch's brute force."""
+    import json
+    import os
+
+    import torch.distributed as dist
+    from openrlhf.utils.loss_utils import iter_grad_accum_global_norm
+
+    from rlvr_schedule_adapters.openrlhf.noise import MicroNormProbe
+    from rlvr_schedule_adapters.openrlhf_plugin import openrlhf_cli_args
+
+    os.environ.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), DS_ACCELERATOR="cpu")
+    dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
+    args = openrlhf_cli_args(argv)  # 8 per update over 2 ranks x micro-batch 2: GA 2
+    t, cfg = _trainer(args, stage=2, param_dtype="fp32", lr=1e-2)
+    assert t.strategy.accumulated_gradient == 2
+    gen = torch.Generator().manual_seed(200 + rank)
+    probe = MicroNormProbe(t)
+    exps = [_experience(gen) for _ in range(2)]
+    want = _norm(_policy_grad(t.actor.model.module, cfg, exps[:1]))
+    for step, (exp, info) in enumerate(
+        iter_grad_accum_global_norm(iter(exps), t.strategy, 2, lambda e: e.action_mask)
+    ):
+        t.training_step(exp, 0.0, step, info)
+    with open(f"{out}.{rank}", "w") as fh:
+        json.dump({"got": probe.metrics(), "want": want}, fh)
+    dist.destroy_process_group()
+
+
+def test_two_data_parallel_ranks_record_the_mean_squared_norm(tmp_path, base_argv):
+    """Two gloo ranks under DeepSpeed ZeRO-2 (OpenRLHF's loss then carries dp_size 2 and the tokens
+    of both ranks): each rank's norm is scaled back to its own micro-batch's token mean and the
+    squared norms are averaged over the ranks, so both report sqrt(mean of the two)."""
+    import json
+
+    import torch.multiprocessing as mp
+
+    path, out = str(tmp_path / "rendezvous"), str(tmp_path / "norms")
+    mp.spawn(_two_rank_worker, args=(path, out, base_argv), nprocs=2, join=True)
+    rows = [json.loads((tmp_path / f"norms.{r}").read_text()) for r in range(2)]
+    want = math.sqrt(sum(r["want"] ** 2 for r in rows) / 2)
+    print(f"openrlhf 2 ranks: recorded {rows[0]['got']} {rows[1]['got']}, brute force rms {want:.6f}")
+    for r in rows:
+        assert r["got"]["micro_batch"] == MICRO
+        assert r["got"]["grad_norm_micro"] == pytest.approx(want, rel=1e-5)
+    assert rows[0]["want"] != pytest.approx(rows[1]["want"], rel=1e-3)  # the ranks saw different data
