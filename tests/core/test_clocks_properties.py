@@ -181,7 +181,7 @@ def test_sliding_ols_matches_polyfit_on_large_sample_counts(
     x = offset + np.cumsum(rng.integers(1, 512, n)).astype(float)
     y = slope * (x - offset) + rng.normal(0, 0.1, n)
     ols = SlidingOLS(window)
-    for xi, yi in zip(x, y):
+    for xi, yi in zip(x, y, strict=True):
         ols.add(xi, yi)
     xs, ys = x[-window:], y[-window:]
     ref = np.polyfit(xs - xs.mean(), ys, 1)[0]
@@ -225,8 +225,8 @@ def test_progress_clock_errors_name_the_run_and_field() -> None:
         ProgressClock(fraction=0.0)
 
 
-def test_censored_and_zero_progress_runs() -> None:
-    """A run past 2B* (reward falls) and a run cut before the target: the fit still finds B*."""
+def test_zero_progress_run_past_2bstar() -> None:
+    """A run past 2B* (reward falls, the target never reached): the fit still finds B*."""
     p0, bstar = 2e-5, 100.0
     runs = [_curve_run(b, p0 * (1 - b / (2 * bstar)), 100_000) for b in (16, 32, 64, 128, 256)]
     f = CriticalBatchFit(n_boot=50).fit(runs, failure_samples=[None] * 5)
