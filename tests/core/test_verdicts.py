@@ -75,3 +75,18 @@ def test_verdicts_lists_every_prediction(fit: dict) -> None:
     lines = verdicts(fit, decisions=[{"samples": 10, "batch": 64, "switched": True}])
     assert len(lines) == 4 and all(line.startswith("- ") for line in lines)
     assert "not testable with one learning rate" in lines[2]
+
+
+def test_critical_batch_against_lr_with_intervals_decides_by_the_slope_interval() -> None:
+    def f(b: float, lo: float, hi: float) -> dict:
+        return {"critical_batch": b, "critical_batch_interval": [lo, hi]}
+
+    tight = {1e-4: f(400, 350, 460), 2e-4: f(210, 180, 240), 4e-4: f(95, 80, 110)}
+    v = lr_verdict(tight)
+    assert v.startswith("B* ~ 1/lr: yes (log-log slope -1.0"), v
+    lo, hi = (float(x) for x in v.split("[", 1)[1].split("]", 1)[0].split(","))
+    assert lo < -1 < hi < 0
+    flat = {1e-4: f(270, 240, 300), 2e-4: f(330, 290, 370), 4e-4: f(266, 230, 300)}
+    assert lr_verdict(flat).startswith("B* ~ 1/lr: no (log-log slope")
+    loose = {1e-4: f(300, 30, 3000), 2e-4: f(200, 20, 2000), 4e-4: f(150, 15, 1500)}
+    assert lr_verdict(loose).startswith("B* ~ 1/lr: undetermined")
