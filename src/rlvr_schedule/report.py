@@ -111,6 +111,10 @@ def switches(run: Run) -> list[tuple[float, int, int]]:
     return [(float(x[i - 1]), int(b[i - 1]), int(b[i])) for i in range(1, b.size) if b[i] != b[i - 1]]
 
 
+def _sched_name(run: Run) -> str:
+    return run.name if run.name.startswith("schedule") else f"schedule {run.name}"
+
+
 def _at(x: np.ndarray, y: np.ndarray, at: float) -> float:
     return float(np.interp(at, x, y)) if x.size else math.nan
 
@@ -151,7 +155,7 @@ def plot_reward_vs_samples(
         x, y = _curve(r)
         if not r.constant_batch:
             stages = "->".join(str(v) for v in dict.fromkeys(int(v) for v in r.array("batch")))
-            ax.plot(x, y, color="k", lw=2.0, label=f"schedule {r.name} ({stages})")
+            ax.plot(x, y, color="k", lw=2.0, label=f"{_sched_name(r)} ({stages})")
             for k, (at, b0, b1) in enumerate(switches(r)):
                 ax.axvline(at, color="k", ls=":", lw=1)
                 ax.plot([at], [_at(x, y, at)], "o", color="k", ms=5)
@@ -277,7 +281,7 @@ def plot_failure_signal(
             c = colors.get(run.batch, "k") if run.constant_batch else "k"
             lab = None
             if key not in labelled:
-                lab = f"B={run.batch}" if run.constant_batch else f"schedule {run.name}"
+                lab = f"B={run.batch}" if run.constant_batch else _sched_name(run)
             labelled.add(key)
             ax.plot(x, y, color=c, lw=1.1 if run.constant_batch else 1.8, label=lab)
             at, det = rf[i]
