@@ -182,6 +182,23 @@ def _profile_bstar(b: np.ndarray, s: np.ndarray) -> tuple[float, float, float]:
     return float(fine[k]), float(fp0[k]) * scale, float(floss[k])
 
 
+def _speed(u: np.ndarray, log_e: np.ndarray, end: float) -> float:
+    """A run's log speed v from its level crossings (log samples ``log_e``, NaN: not crossed)
+    given the levels' ``u``: the mean of u - log E over the crossed levels, capped so that every
+    level it did not cross by ``end`` (its last pre-failure record) is predicted after ``end``
+    (E = exp(u - v) > end). The cap keeps one early noise crossing of a low level by a run that
+    never climbs from reading as fast progress. -inf (rate 0) when it crossed no level."""
+    have = np.isfinite(u)
+    crossed = have & np.isfinite(log_e)
+    if not crossed.any():
+        return -math.inf
+    v = float(np.mean(u[crossed] - log_e[crossed]))
+    open_ = have & ~np.isfinite(log_e)
+    if open_.any() and end > 0 and math.isfinite(end):
+        v = min(v, float(np.min(u[open_])) - math.log(end))
+    return v
+
+
 def _block_resample(resid: np.ndarray, block: int, rng: np.random.Generator) -> np.ndarray:
     """A moving-block bootstrap draw of ``resid`` (blocks keep the lag correlation of nearby
     updates' rewards)."""
@@ -281,7 +298,9 @@ class CriticalBatchFit:
                 if top < 0:
                     break
                 scale = (lv[top] - r0) / math.exp(u[top])
-                raw = scale * math.exp(v[i]) if finite(v[i]) else 0.0
+                ci = clocks[i]
+                end = ci.samples_end_ if ci is not None else math.nan
+                raw = scale * math.exp(_speed(u, np.log(E[i]), end))
                 rates[i], rate_iv[i] = self._bias_corrected(
                     raw, self._rate_bootstrap(runs[i], failure_samples[i], lv, u, scale, self._rng(runs[i]))
                 )
@@ -384,8 +403,7 @@ class CriticalBatchFit:
                 [first_crossing(x, sm, L) if h else math.nan for L, h in zip(lv, have, strict=True)]
             )
             lg = np.maximum(lg, run.batch / 2)  # as in fit(): a crossing at 0 is within the first update
-            good = np.isfinite(lg)
-            est[b] = scale * math.exp(float(np.mean(u[good] - np.log(lg[good])))) if good.any() else 0.0
+            est[b] = scale * math.exp(_speed(u, np.log(lg), float(x[-1])))
         return est
 
     def _bias_corrected(self, raw: float, est: np.ndarray) -> tuple[float, tuple[float, float]]:
