@@ -54,7 +54,7 @@ def progress_verdict(fit: Mapping[str, Any]) -> str:
     if not _fin(cb):
         return f"per-sample progress falls above B*: no (no finite B* in {lo}-{hi}; {by})"
     cbf = float(cb) if isinstance(cb, (int, float)) else math.nan
-    below = [b for b in rates if b <= cbf and b != lo]
+    below = [b for b in rates if b <= cbf and b not in (lo, hi)]
     if below:  # the other half of the prediction: roughly flat below B*
         b1 = max(below)
         r1 = sum(rates[b1]) / len(rates[b1])
