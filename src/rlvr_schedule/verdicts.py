@@ -132,23 +132,41 @@ def lr_verdict(fits: Mapping[float, Mapping[str, Any]]) -> str:
     return f"B* ~ 1/lr: {word} (log-log slope {slope:.2f}, -1 predicted, no interval; B* = {listing})"
 
 
+def _per_run(decisions: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """Decisions split into runs (seeds): a new run starts where the step goes back."""
+    runs: list[list[Mapping[str, Any]]] = []
+    last = math.inf
+    for d in decisions:
+        step = d.get("step", 0)
+        if not runs or (_fin(step) and step <= last):
+            runs.append([])
+        runs[-1].append(d)
+        last = step if _fin(step) else last
+    return runs
+
+
 def switch_verdict(decisions: Sequence[Mapping[str, Any]], failure_samples: float | None = None) -> str:
-    """The schedule acts: did the live run switch, and before the sweep's pooled failure point?"""
-    sw = [d for d in decisions if d.get("switched")]
+    """The schedule acts: did each live run switch, and before the sweep's pooled failure point?"""
+    runs = _per_run(decisions)
+    sw_runs = [[d for d in r if d.get("switched")] for r in runs]
+    sw = [r for r in sw_runs if r]
     if not sw:
-        return "the schedule switched: no"
-    first = sw[0]
+        return "the schedule switched: no" + (f" (0 of {len(runs)} runs)" if len(runs) > 1 else "")
+    firsts = [r[0].get("samples", math.nan) for r in sw]
     tail = ""
     if _fin(failure_samples):
-        tail = (
-            ", before the sweep's failure point"
-            if first.get("samples", math.inf) < failure_samples
-            else ", after the sweep's failure point"
-        )
-    steps = " -> ".join(str(d.get("batch")) for d in sw)
+        before = sum(1 for x in firsts if _fin(x) and x < failure_samples)
+        tail = f", {before} of {len(sw)} before the sweep's failure point"
+    paths = sorted({" -> ".join(str(d.get("batch")) for d in r) for r in sw})
+    runs_txt = f"in {len(sw)} of {len(runs)} runs, " if len(runs) > 1 else ""
+    first = (
+        f"{min(firsts):.0f}-{max(firsts):.0f}"
+        if len(firsts) > 1 and min(firsts) != max(firsts)
+        else f"{firsts[0]:.0f}"
+    )
     return (
-        f"the schedule switched: yes, {len(sw)} time(s) (batch -> {steps}; first at "
-        f"{first.get('samples')} rollouts{tail}; {first.get('reason', '')})"
+        f"the schedule switched: yes, {runs_txt}{sum(len(r) for r in sw)} switch(es) (batch -> "
+        f"{' / '.join(paths)}; first at {first} rollouts{tail}; {sw[0][0].get('reason', '')})"
     )
 
 

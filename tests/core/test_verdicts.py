@@ -66,9 +66,26 @@ def test_switch_verdict_names_the_first_switch_and_the_failure_point() -> None:
         {"step": 91, "samples": 736, "batch": 16, "switched": False},
     ]
     line = switch_verdict(decisions, failure_samples=5000.0)
-    assert line.startswith("the schedule switched: yes, 1 time(s)")
-    assert "before the sweep's failure point" in line and "720 rollouts" in line
+    assert line.startswith("the schedule switched: yes, 1 switch(es) (batch -> 16;"), line
+    assert "1 of 1 before the sweep's failure point" in line and "720 rollouts" in line
     assert switch_verdict(decisions[:1]) == "the schedule switched: no"
+
+
+def test_switch_verdict_reads_each_seed_as_its_own_run() -> None:
+    """Three seeds' decisions one after another (steps restart): 16->32->64 in each, not an
+    oscillation 32 -> 64 -> 32 -> 64."""
+    decisions = []
+    for first, second in ((784, 8240), (624, 5456), (736, 5728)):
+        decisions += [
+            {"step": 1, "samples": 16, "batch": 16, "switched": False},
+            {"step": 40, "samples": first, "batch": 32, "switched": True, "reason": "forecast"},
+            {"step": 200, "samples": second, "batch": 64, "switched": True, "reason": "clock"},
+        ]
+    line = switch_verdict(decisions, failure_samples=7000.0)
+    assert line.startswith("the schedule switched: yes, in 3 of 3 runs, 6 switch(es) (batch -> 32 -> 64;"), (
+        line
+    )
+    assert "first at 624-784 rollouts, 3 of 3 before" in line
 
 
 def test_verdicts_lists_every_prediction(fit: dict) -> None:
