@@ -111,6 +111,9 @@ def switches(run: Run) -> list[tuple[float, int, int]]:
     return [(float(x[i - 1]), int(b[i - 1]), int(b[i])) for i in range(1, b.size) if b[i] != b[i - 1]]
 
 
+_SCHED_STYLES = ("-", "--", "-.", (0, (1, 1)))
+
+
 def _sched_name(run: Run) -> str:
     return run.name if run.name.startswith("schedule") else f"schedule {run.name}"
 
@@ -150,23 +153,32 @@ def plot_reward_vs_samples(
         if n > 1:
             ax.fill_between(grid, ys.min(0), ys.max(0), color=colors[b], alpha=0.18, lw=0)
     first_fail = True
+    n_sched, n_seen = sum(1 for r in runs if not r.constant_batch), 0
     for i, r in enumerate(runs):
         fs = _num(fails[i])
         x, y = _curve(r)
         if not r.constant_batch:
-            stages = "->".join(str(v) for v in dict.fromkeys(int(v) for v in r.array("batch")))
-            ax.plot(x, y, color="k", lw=2.0, label=f"{_sched_name(r)} ({stages})")
-            for k, (at, b0, b1) in enumerate(switches(r)):
+            sw = switches(r)
+            if n_sched > 1:  # several schedule runs: their switches in the legend, not in boxes
+                where = ", ".join(f"{b0}->{b1} at {at:,.0f}" for at, b0, b1 in sw) or "no switch"
+                label = f"{_sched_name(r)}: {where}"
+            else:
+                stages = "->".join(str(v) for v in dict.fromkeys(int(v) for v in r.array("batch")))
+                label = f"{_sched_name(r)} ({stages})"
+            ax.plot(x, y, color="k", lw=2.0, ls=_SCHED_STYLES[n_seen % len(_SCHED_STYLES)], label=label)
+            n_seen += 1
+            for k, (at, b0, b1) in enumerate(sw):
                 ax.axvline(at, color="k", ls=":", lw=1)
                 ax.plot([at], [_at(x, y, at)], "o", color="k", ms=5)
-                ax.text(
-                    at,
-                    0.03 + 0.06 * (k % 2),
-                    f" {b0}->{b1} at {at:,.0f}",
-                    transform=ax.get_xaxis_transform(),
-                    fontsize=8,
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.6", "alpha": 0.9},
-                )
+                if n_sched == 1:
+                    ax.text(
+                        at,
+                        0.03 + 0.06 * (k % 2),
+                        f" {b0}->{b1} at {at:,.0f}",
+                        transform=ax.get_xaxis_transform(),
+                        fontsize=8,
+                        bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.6", "alpha": 0.9},
+                    )
         if math.isfinite(fs) and x.size:
             c = "k" if not r.constant_batch else colors.get(r.batch, "k")
             lab = "X: failure detected" if first_fail else None
