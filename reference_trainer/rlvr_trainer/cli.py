@@ -80,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
             action="store_true",
             help="validate the config, count parameters and estimate memory; load no weights",
         )
+        if name in ("demo", "compare", "evidence"):
+            s.add_argument(
+                "--report-only",
+                action="store_true",
+                help="rewrite the report from the finished logs under --out (no training)",
+            )
         if name == "evidence":
             s.add_argument(
                 "--lrs",
@@ -231,6 +237,10 @@ def _main(args: argparse.Namespace) -> int:
     if args.command == "evidence":
         seeds = args.seeds or [0, 1, 2]
         lrs = args.lrs or [cfg.base_lr / 4, cfg.base_lr / 2, cfg.base_lr]
+        if args.report_only:
+            report = ex.evidence_report(args.out, base_lr=cfg.base_lr, lrs=lrs, batches=batches, seeds=seeds)
+            print(f"report: {report.resolve()}")
+            return 0
         report = ex.evidence(
             cfg,
             args.out,
@@ -249,6 +259,11 @@ def _main(args: argparse.Namespace) -> int:
         # and the live schedule on the first
         demo = args.command == "demo" and not args.seeds
         seeds = args.seeds or ([0, 1] if demo else [0])
+        if args.report_only:
+            sched = seeds[:1] if demo else seeds
+            report = ex.report(args.out, batches=batches, seeds=seeds, schedule_seeds=sched)
+            print(f"report: {report.resolve()}")
+            return 0
         report = ex.compare(
             cfg,
             args.out,

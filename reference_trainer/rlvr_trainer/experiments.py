@@ -23,7 +23,18 @@ from typing import Any
 from rlvr_schedule.records import Run
 from rlvr_trainer.config import TrainConfig
 
-__all__ = ["run_one", "sweep", "schedule", "compare", "evidence", "policy_config", "read_run", "summarize"]
+__all__ = [
+    "run_one",
+    "sweep",
+    "schedule",
+    "compare",
+    "report",
+    "evidence",
+    "lr_grid",
+    "policy_config",
+    "read_run",
+    "summarize",
+]
 
 log = logging.getLogger("rlvr_trainer")
 
@@ -203,9 +214,9 @@ def compare(
     the report's index.html."""
     from rlvr_schedule.clocks import fit_sweep
     from rlvr_schedule.errors import RlvrScheduleError
-    from rlvr_schedule.report import write_report
 
     out = Path(out)
+    sweep_seeds = list(seeds)
     sweep_runs = sweep(cfg, batches, out, seeds=seeds, resume=resume, progress=progress)
     try:
         fit = fit_sweep(sweep_runs)
@@ -225,31 +236,67 @@ def compare(
         start = cfg.replace(batch=cfg.base_batch)
         policy = policy_config(start, batches=batches, initial_batch="auto", fallback_batch=cfg.base_batch)
     seeds = list(seeds if schedule_seeds is None else schedule_seeds)  # the live schedule's seeds
-    sched_runs = schedule(start, out, seeds=seeds, resume=resume, progress=progress, policy=policy)
-    table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None))
-    from rlvr_schedule.verdicts import verdicts
+    schedule(start, out, seeds=seeds, resume=resume, progress=progress, policy=policy)
+    return report(out, batches=batches, seeds=sweep_seeds, schedule_seeds=seeds, fits_by_lr=fits_by_lr)
 
-    decisions, records = [], []
+
+def _decisions(out: Path, seeds: Sequence[int]) -> tuple[list[dict], list[str]]:
+    """The live schedule's decisions (all records) and one line per switch."""
+    records, lines = [], []
     for seed in seeds:
         p = out / "schedule" / f"s{seed}" / "decisions.jsonl"
+        if not p.exists():
+            continue
         for line in p.read_text().splitlines():
             d = json.loads(line)
             records.append(d)
             if d.get("switched"):
-                decisions.append(
+                lines.append(
                     f"seed {seed}: step {d['step']} samples {d['samples']} -> batch {d['batch']} "
                     f"lr {d['lr']:.3g} ({d['reason']})"
                 )
-    verdict = "\n".join(verdicts(fit.to_dict(), decisions=records, fits_by_lr=fits_by_lr))
+    return records, lines
+
+
+def report(
+    out: str | Path,
+    *,
+    batches: Sequence[int],
+    seeds: Sequence[int] = (0,),
+    schedule_seeds: Sequence[int] | None = None,
+    fits_by_lr: dict[float, dict] | None = None,
+    extra_sections: Sequence[tuple[str, str]] = (),
+    title: str = "rlvr-trainer: sweep vs two-clock schedule",
+) -> Path:
+    """(Re)write the report of a :func:`compare` directory from its logs alone (no training):
+    the clocks fitted to the sweep (the schedule's runs shown beside it, left out of the fit),
+    a verdict per prediction, the schedule against the constants. Returns index.html."""
+    from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.report import write_report
+    from rlvr_schedule.verdicts import verdicts
+
+    out = Path(out)
+    sweep_runs = [read_run(out / "sweep" / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds for b in batches]
+    sched_seeds = [s for s in (seeds if schedule_seeds is None else schedule_seeds)]
+    sched_runs = [
+        read_run(out / "schedule" / f"s{s}", f"schedule s{s}")
+        for s in sched_seeds
+        if (out / "schedule" / f"s{s}" / "metrics.jsonl").exists()
+    ]
+    # batch-changing runs are reported but left out of B* and the failure exponent (fit_sweep)
+    fit = fit_sweep(sweep_runs + sched_runs)
+    records, lines = _decisions(out, sched_seeds)
+    table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None))
     return write_report(
         sweep_runs + sched_runs,
         out / "report",
         fit=fit,
-        title="rlvr-trainer: sweep vs two-clock schedule",
+        title=title,
+        verdicts=verdicts(fit.to_dict(), decisions=records, fits_by_lr=fits_by_lr),
         extra_sections=[
-            ("Verdicts on the predictions", verdict),
             ("Schedule vs constant batches", table),
-            ("Schedule switches", "\n".join(decisions) or "no switch"),
+            ("Schedule switches", "\n".join(lines) or "no switch"),
+            *extra_sections,
         ],
     )
 
@@ -274,8 +321,6 @@ def evidence(
     """
     import time
 
-    from rlvr_schedule.clocks import fit_sweep
-
     out = Path(out)
     lrs = sorted(set(float(x) for x in lrs) | {float(cfg.base_lr)})
     t0 = time.monotonic()
@@ -298,19 +343,122 @@ def evidence(
         ran += 1
     if ran and (time.monotonic() - t0) / 60 > chunk_minutes:
         return None  # the schedule runs and the report in the next chunk
+    fits = fits_by_lr(out, lrs=lrs, batches=batches, seeds=seeds)
+    base = out / f"lr{cfg.base_lr:g}"
+    compare(cfg, base, batches=batches, seeds=seeds, resume=True, progress=progress, fits_by_lr=fits)
+    return evidence_report(out, base_lr=cfg.base_lr, lrs=lrs, batches=batches, seeds=seeds, fits=fits)
+
+
+def fits_by_lr(
+    out: str | Path, *, lrs: Sequence[float], batches: Sequence[int], seeds: Sequence[int]
+) -> dict[float, dict]:
+    """The sweep fit (``SweepFit.to_dict()``) at each base LR of an :func:`evidence` directory,
+    also written to ``out/fits_by_lr.json``."""
+    from rlvr_schedule.clocks import fit_sweep
+
+    out = Path(out)
     fits = {}
     for lr in lrs:
-        runs = [
-            read_run(out / f"lr{lr:g}" / "sweep" / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds for b in batches
-        ]
-        fits[lr] = fit_sweep(runs).to_dict()
+        d = out / f"lr{lr:g}" / "sweep"
+        runs = [read_run(d / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds for b in batches]
+        fits[float(lr)] = fit_sweep(runs).to_dict()
     (out / "fits_by_lr.json").write_text(json.dumps({f"{lr:g}": f for lr, f in fits.items()}, indent=2))
-    return compare(
-        cfg,
-        out / f"lr{cfg.base_lr:g}",
+    return fits
+
+
+def lr_grid(
+    out: str | Path,
+    *,
+    lrs: Sequence[float],
+    batches: Sequence[int],
+    seeds: Sequence[int],
+    schedule_dir: str | Path,
+    target: float,
+) -> str:
+    """Markdown: every constant (base LR x batch) and the live schedule, over ``seeds``: final
+    reward (last 10% of records, mean and min-max over seeds), rollouts to the shared ``target``
+    (median over seeds; n/m: how many seeds reached it) and failures."""
+    import numpy as np
+
+    from rlvr_schedule.clocks import ProgressClock
+
+    def row(label: str, runs: list[Run]) -> str:
+        fin, stt, fails = [], [], 0
+        for r in runs:
+            rew = r.array("reward_mean")
+            fin.append(float(np.nanmean(rew[-max(1, len(rew) // 10) :])))
+            c = ProgressClock(target=target).fit(r)
+            if c.reached_target_:
+                stt.append(c.samples_to_target_)
+            fails += c.failure_samples_ is not None
+        med = (
+            f"{float(np.median(stt)):,.0f} ({len(stt)}/{len(runs)})"
+            if stt
+            else f"not reached (0/{len(runs)})"
+        )
+        return (
+            f"| {label} | {np.mean(fin):.3f} [{min(fin):.3f}, {max(fin):.3f}] | {med} | {fails}/{len(runs)} |"
+        )
+
+    out = Path(out)
+    lines = [
+        f"| run (seeds {', '.join(map(str, seeds))}) | final reward, mean [min, max] | "
+        f"rollouts to reward {target:.3f} (median) | failed |",
+        "|---|---|---|---|",
+    ]
+    for lr in lrs:
+        for b in batches:
+            runs = [read_run(out / f"lr{lr:g}" / "sweep" / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds]
+            lines.append(row(f"constant B={b}, base LR {lr:g}", runs))
+    sched = [
+        read_run(Path(schedule_dir) / f"s{s}", f"schedule s{s}")
+        for s in seeds
+        if (Path(schedule_dir) / f"s{s}" / "metrics.jsonl").exists()
+    ]
+    if sched:
+        path = " / ".join(
+            "->".join(str(b) for b in dict.fromkeys(int(x) for x in r.array("batch"))) for r in sched
+        )
+        lines.append(row(f"two-clock schedule ({path})", sched))
+    return "\n".join(lines)
+
+
+def evidence_report(
+    out: str | Path,
+    *,
+    base_lr: float,
+    lrs: Sequence[float],
+    batches: Sequence[int],
+    seeds: Sequence[int],
+    fits: dict[float, dict] | None = None,
+) -> Path:
+    """(Re)write the evidence report from the logs (no training): the base LR's sweep and
+    schedule with verdicts, B* ~ 1/lr from the per-LR fits, and the LR grid of constants."""
+    out = Path(out)
+    lrs = sorted(set(float(x) for x in lrs) | {float(base_lr)})
+    fits = fits or fits_by_lr(out, lrs=lrs, batches=batches, seeds=seeds)
+    base = out / f"lr{base_lr:g}"
+    target = float(fits[float(base_lr)]["target"])
+    per_lr = "\n".join(
+        f"- base LR {lr:g}: B* = {_g(f.get('critical_batch'))} {_iv(f.get('critical_batch_interval'))}, "
+        f"failure exponent {_g(f.get('failure_exponent'))} {_iv(f.get('failure_exponent_interval'))}, "
+        f"pooled failure {_g(f.get('failure_samples'))} rollouts"
+        for lr, f in sorted(fits.items())
+    )
+    grid = lr_grid(out, lrs=lrs, batches=batches, seeds=seeds, schedule_dir=base / "schedule", target=target)
+    return report(
+        base,
         batches=batches,
         seeds=seeds,
-        resume=True,
-        progress=progress,
         fits_by_lr=fits,
+        extra_sections=[("Fits at each base LR", per_lr), ("LR grid of constants vs the schedule", grid)],
+        title=f"rlvr-trainer evidence: base LR {base_lr:g} sweep vs two-clock schedule, {len(lrs)} base LRs",
     )
+
+
+def _g(x: Any) -> str:
+    return f"{x:.3g}" if isinstance(x, (int, float)) and math.isfinite(x) else "-"
+
+
+def _iv(iv: Any) -> str:
+    return "[" + ", ".join(_g(x) for x in (iv or [None, None])) + "]"

@@ -84,6 +84,44 @@ def fired_signal(run_rows: Sequence[dict[str, Any]], runs: Sequence[Run] = ()) -
     return "entropy"
 
 
+def _batch_colors(runs: Sequence[Run]) -> dict[int, Any]:
+    """One colour per batch (viridis, small to large), shared by every plot of a report."""
+    bs = sorted({r.batch for r in runs if r.constant_batch})
+    return dict(zip(bs, _colors(len(bs)), strict=True))
+
+
+def _curve(run: Run, field: str = "reward_mean") -> tuple[np.ndarray, np.ndarray]:
+    """(samples, centered moving average of ``field``) over ~4% of the run's rollouts: no lag, so
+    a curve and the failure marked on it line up."""
+    from rlvr_schedule.clocks._stats import smooth_in_samples
+
+    x, y, b = run.samples, run.array(field), run.array("batch")
+    ok = np.isfinite(y)
+    x, y, b = x[ok], y[ok], b[ok]
+    if x.size < 2:
+        return x, y
+    ys, _ = smooth_in_samples(x, y, b, (x[-1] - x[0] + b[-1]) / 25)
+    return x, ys
+
+
+def switches(run: Run) -> list[tuple[float, int, int]]:
+    """(samples, batch before, batch after) at each batch change of a run: the samples are where
+    the decision was taken (the last update at the old batch)."""
+    b, x = run.array("batch"), run.samples
+    return [(float(x[i - 1]), int(b[i - 1]), int(b[i])) for i in range(1, b.size) if b[i] != b[i - 1]]
+
+
+_SCHED_STYLES = ("-", "--", "-.", (0, (1, 1)))
+
+
+def _sched_name(run: Run) -> str:
+    return run.name if run.name.startswith("schedule") else f"schedule {run.name}"
+
+
+def _at(x: np.ndarray, y: np.ndarray, at: float) -> float:
+    return float(np.interp(at, x, y)) if x.size else math.nan
+
+
 def plot_reward_vs_samples(
     runs: Sequence[Run],
     path: Path,
@@ -91,38 +129,72 @@ def plot_reward_vs_samples(
     target: float | None = None,
     failure_samples: Sequence[float | None] | None = None,
 ) -> Path:
-    """Reward mean against rollouts consumed, one line per run, sorted by batch."""
+    """Reward against rollouts consumed: one colour per batch, its seeds as a band (mean line,
+    min-max band), runs whose batch changed (the live schedule) in black with each switch marked
+    ("16->32 at 784"), and an x where each run's failure was detected."""
     plt = _pyplot()
-    order = sorted(range(len(runs)), key=lambda i: runs[i].batch)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for c, i in zip(_colors(len(runs)), order):
-        run = runs[i]
-        x, y = run.samples, run.array("reward_mean")
-        ok = np.isfinite(y)
-        ax.plot(x[ok], _smooth(y[ok]), color=c, lw=1.4, label=_label(run, runs))
-        fs = failure_samples[i] if failure_samples is not None else None
-        if fs is not None and math.isfinite(_num(fs)):
-            ax.axvline(float(fs), color=c, ls=":", lw=1)
+    colors = _batch_colors(runs)
+    fails = list(failure_samples) if failure_samples is not None else [None] * len(runs)
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    groups: dict[int, list[int]] = {}
+    for i, r in enumerate(runs):
+        if r.constant_batch:
+            groups.setdefault(r.batch, []).append(i)
+    for b, idx in sorted(groups.items()):
+        curves = [c for c in (_curve(runs[i]) for i in idx) if c[0].size >= 2]
+        if not curves:
+            continue
+        grid = np.linspace(max(float(x[0]) for x, _ in curves), min(float(x[-1]) for x, _ in curves), 300)
+        ys = np.array([np.interp(grid, x, y) for x, y in curves])
+        n = len(curves)
+        ax.plot(
+            grid, ys.mean(0), color=colors[b], lw=1.6, label=f"B={b}" + (f" ({n} seeds)" if n > 1 else "")
+        )
+        if n > 1:
+            ax.fill_between(grid, ys.min(0), ys.max(0), color=colors[b], alpha=0.18, lw=0)
+    first_fail = True
+    n_sched, n_seen = sum(1 for r in runs if not r.constant_batch), 0
+    for i, r in enumerate(runs):
+        fs = _num(fails[i])
+        x, y = _curve(r)
+        if not r.constant_batch:
+            sw = switches(r)
+            if n_sched > 1:  # several schedule runs: their switches in the legend, not in boxes
+                where = ", ".join(f"{b0}->{b1} at {at:,.0f}" for at, b0, b1 in sw) or "no switch"
+                label = f"{_sched_name(r)}: {where}"
+            else:
+                stages = "->".join(str(v) for v in dict.fromkeys(int(v) for v in r.array("batch")))
+                label = f"{_sched_name(r)} ({stages})"
+            ax.plot(x, y, color="k", lw=2.0, ls=_SCHED_STYLES[n_seen % len(_SCHED_STYLES)], label=label)
+            n_seen += 1
+            for k, (at, b0, b1) in enumerate(sw):
+                ax.axvline(at, color="k", ls=":", lw=1)
+                ax.plot([at], [_at(x, y, at)], "o", color="k", ms=5)
+                if n_sched == 1:
+                    ax.text(
+                        at,
+                        0.03 + 0.06 * (k % 2),
+                        f" {b0}->{b1} at {at:,.0f}",
+                        transform=ax.get_xaxis_transform(),
+                        fontsize=8,
+                        bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.6", "alpha": 0.9},
+                    )
+        if math.isfinite(fs) and x.size:
+            c = "k" if not r.constant_batch else colors.get(r.batch, "k")
+            lab = "X: failure detected" if first_fail else None
+            ax.plot([fs], [_at(x, y, fs)], "X", color=c, mec="k", ms=10, mew=0.8, label=lab)
+            first_fail = False
     if target is not None and math.isfinite(_num(target)):
-        ax.axhline(float(target), color="k", ls="--", lw=0.8, label="target")
+        ax.axhline(float(target), color="0.4", ls="--", lw=0.8, label="target")
     ax.set_xlabel("rollouts consumed (samples)")
-    ax.set_ylabel("reward (smoothed)")
-    ax.set_title("Progress clock: reward vs samples (dotted: detected failure)")
-    ax.legend(fontsize=7, ncol=2)
+    ax.set_ylabel("reward (moving average)")
+    ax.set_title("Progress clock: reward vs rollouts (band: seeds min-max)")
+    ax.legend(fontsize=7, ncol=2, loc="best")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def _smooth(y: np.ndarray, frac: float = 0.03) -> np.ndarray:
-    w = max(1, int(len(y) * frac))
-    if w <= 1:
-        return y
-    kernel = np.ones(w) / w
-    pad = np.concatenate([np.full(w - 1, y[0]), y])
-    return np.convolve(pad, kernel, mode="valid")
 
 
 def plot_progress_vs_batch(
@@ -133,29 +205,46 @@ def plot_progress_vs_batch(
     critical_batch: float | None = None,
     rate_at_zero: float | None = None,
     interval: tuple[float, float] | None = None,
+    rate_intervals: Sequence[Sequence[float | None] | None] | None = None,
 ) -> Path:
-    """Per-sample progress against rollout batch, with the theory's line p0 (1 - B / 2B*)."""
+    """Per-rollout progress of each run (its 95% interval as an error bar, one colour per batch)
+    against the batch, with the fitted p0 max(0, 1 - B/2B*), B* and its interval."""
     plt = _pyplot()
-    b = np.asarray(batches, dtype=float)
-    r = np.asarray(rates, dtype=float)
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(b, r, "o", color="C0", label="measured runs")
+    b = np.asarray([_num(v) for v in batches], dtype=float)
+    r = np.asarray([_num(v) for v in rates], dtype=float)
+    ok = np.isfinite(b) & np.isfinite(r) & (b > 0)
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    ub = sorted(set(b[ok].tolist()))
+    cmap = dict(zip(ub, _colors(len(ub)), strict=True))
+    seen: dict[float, int] = {}
+    for i in map(int, np.flatnonzero(ok)):
+        k = seen.get(b[i], 0)
+        seen[b[i]] = k + 1
+        xi = b[i] * 2 ** (0.06 * (k - 0.5))  # seeds side by side
+        iv = rate_intervals[i] if rate_intervals is not None else None
+        lo, hi = (_num(iv[0]), _num(iv[1])) if iv else (math.nan, math.nan)
+        yerr = None
+        if math.isfinite(lo) and math.isfinite(hi):
+            yerr = [[max(r[i] - lo, 0.0)], [max(hi - r[i], 0.0)]]
+        ax.errorbar([xi], [r[i]], yerr=yerr, fmt="o", color=cmap[b[i]], capsize=3, ms=5)
     bstar = _num(critical_batch)
-    if math.isfinite(bstar) and bstar > 0:
+    if math.isfinite(bstar) and bstar > 0 and ok.any():
         p0 = _num(rate_at_zero)
         if not math.isfinite(p0):  # fall back to the least-squares intercept with slope fixed by B*
-            p0 = float(np.nanmean(r / np.clip(1 - b / (2 * bstar), 1e-9, None)))
-        grid = np.linspace(0, max(b.max(), 2 * bstar) * 1.05, 200)
-        ax.plot(
-            grid, p0 * (1 - grid / (2 * bstar)), "-", color="C1", label=f"fit p0(1 - B/2B*), B* = {bstar:.0f}"
-        )
-        ax.axvline(bstar, color="C1", ls="--", lw=1)
+            p0 = float(np.nanmean(r[ok] / np.clip(1 - b[ok] / (2 * bstar), 1e-9, None)))
+        grid = np.geomspace(b[ok].min() / 1.5, max(b[ok].max(), 2 * bstar) * 1.1, 200)
+        fitted = p0 * np.maximum(0, 1 - grid / (2 * bstar))
+        ax.plot(grid, fitted, "-", color="C3", label="fit p0 max(0, 1 - B/2B*)")
+        ivtxt = ""
         if interval is not None and all(math.isfinite(_num(v)) for v in interval):
-            ax.axvspan(float(interval[0]), float(interval[1]), color="C1", alpha=0.12, label="B* interval")
+            lo_b, hi_b = float(interval[0]), float(interval[1])
+            ax.axvspan(lo_b, hi_b, color="C3", alpha=0.12, label="B* 95% interval")
+            ivtxt = f" [{lo_b:.0f}, {hi_b:.0f}]"
+        ax.axvline(bstar, color="C3", ls="--", lw=1, label=f"B* = {bstar:.0f}{ivtxt}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("rollout batch B (rollouts per update)")
-    ax.set_ylabel("per-sample progress (reward / rollout)")
-    ax.set_title("Critical batch: per-sample progress vs batch")
+    ax.set_ylabel("progress (reward / rollout), 95% interval")
+    ax.set_title("Critical batch: per-rollout progress vs batch")
     ax.axhline(0, color="k", lw=0.6)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -173,42 +262,75 @@ def plot_failure_signal(
     failure_samples: float | None = None,
     failure_interval: tuple[float, float] | None = None,
     forecast: tuple[float, float, float] | None = None,
+    run_failures: Sequence[tuple[float | None, str | None]] | None = None,
 ) -> Path:
-    """The failure signal (entropy by default) against samples, with the pooled failure point.
+    """The failure signals against rollouts: one panel per signal that fired (``signal`` when
+    none did), one colour per batch, an x where each run's detector fired (on the panel of its
+    signal), the pooled failure point with its interval, and the online forecast.
 
     ``forecast`` is ``(made_at_samples, predicted_failure_samples, half_width)`` from an online
-    forecast, drawn as an arrow from where it was made to where it points.
+    forecast; ``run_failures`` is (failure samples, detector name) per run.
     """
     plt = _pyplot()
-    order = sorted(range(len(runs)), key=lambda i: runs[i].batch)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for c, i in zip(_colors(len(runs)), order):
-        run = runs[i]
-        y = run.array(signal)
-        ok = np.isfinite(y)
-        if ok.any():
-            ax.plot(run.samples[ok], y[ok], color=c, lw=1.2, label=_label(run, runs))
+    colors = _batch_colors(runs)
+    rf = list(run_failures) if run_failures is not None else [(None, None)] * len(runs)
+    fired_fields = [SIGNAL_FIELDS[str(d)] for _, d in rf if str(d) in SIGNAL_FIELDS]
+    fields = [
+        f for f in dict.fromkeys([*fired_fields, signal]) if any(np.isfinite(r.array(f)).any() for r in runs)
+    ]
+    fields = fields[:2] or [signal]
+    fig, axes = plt.subplots(len(fields), 1, figsize=(8, 3.3 * len(fields)), sharex=True, squeeze=False)
+    order = sorted(range(len(runs)), key=lambda i: (not runs[i].constant_batch, runs[i].batch, runs[i].name))
     fs = _num(failure_samples)
-    if math.isfinite(fs):
-        ax.axvline(fs, color="C3", ls="--", lw=1.2, label=f"pooled failure ~ {fs:,.0f} samples")
-        if failure_interval is not None and all(math.isfinite(_num(v)) for v in failure_interval):
-            ax.axvspan(float(failure_interval[0]), float(failure_interval[1]), color="C3", alpha=0.1)
-    if forecast is not None and all(math.isfinite(_num(v)) for v in forecast):
-        made, pred, hw = (float(v) for v in forecast)
-        ax.errorbar(
-            [pred],
-            [ax.get_ylim()[0]],
-            xerr=[[hw], [hw]],
-            fmt="v",
-            color="k",
-            capsize=4,
-            label=f"forecast made at {made:,.0f}",
-        )
-    ax.set_xlabel("rollouts consumed (samples)")
-    ax.set_ylabel(signal)
-    ax.set_title(f"Failure clock: {signal} vs samples")
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(alpha=0.3)
+    for ax, fld in zip(axes[:, 0], fields, strict=True):
+        labelled: set[Any] = set()
+        for i in order:
+            run = runs[i]
+            x, y = _curve(run, fld)
+            if not x.size:
+                continue
+            key = run.batch if run.constant_batch else run.name
+            c = colors.get(run.batch, "k") if run.constant_batch else "k"
+            lab = None
+            if key not in labelled:
+                lab = f"B={run.batch}" if run.constant_batch else _sched_name(run)
+            labelled.add(key)
+            ax.plot(x, y, color=c, lw=1.1 if run.constant_batch else 1.8, label=lab)
+            at, det = rf[i]
+            if at is not None and math.isfinite(_num(at)) and SIGNAL_FIELDS.get(str(det)) == fld:
+                ax.plot([at], [_at(x, y, float(at))], "X", color=c, mec="k", ms=10, mew=0.8)
+                ax.annotate(
+                    f"{run.name}: {det} at {float(at):,.0f}",
+                    (float(at), _at(x, y, float(at))),
+                    xytext=(-10, -16),
+                    textcoords="offset points",
+                    fontsize=7,
+                    ha="right",
+                )
+        if math.isfinite(fs):
+            ax.axvline(fs, color="C3", ls="--", lw=1.2, label=f"pooled failure ~ {fs:,.0f} rollouts")
+            if failure_interval is not None and all(math.isfinite(_num(v)) for v in failure_interval):
+                ax.axvspan(float(failure_interval[0]), float(failure_interval[1]), color="C3", alpha=0.1)
+        if forecast is not None and all(math.isfinite(_num(v)) for v in forecast):
+            made, pred, hw = (float(v) for v in forecast)
+            ax.errorbar(
+                [pred],
+                [ax.get_ylim()[0]],
+                xerr=[[hw], [hw]],
+                fmt="v",
+                color="k",
+                capsize=4,
+                label=f"forecast made at {made:,.0f}",
+            )
+            forecast = None  # once, on the first panel
+        ax.set_ylabel(f"{fld} (moving average)")
+        ax.legend(fontsize=7, ncol=2)
+        ax.grid(alpha=0.3)
+    fired = sum(1 for at, _ in rf if at is not None and math.isfinite(_num(at)))
+    axes[0, 0].set_title(
+        f"Failure clock: {', '.join(fields)} vs rollouts (x: a detector fired; {fired} runs)"
+    )
+    axes[-1, 0].set_xlabel("rollouts consumed (samples)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -252,7 +374,7 @@ def _table(
         if by_column
         else [_fmt] * len(header)
     )
-    cells = [[f(v) for f, v in zip(fmts, row)] for row in rows]
+    cells = [[f(v) for f, v in zip(fmts, row, strict=True)] for row in rows]
     md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     md += ["| " + " | ".join(row) + " |" for row in cells]
     th = "".join(f"<th>{html.escape(h)}</th>" for h in header)
@@ -268,11 +390,14 @@ def write_report(
     plan: Any = None,
     title: str = "rlvr-schedule report",
     extra_sections: Sequence[tuple[str, str]] = (),
+    verdicts: Sequence[str] = (),
 ) -> Path:
     """Write the PNGs, ``summary.json``, ``index.md`` and ``index.html``; return the HTML path.
 
     ``fit`` is a :class:`rlvr_schedule.clocks.SweepFit` (computed here when None) and ``plan``
     a :class:`rlvr_schedule.planner.Plan` or None. ``extra_sections`` are (heading, markdown) pairs.
+    ``verdicts`` (markdown list items, :func:`rlvr_schedule.verdicts.verdicts`) open the page, so
+    it reads at a glance: what each prediction came to, then the numbers behind it.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -296,11 +421,12 @@ def write_report(
             "Per-sample progress vs batch",
             plot_progress_vs_batch(
                 [r.get("batch") for r in run_rows],
-                [_num(r.get("rate")) for r in run_rows],
+                [_num(r.get("rate")) if r.get("constant_batch", True) else math.nan for r in run_rows],
                 out / "progress_vs_batch.png",
                 critical_batch=fd.get("critical_batch"),
                 rate_at_zero=fd.get("rate_at_zero"),
                 interval=fd.get("critical_batch_interval"),
+                rate_intervals=[r.get("rate_interval") for r in run_rows],
             ),
         ),
         (
@@ -312,6 +438,11 @@ def write_report(
                 failure_samples=fd.get("failure_samples"),
                 failure_interval=fd.get("failure_samples_interval"),
                 forecast=_forecast(runs, fd.get("failure_samples"), signal),
+                run_failures=(
+                    [(r.get("failure_samples"), r.get("failure_signal")) for r in run_rows]
+                    if len(run_rows) == len(runs)
+                    else None
+                ),
             ),
         ),
     ]
@@ -325,6 +456,7 @@ def write_report(
         "batch",
         "lr after warm-up",
         "rate (reward/rollout)",
+        "rate 95% interval",
         "samples to target",
         "failure samples",
         "signal",
@@ -342,11 +474,12 @@ def write_report(
             r.get("batch"),
             lr,
             r.get("rate"),
+            _interval_text(r.get("rate_interval")),
             r.get("samples_to_target"),
             r.get("failure_samples"),
             r.get("failure_signal"),
         ]
-        for r, lr in zip(run_rows, lrs)
+        for r, lr in zip(run_rows, lrs, strict=True)
     ]
     md_runs, html_runs = _table(head, rows)
     key = [
@@ -360,9 +493,14 @@ def write_report(
         ("target reward", fd.get("target"), None),
     ]
     md_key, html_key = _table(["quantity", "estimate", "interval"], key, by_column=False)
-    sections_md = [f"# {title}", "", "## Fitted clocks", "", md_key, "", "## Runs", "", md_runs, ""]
-    sections_html = [
-        f"<h1>{html.escape(title)}</h1>",
+    sections_md = [f"# {title}", ""]
+    sections_html = [f"<h1>{html.escape(title)}</h1>"]
+    if verdicts:
+        sections_md += ["## Verdicts on the predictions", "", *verdicts, ""]
+        items = "".join(f"<li>{html.escape(v.lstrip('- '))}</li>" for v in verdicts)
+        sections_html += ["<h2>Verdicts on the predictions</h2>", f"<ul>{items}</ul>"]
+    sections_md += ["## Fitted clocks", "", md_key, "", "## Runs", "", md_runs, ""]
+    sections_html += [
         "<h2>Fitted clocks</h2>",
         html_key,
         "<h2>Runs</h2>",
@@ -394,6 +532,13 @@ def write_report(
     index = out / "index.html"
     index.write_text(page)
     return index
+
+
+def _interval_text(iv: Any) -> str:
+    """``[lo, hi]`` with 3 significant digits (``-`` where unbounded or missing)."""
+    if not iv or len(iv) != 2:
+        return "-"
+    return "[" + ", ".join(_fmt(_num(v)) if math.isfinite(_num(v)) else "-" for v in iv) + "]"
 
 
 def _jsonable(o: Any) -> Any:

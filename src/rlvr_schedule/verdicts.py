@@ -53,6 +53,12 @@ def progress_verdict(fit: Mapping[str, Any]) -> str:
     )
     if not _fin(cb):
         return f"per-sample progress falls above B*: no (no finite B* in {lo}-{hi}; {by})"
+    cbf = float(cb) if isinstance(cb, (int, float)) else math.nan
+    below = [b for b in rates if b <= cbf and b not in (lo, hi)]
+    if below:  # the other half of the prediction: roughly flat below B*
+        b1 = max(below)
+        r1 = sum(rates[b1]) / len(rates[b1])
+        by += f"; below B*, B={b1} keeps {100 * r1 / r_lo:.0f}% of it" if r_lo > 0 else ""
     inside = all(_fin(x) for x in iv) and lo / 2 <= iv[0] and iv[1] <= 2 * hi
     ok = inside and _fin(fall) and fall > 0
     return (
@@ -81,41 +87,86 @@ def failure_verdict(fit: Mapping[str, Any]) -> str:
 
 
 def lr_verdict(fits: Mapping[float, Mapping[str, Any]]) -> str:
-    """Prediction 3: B* ~ 1/lr, from fits at several base LRs (log-log slope of B* on LR; -1 predicted)."""
+    """Prediction 3: B* ~ 1/lr, from fits at several base LRs (log-log slope of B* on LR; -1 predicted).
+
+    With every B* interval finite, the slope is weighted by each B*'s precision (its interval's
+    width in log space, ~2 x 1.96 standard errors) and comes with a 95% interval: "yes" when the
+    interval holds -1 and not 0, "no" when it excludes -1, else "undetermined". Without intervals
+    the point slope decides (-1.5 to -0.5: yes).
+    """
     pts = [
-        (lr, f["critical_batch"])
+        (lr, f["critical_batch"], f.get("critical_batch_interval") or [None, None])
         for lr, f in sorted(fits.items())
         if _fin(lr) and lr > 0 and _fin(f.get("critical_batch")) and f["critical_batch"] > 0
     ]
     if len(pts) < 2:
         return f"B* ~ 1/lr: not testable (finite B* at {len(pts)} of {len(fits)} learning rates)"
-    xs = [math.log(lr) for lr, _ in pts]
-    ys = [math.log(b) for _, b in pts]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx > 0 else math.nan
+    xs = [math.log(lr) for lr, _, _ in pts]
+    ys = [math.log(b) for _, b, _ in pts]
+    ses = [
+        (math.log(iv[1]) - math.log(iv[0])) / (2 * 1.96)
+        if len(iv) == 2 and all(_fin(v) and v > 0 for v in iv) and iv[1] > iv[0]
+        else math.nan
+        for _, _, iv in pts
+    ]
+    weighted = all(_fin(se) and se > 0 for se in ses)
+    ws = [1 / se**2 for se in ses] if weighted else [1.0] * len(xs)
+    sw = sum(ws)
+    mx = sum(w * x for w, x in zip(ws, xs, strict=True)) / sw
+    my = sum(w * y for w, y in zip(ws, ys, strict=True)) / sw
+    sxx = sum(w * (x - mx) ** 2 for w, x in zip(ws, xs, strict=True))
+    slope = (
+        sum(w * (x - mx) * (y - my) for w, x, y in zip(ws, xs, ys, strict=True)) / sxx
+        if sxx > 0
+        else math.nan
+    )
+    listing = ", ".join(f"{b:.3g} {_iv(iv)} at {lr:.3g}" for lr, b, iv in pts)
+    if weighted and sxx > 0:
+        h = 1.96 / math.sqrt(sxx)
+        lo, hi = slope - h, slope + h
+        word = (
+            "yes" if lo <= -1 <= hi and not lo <= 0 <= hi else "no" if not lo <= -1 <= hi else "undetermined"
+        )
+        return f"B* ~ 1/lr: {word} (log-log slope {slope:.2f} [{lo:.2f}, {hi:.2f}], -1 predicted; B* = {listing})"
     word = "yes" if _fin(slope) and -1.5 <= slope <= -0.5 else "no"
-    listing = ", ".join(f"{b:.3g} at {lr:.3g}" for lr, b in pts)
-    return f"B* ~ 1/lr: {word} (log-log slope {slope:.2f}, -1 predicted; B* = {listing})"
+    return f"B* ~ 1/lr: {word} (log-log slope {slope:.2f}, -1 predicted, no interval; B* = {listing})"
+
+
+def _per_run(decisions: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """Decisions split into runs (seeds): a new run starts where the step goes back."""
+    runs: list[list[Mapping[str, Any]]] = []
+    last = math.inf
+    for d in decisions:
+        step = d.get("step", 0)
+        if not runs or (_fin(step) and step <= last):
+            runs.append([])
+        runs[-1].append(d)
+        last = step if _fin(step) else last
+    return runs
 
 
 def switch_verdict(decisions: Sequence[Mapping[str, Any]], failure_samples: float | None = None) -> str:
-    """The schedule acts: did the live run switch, and before the sweep's pooled failure point?"""
-    sw = [d for d in decisions if d.get("switched")]
+    """The schedule acts: did each live run switch, and before the sweep's pooled failure point?"""
+    runs = _per_run(decisions)
+    sw_runs = [[d for d in r if d.get("switched")] for r in runs]
+    sw = [r for r in sw_runs if r]
     if not sw:
-        return "the schedule switched: no"
-    first = sw[0]
+        return "the schedule switched: no" + (f" (0 of {len(runs)} runs)" if len(runs) > 1 else "")
+    firsts = [r[0].get("samples", math.nan) for r in sw]
     tail = ""
     if _fin(failure_samples):
-        tail = (
-            ", before the sweep's failure point"
-            if first.get("samples", math.inf) < failure_samples
-            else ", after the sweep's failure point"
-        )
-    steps = " -> ".join(str(d.get("batch")) for d in sw)
+        before = sum(1 for x in firsts if _fin(x) and x < failure_samples)
+        tail = f", {before} of {len(sw)} before the sweep's failure point"
+    paths = sorted({" -> ".join(str(d.get("batch")) for d in r) for r in sw})
+    runs_txt = f"in {len(sw)} of {len(runs)} runs, " if len(runs) > 1 else ""
+    first = (
+        f"{min(firsts):.0f}-{max(firsts):.0f}"
+        if len(firsts) > 1 and min(firsts) != max(firsts)
+        else f"{firsts[0]:.0f}"
+    )
     return (
-        f"the schedule switched: yes, {len(sw)} time(s) (batch -> {steps}; first at "
-        f"{first.get('samples')} rollouts{tail}; {first.get('reason', '')})"
+        f"the schedule switched: yes, {runs_txt}{sum(len(r) for r in sw)} switch(es) (batch -> "
+        f"{' / '.join(paths)}; first at {first} rollouts{tail}; {sw[0][0].get('reason', '')})"
     )
 
 

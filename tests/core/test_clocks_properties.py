@@ -225,8 +225,8 @@ def test_progress_clock_errors_name_the_run_and_field() -> None:
         ProgressClock(fraction=0.0)
 
 
-def test_censored_and_zero_progress_runs() -> None:
-    """A run past 2B* (reward falls) and a run cut before the target: the fit still finds B*."""
+def test_zero_progress_run_past_2bstar() -> None:
+    """A run past 2B* (reward falls, the target never reached): the fit still finds B*."""
     p0, bstar = 2e-5, 100.0
     runs = [_curve_run(b, p0 * (1 - b / (2 * bstar)), 100_000) for b in (16, 32, 64, 128, 256)]
     f = CriticalBatchFit(n_boot=50).fit(runs, failure_samples=[None] * 5)

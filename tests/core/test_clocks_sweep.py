@@ -31,10 +31,14 @@ def sweep(task: SimTask) -> list[Run]:
 
 
 def _check(fit: SweepFit, task: SimTask) -> None:
-    assert abs(fit.critical_batch / task.critical_batch - 1) < 0.25, fit.critical_batch
+    # B* from per-run level crossings (each run's rate with its own interval) is within ~30% on
+    # these 5-run sweeps (benchmarks/CLOCKS_RESULTS.md: median 5%, max 29% over 12 sweeps), and its
+    # interval holds the truth; the curve registration before it was within 25% here but gave
+    # real trainer runs rates outside their own intervals
+    assert abs(fit.critical_batch / task.critical_batch - 1) < 0.3, fit.critical_batch
     assert abs(fit.failure_samples / task.failure_samples - 1) < 0.15, fit.failure_samples
     lo, hi = fit.critical_batch_interval
-    assert lo <= fit.critical_batch <= hi
+    assert lo <= fit.critical_batch <= hi and lo <= task.critical_batch <= hi
 
 
 @pytest.mark.parametrize("style", ["canonical", "verl", "trl"])

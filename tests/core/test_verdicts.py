@@ -66,12 +66,44 @@ def test_switch_verdict_names_the_first_switch_and_the_failure_point() -> None:
         {"step": 91, "samples": 736, "batch": 16, "switched": False},
     ]
     line = switch_verdict(decisions, failure_samples=5000.0)
-    assert line.startswith("the schedule switched: yes, 1 time(s)")
-    assert "before the sweep's failure point" in line and "720 rollouts" in line
+    assert line.startswith("the schedule switched: yes, 1 switch(es) (batch -> 16;"), line
+    assert "1 of 1 before the sweep's failure point" in line and "720 rollouts" in line
     assert switch_verdict(decisions[:1]) == "the schedule switched: no"
+
+
+def test_switch_verdict_reads_each_seed_as_its_own_run() -> None:
+    """Three seeds' decisions one after another (steps restart): 16->32->64 in each, not an
+    oscillation 32 -> 64 -> 32 -> 64."""
+    decisions = []
+    for first, second in ((784, 8240), (624, 5456), (736, 5728)):
+        decisions += [
+            {"step": 1, "samples": 16, "batch": 16, "switched": False},
+            {"step": 40, "samples": first, "batch": 32, "switched": True, "reason": "forecast"},
+            {"step": 200, "samples": second, "batch": 64, "switched": True, "reason": "clock"},
+        ]
+    line = switch_verdict(decisions, failure_samples=7000.0)
+    assert line.startswith("the schedule switched: yes, in 3 of 3 runs, 6 switch(es) (batch -> 32 -> 64;"), (
+        line
+    )
+    assert "first at 624-784 rollouts, 3 of 3 before" in line
 
 
 def test_verdicts_lists_every_prediction(fit: dict) -> None:
     lines = verdicts(fit, decisions=[{"samples": 10, "batch": 64, "switched": True}])
     assert len(lines) == 4 and all(line.startswith("- ") for line in lines)
     assert "not testable with one learning rate" in lines[2]
+
+
+def test_critical_batch_against_lr_with_intervals_decides_by_the_slope_interval() -> None:
+    def f(b: float, lo: float, hi: float) -> dict:
+        return {"critical_batch": b, "critical_batch_interval": [lo, hi]}
+
+    tight = {1e-4: f(400, 350, 460), 2e-4: f(210, 180, 240), 4e-4: f(95, 80, 110)}
+    v = lr_verdict(tight)
+    assert v.startswith("B* ~ 1/lr: yes (log-log slope -1.0"), v
+    lo, hi = (float(x) for x in v.split("[", 1)[1].split("]", 1)[0].split(","))
+    assert lo < -1 < hi < 0
+    flat = {1e-4: f(270, 240, 300), 2e-4: f(330, 290, 370), 4e-4: f(266, 230, 300)}
+    assert lr_verdict(flat).startswith("B* ~ 1/lr: no (log-log slope")
+    loose = {1e-4: f(300, 30, 3000), 2e-4: f(200, 20, 2000), 4e-4: f(150, 15, 1500)}
+    assert lr_verdict(loose).startswith("B* ~ 1/lr: undetermined")

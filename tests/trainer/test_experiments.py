@@ -46,6 +46,16 @@ def test_compare_writes_logs_checkpoints_and_report(tiny_model_dir, tmp_path, ca
     mtime = (out / "sweep/b8-s0/metrics.jsonl").stat().st_mtime
     assert main(argv) == 0
     assert (out / "sweep/b8-s0/metrics.jsonl").stat().st_mtime == mtime
+    # --report-only refits the logs without touching them (no engine, no training)
+    (out / "report" / "index.md").unlink()
+    assert main([*argv, "--report-only"]) == 0
+    assert (out / "sweep/b8-s0/metrics.jsonl").stat().st_mtime == mtime
+    md = (out / "report" / "index.md").read_text()
+    assert md.index("## Verdicts on the predictions") < md.index("## Fitted clocks")
+    fit = json.loads((out / "report" / "summary.json").read_text())["fit"]
+    for r in fit["runs"]:  # a run's rate lies in its own interval
+        lo, hi = r["rate_interval"]
+        assert r["rate"] is None or lo is None or lo <= r["rate"] <= hi, r
 
 
 @pytest.mark.slow
@@ -91,3 +101,5 @@ def test_evidence_runs_in_chunks_and_ends_with_verdicts(tiny_model_dir, tmp_path
     assert sorted(fits) == ["0.0001", "0.0002"]
     md = (out / "lr0.0001" / "report" / "index.md").read_text()
     assert "## Verdicts on the predictions" in md and "B* ~ 1/lr" in md and "the schedule switched" in md
+    assert "## LR grid of constants vs the schedule" in md and "constant B=16, base LR 0.0002" in md
+    assert "## Fits at each base LR" in md

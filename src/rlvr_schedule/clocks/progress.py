@@ -14,6 +14,7 @@ curves are placed at ``samples - batch`` (rollouts the policy had been trained o
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -148,10 +149,8 @@ class ProgressClock:
         return first_crossing(x, ys, level)
 
 
-def _profile_bstar(
-    b: np.ndarray, s: np.ndarray, cb: np.ndarray, bound: np.ndarray
-) -> tuple[float, float, float]:
-    """Least-squares fit of s = p0 max(0, 1 - B/(2B*)) (censored runs as upper bounds on s).
+def _profile_bstar(b: np.ndarray, s: np.ndarray) -> tuple[float, float, float]:
+    """Least-squares fit of s = p0 max(0, 1 - B/(2B*)).
 
     Profiled over a log grid of B* (p0 in closed form at each), refined on a finer grid around
     the best point. Returns (B*, p0, loss); B* = inf when per-rollout progress does not fall
@@ -159,7 +158,7 @@ def _profile_bstar(
     """
     scale = float(np.max(np.abs(s))) if s.size else 1.0
     scale = scale if scale > 0 else 1.0
-    sn, bn = s / scale, bound / scale
+    sn = s / scale
 
     def losses(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         inv = np.where(np.isfinite(grid), 1.0 / (2.0 * grid), 0.0)[:, None]
@@ -168,15 +167,10 @@ def _profile_bstar(
         with np.errstate(invalid="ignore", divide="ignore"):
             p0 = np.maximum((x @ sn) / xx, 0.0)
         r = sn[None, :] - p0[:, None] * x
-        loss = (r * r).sum(1)
-        if cb.size:
-            xc = np.maximum(0.0, 1.0 - cb[None, :] * inv)
-            loss = loss + (np.maximum(0.0, p0[:, None] * xc - bn[None, :]) ** 2).sum(1)
-        loss = np.where(xx > 0, loss, np.inf)
+        loss = np.where(xx > 0, (r * r).sum(1), np.inf)
         return loss, p0
 
-    allb = np.concatenate([b, cb])
-    grid = np.geomspace(max(allb.min() / 8.0, 1e-3), allb.max() * 100.0, 241)
+    grid = np.geomspace(max(b.min() / 8.0, 1e-3), b.max() * 100.0, 241)
     loss, p0 = losses(grid)
     i = int(np.argmin(loss))
     inf_loss, inf_p0 = losses(np.array([np.inf]))
@@ -188,67 +182,30 @@ def _profile_bstar(
     return float(fine[k]), float(fp0[k]) * scale, float(floss[k])
 
 
-def _register(
-    curves: Sequence[tuple[np.ndarray, np.ndarray]],
-    weights: Sequence[float],
-    k0: np.ndarray,
-    r0: float,
-    n_iter: int = 5,
-    bins: int = 60,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Speed factors k_i such that reward_i(x) ~ F(k_i x) for one template F shared by the runs.
+def _speed(u: np.ndarray, log_e: np.ndarray, end: float) -> float:
+    """A run's log speed v from its level crossings (log samples ``log_e``, NaN: not crossed)
+    given the levels' ``u``: the mean of u - log E over the crossed levels, capped so that every
+    level it did not cross by ``end`` (its last pre-failure record) is predicted after ``end``
+    (E = exp(u - v) > end). The cap keeps one early noise crossing of a low level by a run that
+    never climbs from reading as fast progress. -inf (rate 0) when it crossed no level."""
+    have = np.isfinite(u)
+    crossed = have & np.isfinite(log_e)
+    if not crossed.any():
+        return -math.inf
+    v = float(np.mean(u[crossed] - log_e[crossed]))
+    open_ = have & ~np.isfinite(log_e)
+    if open_.any() and end > 0 and math.isfinite(end):
+        v = min(v, float(np.min(u[open_])) - math.log(end))
+    return v
 
-    Runs of one task at different batches climb the same reward curve at different speeds (per
-    rollout), so aligning whole curves uses every pre-failure record instead of a few crossings.
-    Alternates a template (weighted bin means over the pooled rescaled samples of the runs with
-    an initial speed, i.e. that crossed a level; each record weighs its batch, i.e. its
-    rollouts) with a per-run 1-D search of k on a log grid. The template starts at (0, r0), so
-    a run that makes no progress gets k -> 0.
-    Returns (k normalised to max 1, template x, template y).
-    """
-    k = np.array(k0, float)
-    ok = np.isfinite(k) & (k > 0)  # runs that crossed a level: they shape the template
-    if not ok.any():
-        ok = np.ones(k.size, bool)
-        k = np.ones(k.size)
-    k = np.where(ok, k, 1e-3 * k[ok].min())  # runs that crossed none start slow
-    k /= k.max()
-    xs, ys, ws = [], [], []
-    for (x, y), w in zip(curves, weights):  # chunk long runs: <= 1000 points each keeps this O(n)
-        x, y = np.asarray(x, float), np.asarray(y, float)
-        c = max(1, -(-x.size // 1000))
-        m = x.size // c * c
-        if c > 1 and m < x.size:
-            x, y = x[:m], y[:m]
-        xs.append(x.reshape(-1, c).mean(1))
-        ys.append(y.reshape(-1, c).mean(1))
-        ws.append(np.full(xs[-1].size, w * c))
-    tx = ty = np.zeros(0)
-    for it in range(n_iter + 1):
-        tau = np.concatenate([ki * x for ki, x, o in zip(k, xs, ok) if o])
-        yy = np.concatenate([y for y, o in zip(ys, ok) if o])
-        ww = np.concatenate([w for w, o in zip(ws, ok) if o])
-        top = float(tau.max())
-        if top <= 0:
-            break
-        b = np.minimum((tau / top * bins).astype(int), bins - 1)
-        sw = np.bincount(b, ww, bins)
-        have = sw > 0
-        tx = np.concatenate(([0.0], np.bincount(b, ww * tau, bins)[have] / sw[have]))
-        ty = np.concatenate(([r0], np.bincount(b, ww * yy, bins)[have] / sw[have]))
-        if it == n_iter or tx.size < 3:
-            break
-        for i, (x, y) in enumerate(zip(xs, ys)):
-            if it == 0:  # the whole range first (a run may make no progress at all), then locally
-                cand = np.geomspace(1e-4, 3.0, 121)
-            else:  # shrinking local grids: +-30%, +-10%, ... (final step ~0.1%)
-                span = 0.3 * 0.35 ** (it - 1)
-                cand = k[i] * np.exp(np.linspace(-span, span, 31))
-            pred = np.interp(cand[:, None] * x[None, :], tx, ty)
-            sse = ((y[None, :] - pred) ** 2 * ws[i][None, :]).sum(1)
-            k[i] = cand[int(np.argmin(sse))]
-        k = np.maximum(k / k.max(), 1e-4)
-    return k, tx, ty
+
+def _block_resample(resid: np.ndarray, block: int, rng: np.random.Generator) -> np.ndarray:
+    """A moving-block bootstrap draw of ``resid`` (blocks keep the lag correlation of nearby
+    updates' rewards)."""
+    n = resid.size
+    block = max(1, min(block, n))
+    starts = rng.integers(0, n - block + 1, -(-n // block))
+    return np.concatenate([resid[s : s + block] for s in starts])[:n]
 
 
 class CriticalBatchFit:
@@ -257,18 +214,21 @@ class CriticalBatchFit:
     * ``critical_batch_`` B* (rollouts per update at which per-rollout progress halves; inf when it
       does not fall over the sweep) and ``critical_batch_interval_`` (bootstrap over runs);
     * ``rate_at_zero_`` p0 (reward per rollout as B -> 0), ``zero_progress_batch_`` = 2 B*;
-    * ``template_`` (samples, reward) of the registered reward curve at the fastest run's speed;
-    * ``target_``, ``initial_reward_`` and ``table_`` (one dict per run).
+    * ``target_``, ``initial_reward_`` and ``table_`` (one dict per run, with ``rate`` and its
+      ``rate_interval``).
 
     Each run's per-rollout rate is measured on a common reward scale. Runs of one task at
-    different batches climb the same reward curve at different speeds, so the pre-failure reward
-    curves are registered onto one template, reward_i(x) ~ F(k_i x) (:func:`_register`; initial
-    speeds from the crossings of ``levels`` reward levels up to the target, fitted by
-    log E(run, level) = u(level) - v(run)). The rate is (target - initial) / E at the target,
-    E = F^-1(target) / k_i: every record counts, not just the few around a crossing. A run that
-    never got anywhere (batch >= 2B*) gets k -> 0, which the clamped model p0 max(0, 1 - B/(2B*))
-    fits. ``rate_at_zero_`` is in the same units: mean reward per rollout from the initial
-    reward to the target as B -> 0. Runs whose batch changed are left out.
+    different batches climb the same reward curve at different speeds, so the samples at which
+    a run's smoothed reward first crosses ``levels`` common reward levels (30% to 100% of the way
+    from the initial reward to the target) follow log E(run, level) = u(level) - v(run): one
+    speed v per run, fitted on every level the run crossed, so a run that got only part of the way
+    still has a speed, and one level's noisy crossing does not decide it. The rate is
+    (top level - initial) / E at the top level. Its interval is a moving-block bootstrap of the
+    same estimator (the run's residuals around its smoothed curve resampled in blocks, re-smoothed,
+    crossings and speed recomputed with u held), so rate and interval measure the same thing. A
+    run that crossed no level (batch >= 2B*) has rate 0, which the clamped model
+    p0 max(0, 1 - B/(2B*)) fits. ``rate_at_zero_`` is in the same units. Runs whose batch changed
+    are left out.
     """
 
     def __init__(
@@ -299,12 +259,14 @@ class CriticalBatchFit:
             failure_samples = [FailureClock(self.detectors).fit(r).failure_samples_ for r in runs]
         if len(failure_samples) != len(runs):
             raise ValueError("failure_samples must have one entry per run")
-        first = [self._clock(None, r, f) for r, f in zip(runs, failure_samples)]
+        first = [self._clock(None, r, f) for r, f in zip(runs, failure_samples, strict=True)]
         if all(c is None for c in first):
             raise ValueError("no run has 3 records with a reward before its failure point")
         # runs that collapsed before 3 rewarded records have no rising part: left out
-        const = [r.constant_batch and c is not None for r, c in zip(runs, first)]
-        pool = [c for c, k in zip(first, const) if k] or [c for c in first if c is not None]
+        const = [r.constant_batch and c is not None for r, c in zip(runs, first, strict=True)]
+        pool = [c for c, k in zip(first, const, strict=True) if k and c is not None] or [
+            c for c in first if c is not None
+        ]
         r0 = float(np.median([c.initial_reward_ for c in pool]))
         tgt = self.target
         if tgt is None:
@@ -312,50 +274,49 @@ class CriticalBatchFit:
                 [c.initial_reward_ for c in pool], [c.best_reward_ for c in pool], self.fraction
             )
         self.target_, self.initial_reward_ = float(tgt), r0
-        clocks = [self._clock(self.target_, r, f) for r, f in zip(runs, failure_samples)]
+        clocks = [self._clock(self.target_, r, f) for r, f in zip(runs, failure_samples, strict=True)]
         self.clocks_ = clocks
 
-        # crossings of common levels -> initial per-run speeds (two-way additive model in log
-        # samples), then curve registration on all pre-failure points refines them
+        # crossings of common levels -> per-run speeds (two-way additive model in log samples)
         span = self.target_ - r0
         fr = np.linspace(0.3, 1.0, self.levels) if self.levels > 1 else np.array([1.0])
         lv = r0 + fr * span
         idx = [i for i, k in enumerate(const) if k]
         E = np.full((len(runs), lv.size), np.nan)
         for i in idx:
+            ci = clocks[i]
+            assert ci is not None  # idx holds runs with a clock
             for j, L in enumerate(lv):
-                e = clocks[i].crossing(L)
-                E[i, j] = e if finite(e) and e > 0 else np.nan
-        init = self._speeds(E, lv, r0)[0] if span > 0 else np.full(len(runs), np.nan)
+                e = ci.crossing(L)  # at x = 0: reached within the first update
+                E[i, j] = max(e, runs[i].batch / 2) if finite(e) else np.nan
         rates = np.full(len(runs), np.nan)
-        e_fit = np.full(len(runs), np.nan)
-        self.template_ = None
+        rate_iv = np.full((len(runs), 2), np.nan)
         if span > 0 and idx:
-            curves = [reward_curve(runs[i], failure_samples[i], self.smooth)[:2] for i in idx]
-            k, tx, ty = _register(curves, [float(runs[i].batch) for i in idx], init[idx], r0)
-            self.template_ = (tx, ty)
-            ttop = first_crossing(tx, ty, self.target_)
-            ltop = self.target_
-            if not finite(ttop):  # target above what any run reached: its highest level instead
-                ltop = r0 + 0.9 * (float(np.max(ty)) - r0)
-                ttop = first_crossing(tx, ty, ltop)
-            if finite(ttop) and ttop > 0 and ltop > r0:
-                for n, i in enumerate(idx):
-                    rates[i] = (ltop - r0) / ttop * k[n]
-                    e_fit[i] = ttop / k[n] if k[n] > 0 else math.inf
+            v, u = self._speeds(E)
+            top = int(np.flatnonzero(np.isfinite(u))[-1]) if np.isfinite(u).any() else -1
+            for i in idx:
+                if top < 0:
+                    break
+                scale = (lv[top] - r0) / math.exp(u[top])
+                ci = clocks[i]
+                end = ci.samples_end_ if ci is not None else math.nan
+                raw = scale * math.exp(_speed(u, np.log(E[i]), end))
+                rates[i], rate_iv[i] = self._bias_corrected(
+                    raw, self._rate_bootstrap(runs[i], failure_samples[i], lv, u, scale, self._rng(runs[i]))
+                )
+        self.level_samples_ = E
         unc = [i for i in idx if finite(rates[i])]
         bs = np.array([runs[i].batch for i in unc], float)
         ss = np.array([rates[i] for i in unc], float)
-        cb = cbd = np.zeros(0)
         nan = math.nan
         self.critical_batch_, self.rate_at_zero_ = nan, nan
         self.critical_batch_interval_ = (nan, nan)
         if np.unique(bs).size >= 2:
-            self.critical_batch_, self.rate_at_zero_, _ = _profile_bstar(bs, ss, cb, cbd)
-            self.critical_batch_interval_ = self._bootstrap(bs, ss, cb, cbd)
+            self.critical_batch_, self.rate_at_zero_, _ = _profile_bstar(bs, ss)
+            self.critical_batch_interval_ = self._bootstrap(bs, ss)
         self.zero_progress_batch_ = 2 * self.critical_batch_
-        self.table_ = []
-        for i, (r, c) in enumerate(zip(runs, clocks)):
+        self.table_: list[dict[str, Any]] = []
+        for i, (r, c) in enumerate(zip(runs, clocks, strict=True)):
             self.table_.append(
                 {
                     "name": r.name,
@@ -363,7 +324,7 @@ class CriticalBatchFit:
                     "lr": r.lr,
                     "constant_batch": r.constant_batch,
                     "rate": float(rates[i]) if finite(rates[i]) else nan,
-                    "samples_to_target_fit": float(e_fit[i]) if not math.isnan(e_fit[i]) else nan,
+                    "rate_interval": (float(rate_iv[i, 0]), float(rate_iv[i, 1])),
                     "predicted_rate": self.predict_rate(r.batch),
                     "rate_regression": c.rate_ if c else nan,
                     "samples_to_target": c.samples_to_target_ if c else nan,
@@ -385,15 +346,17 @@ class CriticalBatchFit:
             return None
 
     @staticmethod
-    def _speeds(E: np.ndarray, lv: np.ndarray, r0: float) -> tuple[np.ndarray, int]:
+    def _speeds(E: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Least squares of log E[i, j] = u[j] - v[i] over the observed crossings; returns (v per
+        run, u per level), NaN where a run or level has no crossing (identified up to a shared
+        constant, which cancels in the rates)."""
         obs = np.argwhere(np.isfinite(E))
-        rates = np.full(E.shape[0], np.nan)
+        v, u = np.full(E.shape[0], np.nan), np.full(E.shape[1], np.nan)
         if obs.size == 0:
-            return rates, -1
-        runs_i = np.unique(obs[:, 0])
-        lev_j = np.unique(obs[:, 1])
-        ri = {v: k for k, v in enumerate(runs_i)}
-        lj = {v: k for k, v in enumerate(lev_j)}
+            return v, u
+        runs_i, lev_j = np.unique(obs[:, 0]), np.unique(obs[:, 1])
+        ri = {x: k for k, x in enumerate(runs_i)}
+        lj = {x: k for k, x in enumerate(lev_j)}
         A = np.zeros((obs.shape[0], runs_i.size + lev_j.size))
         y = np.empty(obs.shape[0])
         for k, (i, j) in enumerate(obs):
@@ -401,48 +364,97 @@ class CriticalBatchFit:
             A[k, lev_j.size + ri[i]] = -1.0
             y[k] = math.log(E[i, j])
         sol, *_ = np.linalg.lstsq(A, y, rcond=None)
-        u, v = sol[: lev_j.size], sol[lev_j.size :]
-        top = int(lev_j[-1])
-        for i in runs_i:
-            e_top = math.exp(u[-1] - v[ri[i]])
-            rates[i] = (lv[top] - r0) / e_top
-        return rates, top
+        u[lev_j] = sol[: lev_j.size]
+        v[runs_i] = sol[lev_j.size :]
+        return v, u
 
-    def _bootstrap(
-        self, bs: np.ndarray, ss: np.ndarray, cb: np.ndarray, cbd: np.ndarray
-    ) -> tuple[float, float]:
+    def _rng(self, run: Run) -> np.random.Generator:
+        """A generator per run, keyed by its name: the fit does not depend on the runs' order."""
+        return np.random.default_rng([self.seed, zlib.crc32(run.name.encode())])
+
+    def _rate_bootstrap(
+        self,
+        run: Run,
+        failure_samples: float | None,
+        lv: np.ndarray,
+        u: np.ndarray,
+        scale: float,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """Bootstrap draws of the run's rate: the estimator that gave it, rerun on the run's
+        smoothed curve plus resampled noise (level crossings and speed v recomputed, the levels'
+        u held). The noise is the residuals around a 4x wider smooth, resampled in blocks of one
+        smoothing window: residuals around the curve's own smooth would sum to ~0 over a window
+        and understate the noise its crossings see; blocks keep the correlation of nearby
+        updates' rewards."""
+        x, y, ys, w = reward_curve(run, failure_samples, self.smooth)
+        resid = y - smooth(y, 4 * w)
+        ok = np.isfinite(resid) & np.isfinite(ys)
+        if ok.sum() < 3 or self.n_boot < 10:
+            return np.zeros(0)
+        resid = resid[ok] - float(np.mean(resid[ok]))
+        have = np.isfinite(u)
+        est = np.empty(self.n_boot)
+        for b in range(self.n_boot):
+            ystar = ys.copy()
+            ystar[ok] += _block_resample(resid, w, rng)
+            sm = smooth(ystar, w)
+            lg = np.array(
+                [first_crossing(x, sm, L) if h else math.nan for L, h in zip(lv, have, strict=True)]
+            )
+            lg = np.maximum(lg, run.batch / 2)  # as in fit(): a crossing at 0 is within the first update
+            est[b] = scale * math.exp(_speed(u, np.log(lg), float(x[-1])))
+        return est
+
+    def _bias_corrected(self, raw: float, est: np.ndarray) -> tuple[float, tuple[float, float]]:
+        """Bootstrap bias correction on the log scale and the matching basic interval.
+
+        A first crossing of a noisy curve comes early (the noise reaches a level before the
+        trend does), so the raw rate is biased up, and its bootstrap draws by about as much
+        again. rate = raw^2 / median(draws) undoes that; the basic interval
+        [raw^2 / q_hi, raw^2 / q_lo] mirrors the draws' spread around it, so the rate lies
+        inside its own interval by construction. A run that crossed no level keeps rate 0 with
+        the draws' upper quantile as the bound.
+        """
+        a = (1 - self.level) / 2
+        if est.size == 0:
+            return raw, (math.nan, math.nan)
+        if raw <= 0 or not (est > 0).all():
+            q_hi = float(np.quantile(est, 1 - a))
+            if raw <= 0:
+                return 0.0, (0.0, q_hi)
+            # some draws crossed no level: the run is at the edge of measurable progress
+            return raw, (min(float(np.quantile(est, a)), raw), max(q_hi, raw))
+        lo, med, hi = np.quantile(np.log(est), [a, 0.5, 1 - a])
+        lr = math.log(raw)
+        return math.exp(2 * lr - med), (math.exp(2 * lr - hi), math.exp(2 * lr - lo))
+
+    def _bootstrap(self, bs: np.ndarray, ss: np.ndarray) -> tuple[float, float]:
         """Percentile interval of B*: runs resampled with replacement, and each resampled run's
         rate moved by its residual from the full fit with a random sign (a wild bootstrap), so
         both the choice of runs and the scatter of their rates count. Runs are put in a canonical
         order (batch, then rate) first, so the interval does not depend on the order they came in."""
         o = np.lexsort((ss, bs))
         bs, ss = bs[o], ss[o]
-        if cb.size:
-            oc = np.lexsort((cbd, cb))
-            cb, cbd = cb[oc], cbd[oc]
-        n_u, n_c = bs.size, cb.size
-        n = n_u + n_c
+        n = bs.size
         if n < 3 or self.n_boot < 10:
             return (math.nan, math.nan)
-        pred = np.array([self.predict_rate(b) for b in bs]) if n_u else np.zeros(0)
-        resid = (ss - pred) * math.sqrt(n_u / max(n_u - 2, 1)) if n_u else pred
+        pred = np.array([self.predict_rate(b) for b in bs])
+        resid = (ss - pred) * math.sqrt(n / max(n - 2, 1))
         rng = np.random.default_rng(self.seed)
-        n_distinct = np.unique(np.concatenate([bs, cb])).size
+        n_distinct = np.unique(bs).size
         est = []
         for _ in range(self.n_boot):
             pick = rng.integers(0, n, n)
-            pu, pc = pick[pick < n_u], pick[pick >= n_u] - n_u
-            allb = np.concatenate([bs[pu], cb[pc]])
-            if pu.size == 0 or np.unique(allb).size < min(3, n_distinct):
+            if np.unique(bs[pick]).size < min(3, n_distinct):
                 continue
-            s_star = pred[pu] + resid[pu] * rng.choice((-1.0, 1.0), pu.size)
-            est.append(_profile_bstar(bs[pu], s_star, cb[pc], cbd[pc])[0])
+            s_star = pred[pick] + resid[pick] * rng.choice((-1.0, 1.0), n)
+            est.append(_profile_bstar(bs[pick], s_star)[0])
         if len(est) < 10:
             return (math.nan, math.nan)
         a = (1 - self.level) / 2
         e = np.array(est)
-        method = "nearest" if np.isinf(e).any() else "linear"
-        lo, hi = np.quantile(e, [a, 1 - a], method=method)
+        lo, hi = np.quantile(e, [a, 1 - a], method="nearest" if np.isinf(e).any() else "linear")
         return (float(lo), float(hi))
 
     def predict_rate(self, batch: float) -> float:

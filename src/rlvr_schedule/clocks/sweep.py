@@ -36,7 +36,7 @@ class RunFit:
     batch: int
     lr: float
     rate: float  # reward per rollout to the target (CriticalBatchFit); own regression slope if batch changed
-    rate_interval: tuple[float, float]  # of the run's own regression slope
+    rate_interval: tuple[float, float]  # of ``rate`` (profile likelihood of the run's speed)
     samples_to_target: float
     samples_to_target_interval: tuple[float, float]
     failure_samples: float | None
@@ -110,15 +110,20 @@ def fit_sweep(
     )
     out = []
     nan = math.nan
-    for r, fc, row, pc in zip(runs, fclocks, cbf.table_, cbf.clocks_):
-        rate = row["rate"] if finite(row["rate"]) else (pc.rate_ if pc else nan)
+    for r, fc, row, pc in zip(runs, fclocks, cbf.table_, cbf.clocks_, strict=True):
+        # the sweep's rate (level crossings) with its own interval; a run with none (batch
+        # changed, or no rising part) falls back to its regression slope and that slope's interval
+        if finite(row["rate"]):
+            rate, rate_iv = row["rate"], row["rate_interval"]
+        else:
+            rate, rate_iv = (pc.rate_, pc.rate_interval_) if pc else (nan, (nan, nan))
         out.append(
             RunFit(
                 name=r.name,
                 batch=r.batch,
                 lr=r.lr,
                 rate=rate,
-                rate_interval=pc.rate_interval_ if pc else (nan, nan),
+                rate_interval=rate_iv,
                 samples_to_target=row["samples_to_target"],
                 samples_to_target_interval=row["samples_to_target_interval"],
                 failure_samples=fc.failure_samples_,

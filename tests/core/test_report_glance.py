@@ -1,0 +1,65 @@
+"""The report reads at a glance: verdicts first, a rate interval per run, the schedule's
+switches found where the batch changed (tests/data/demo: the fresh-clone demo's sweep)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rlvr_schedule.records import Run, StepRecord
+from rlvr_schedule.report import switches, write_report
+from rlvr_schedule.verdicts import verdicts
+
+DEMO = Path(__file__).parents[1] / "data" / "demo" / "demo_sweep_rewards.json"
+
+
+def _demo_runs() -> list[Run]:
+    d = json.loads(DEMO.read_text())
+    return [
+        Run(
+            [
+                StepRecord(step=i + 1, samples=s, batch=r["batch"], lr=r["lr"], reward_mean=y)
+                for i, (s, y) in enumerate(zip(r["samples"], r["reward_mean"], strict=True))
+            ],
+            name=name,
+        )
+        for name, r in d["runs"].items()
+    ]
+
+
+def _schedule_run() -> Run:
+    """16 -> 32 after 784 rollouts, 32 -> 64 after 8240 (the demo schedule's switch points)."""
+    recs, samples, step = [], 0, 0
+    while samples < 14336:
+        b = 16 if samples < 784 else 32 if samples < 8240 else 64
+        samples += b
+        step += 1
+        recs.append(
+            StepRecord(step=step, samples=samples, batch=b, lr=3e-4, reward_mean=0.1 + samples / 30000)
+        )
+    return Run(recs, name="schedule s0")
+
+
+def test_switches_are_where_the_batch_changed() -> None:
+    assert switches(_schedule_run()) == [(784.0, 16, 32), (8240.0, 32, 64)]
+    assert switches(_demo_runs()[0]) == []
+
+
+def test_report_opens_with_verdicts_and_gives_every_run_a_rate_interval(tmp_path: Path) -> None:
+    from rlvr_schedule.clocks import fit_sweep
+
+    runs = [*_demo_runs(), _schedule_run()]
+    fit = fit_sweep(runs)
+    index = write_report(runs, tmp_path, fit=fit, verdicts=verdicts(fit.to_dict()))
+    md = (tmp_path / "index.md").read_text()
+    assert index.exists() and md.index("## Verdicts on the predictions") < md.index("## Fitted clocks")
+    assert "per-sample progress falls above B*: yes" in md
+    for png in ("reward_vs_samples.png", "progress_vs_batch.png", "failure_signal.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
+    rows = json.loads((tmp_path / "summary.json").read_text())["fit"]["runs"]
+    assert len(rows) == len(runs)
+    for r in rows:
+        lo, hi = r["rate_interval"]
+        assert lo <= r["rate"] <= hi, r
+    sched = next(r for r in rows if r["name"] == "schedule s0")
+    assert sched["constant_batch"] is False
