@@ -59,14 +59,31 @@ DETECTORS = {c.name: c for c in (EntropyCollapse, RewardCrash, GradNormSpike, KL
 
 #: Keys kept for old schedule files (they still apply) and what replaces each: duplicated or
 #: overlapping triggers and rate limits.
+_V2_ONLY = (
+    "applies only to policy v2 (failure_switch_fraction 0); v3's one forecast trigger is "
+    "failure_switch_fraction (the part of the stage's failure clock left, in rollouts, once "
+    "forecast_samples rollouts back a confident forecast)"
+)
 DEPRECATED = {
-    "margin": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
-    "margin x horizon_steps x the next batch remains a second, later trigger",
-    "horizon_steps": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
-    "margin x horizon_steps x the next batch remains a second, later trigger",
+    "margin": "the horizon trigger (margin x horizon_steps x the next batch) " + _V2_ONLY,
+    "horizon_steps": "the horizon trigger (margin x horizon_steps x the next batch) " + _V2_ONLY,
+    "forecast_window": "a window counted in records " + _V2_ONLY,
     "min_samples_between": "pace switches with min_stage_steps and hysteresis",
     "failure_threshold": "give the collapse level relative to the early level with failure_fraction",
 }
+#: Values of deprecated keys that a saved config of an earlier version holds by default: loading
+#: one stays quiet.
+_OLD_DEFAULTS: dict[str, Any] = {
+    "margin": 2.0,
+    "horizon_steps": 10,
+    "forecast_window": 200,
+    "min_samples_between": 0,
+    "failure_threshold": None,
+}
+#: Rollouts over which the forecast's early level is taken (as :class:`EntropyCollapse`'s).
+REFERENCE_SAMPLES = 512
+#: Records the forecast's window holds at most (its memory bound).
+FORECAST_RECORDS = 1000
 
 #: The knobs by what they set, for docs and files: start, tracking, failure, pacing, constraints.
 GROUPS = {
@@ -90,9 +107,7 @@ GROUPS = {
         "failure_lr_exponent",
         "failure_exponent",
         "growth",
-        "margin",
-        "horizon_steps",
-        "forecast_window",
+        "forecast_samples",
         "detectors",
         "switch_on_alarm",
     ),
@@ -140,9 +155,15 @@ class PolicyConfig:
         sample clock). It changes the arithmetic, not whether to switch: a failure switch postpones
         the remaining failure by growth^(alpha + e - q); where that exponent is <= 0 the policy
         holds ("failure forecast: hold").
-    margin, horizon_steps (deprecated): also switch when the forecast rollouts to failure fall
-        below ``margin`` x ``horizon_steps`` x the next batch (a later trigger than the fraction).
-    forecast_window: records in the forecast's regression window.
+    forecast_samples: rollouts of evidence a forecast needs before it may trigger a switch,
+        counted from the start or the last failure switch (2048). The forecast fits the later half
+        of those rollouts (an early transient leaves the window) and must also be confident: the
+        slope's 90% band excludes a flat trend. Larger: fewer false alarms, later switches (a
+        failure clock shorter than about 4x this cannot be caught in time).
+    margin, horizon_steps, forecast_window (deprecated): policy v2's forecast (window in records,
+        default 200) and horizon trigger (rollouts to failure < margin x horizon_steps x the next
+        batch, default 2 x 10), kept so that ``failure_switch_fraction: 0`` replays v2 exactly; v3
+        ignores them (the horizon trigger fired on ~300 rollouts of evidence, 20x too early).
     detectors: built-in :mod:`rlvr_schedule.clocks` detectors to run (by name); with
         ``switch_on_alarm`` their alarms, and those of plugin detectors, are failure triggers too.
 
@@ -160,15 +181,16 @@ class PolicyConfig:
     base_batch: int | None = None
     lr_rule: str = "sqrt"
     growth: float = 2.0
-    margin: float = 2.0
-    horizon_steps: int = 10
+    margin: float | None = None
+    horizon_steps: int | None = None
     hysteresis: int = 3
     min_samples_between: int = 0
     max_stages: int = 16
     failure_signal: str = "entropy"
     failure_threshold: float | None = None
     failure_fraction: float | None = None
-    forecast_window: int = 200
+    forecast_window: int | None = None
+    forecast_samples: int = 2048
     min_stage_steps: int = 10
     detectors: tuple[str, ...] = ("entropy_collapse", "reward_crash")
     critical_batch: float | None = None
@@ -244,7 +266,7 @@ class PolicyConfig:
 
         if self.initial_batch != "auto":
             pos_int("initial_batch", self.initial_batch)
-            if not self.constraints.is_valid(self.initial_batch):
+            if not self.constraints.is_valid(int(self.initial_batch)):
                 c = self.constraints
                 raise bad(
                     "initial_batch",
@@ -258,8 +280,8 @@ class PolicyConfig:
         pos_num("growth", self.growth)
         if self.growth <= 1:
             raise bad("growth", f"must be > 1 (the batch grows at each switch), got {self.growth!r}")
-        pos_num("margin", self.margin)
-        pos_int("horizon_steps", self.horizon_steps)
+        pos_num("margin", self.margin, optional=True)
+        pos_int("horizon_steps", self.horizon_steps, optional=True)
         pos_int("hysteresis", self.hysteresis)
         pos_int("min_samples_between", self.min_samples_between, zero=True)
         pos_int("max_stages", self.max_stages)
@@ -279,9 +301,8 @@ class PolicyConfig:
                 f"{self.failure_signal} (it {'falls' if self.falling else 'rises'} towards collapse), "
                 f"got {self.failure_fraction!r}",
             )
-        pos_int("forecast_window", self.forecast_window)
-        if self.forecast_window < 3:
-            raise bad("forecast_window", f"must be at least 3 records, got {self.forecast_window!r}")
+        pos_int("forecast_window", self.forecast_window, optional=True)
+        pos_int("forecast_samples", self.forecast_samples)
         pos_int("min_stage_steps", self.min_stage_steps, zero=True)
         if not isinstance(self.detectors, (tuple, list)) or any(d not in DETECTORS for d in self.detectors):
             raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {self.detectors!r}")
@@ -333,7 +354,8 @@ class PolicyConfig:
         a ``FutureWarning`` naming the file, the key and what replaces it."""
         defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         for k in d:
-            if k in DEPRECATED and d[k] != defaults[k]:  # a saved full config (to_dict) stays quiet
+            # a saved full config (to_dict, this version's or an earlier one's) stays quiet
+            if k in DEPRECATED and d[k] != defaults[k] and d[k] != _OLD_DEFAULTS.get(k):
                 where = f"{source}: " if source else ""
                 warnings.warn(
                     f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; "
@@ -379,15 +401,28 @@ class TwoClockScheduler(Schedule):
     def __init__(self, config: PolicyConfig | None = None, *, detectors: Sequence[Any] = ()) -> None:
         self.config = cfg = config if config is not None else PolicyConfig()
         cfg.validate()
-        win = cfg.forecast_window
-        self.forecast = FailureForecast(
-            cfg.failure_signal,
-            threshold=cfg.failure_threshold,
-            fraction=cfg.fraction,
-            window=win,
-            min_points=min(20, win),
-            warmup=min(10, win),
-        )
+        self._v2 = cfg.failure_switch_fraction == 0
+        if self._v2:  # v2's forecast, as it was: a window of records, the early level of 10 updates
+            win = cfg.forecast_window or 200
+            self.forecast = FailureForecast(
+                cfg.failure_signal,
+                threshold=cfg.failure_threshold,
+                fraction=cfg.fraction,
+                window=win,
+                min_points=min(20, win),
+                warmup=min(10, win),
+            )
+        else:
+            self.forecast = FailureForecast(
+                cfg.failure_signal,
+                threshold=cfg.failure_threshold,
+                fraction=cfg.fraction,
+                window=FORECAST_RECORDS,
+                min_points=3,  # evidence is counted in rollouts (min_samples) and by the slope's band
+                warmup_samples=REFERENCE_SAMPLES,
+                min_samples=cfg.forecast_samples,
+                recent=0.5,
+            )
         self.noise = GradientNoiseScale()
         self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
         self._n_builtin = len(self.detectors)
@@ -405,8 +440,8 @@ class TwoClockScheduler(Schedule):
             batch = c.snap(cfg.fallback_batch or cfg.base_batch or c.lowest)
             reason = "initial: fallback until the gradient-noise estimate"
         self.base_batch = cfg.base_batch or batch
-        # the forecast's early level: the first min(10, window) updates' worth of rollouts
-        self.forecast.warmup_samples = min(10, win) * batch
+        if self._v2:
+            self.forecast.warmup_samples = min(10, self.forecast.window) * batch
         super().__init__([Stage(batch=batch, lr=self._lr(batch), reason=reason)])
         self._failure_switch = False  # the last proposal was a failure switch (restart the forecast)
         self._scale = 1.0
@@ -482,20 +517,23 @@ class TwoClockScheduler(Schedule):
         bstar = self.critical_estimate(b_simple) if estimated else math.nan
         if self._auto_pending and estimated:
             # picked once; stays pending only while a fault holds the switch
-            target = c.snap(frac * bstar, "down")
-            if room and target != cur.batch:
-                return target, f"auto: {frac:.3g} x critical batch estimate {bstar:.4g} (gradient noise)"
+            auto = c.snap(frac * bstar, "down")
+            if room and auto != cur.batch:
+                return auto, f"auto: {frac:.3g} x critical batch estimate {bstar:.4g} (gradient noise)"
             self._auto_pending = False
         nxt = self._next_batch(cur.batch)
         failure = ""
-        left = self.forecast.remaining_fraction if cfg.failure_switch_fraction > 0 else math.nan
+        fc = self.forecast
+        left = fc.stage_fraction_left if cfg.failure_switch_fraction > 0 and fc.ready else math.nan
         if left < cfg.failure_switch_fraction:  # False on NaN
             failure = (
-                f"failure clock: {max(left, 0.0):.2f} of the way to the collapse level left "
-                f"< {cfg.failure_switch_fraction:g}"
+                f"failure clock: {max(left, 0.0):.2f} of the stage's rollouts to the forecast collapse left "
+                f"< {cfg.failure_switch_fraction:g} (collapse in {stf:.4g} rollouts, on "
+                f"{fc.samples - fc.start_samples} rollouts of evidence)"
             )
-        elif stf < cfg.margin * cfg.horizon_steps * (nxt if nxt is not None else cur.batch):
-            failure = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
+        elif self._v2 and stf < (cfg.margin or 2.0) * (cfg.horizon_steps or 10) * (nxt or cur.batch):
+            m, h = cfg.margin or 2.0, cfg.horizon_steps or 10
+            failure = f"forecast failure in {stf:.4g} samples < {m:g} x {h} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
             failure = alarm
         expo = self._expo
@@ -509,7 +547,8 @@ class TwoClockScheduler(Schedule):
             if not self._holding:
                 log.info("two-clock: %s", hold)
         self._holding = bool(hold)
-        trigger, target = "", None
+        trigger = ""
+        target: int | tuple[int, float] | None = None
         failure_switch = False
         if failure and grow_for_failure:
             failure_switch = True
@@ -599,7 +638,7 @@ class TwoClockScheduler(Schedule):
         plan = self._plan(steps, samples, noise_estimate, failure=True)
         if self.config.postpone_exponent > 0 and self.config.track_critical_batch and noise_estimate:
             other = self._plan(steps, samples, noise_estimate, failure=False)
-            plan = [max(x, y) for x, y in zip(plan, other)]
+            plan = [max(x, y) for x, y in zip(plan, other, strict=True)]
         return plan
 
     def _plan(self, steps: int, samples: int | None, noise_estimate: bool, *, failure: bool) -> list[float]:
