@@ -90,6 +90,7 @@ GROUPS = {
     "start": (
         "initial_batch",
         "critical_batch",
+        "critical_batch_lr",
         "sample_tolerance",
         "critical_fraction",
         "fallback_batch",
@@ -132,10 +133,17 @@ class PolicyConfig:
         scales with batch on tracking switches ("sqrt" for Adam, "linear" for SGD, "constant"); on
         the rule, drift per rollout (the failure clock's rate) is batch-invariant.
 
-    Tracking (progress clock: stay at the same fraction of a rising B*)
-    track_critical_batch: move the batch to the fraction x the current B* estimate (known B* x
-        B_simple / its first value, divided by the LR's ratio to the rule since B* ~ 1/r) once
-        that target is at least ``track_step`` x the current batch.
+    critical_batch_lr: the LR at ``base_batch`` at which ``critical_batch`` was measured (None:
+        ``base_lr``); B* ~ 1/r, so the policy uses critical_batch x critical_batch_lr / base_lr.
+
+    Tracking (progress clock: stay at the same fraction of a B* that moves)
+    track_critical_batch: move the batch to the fraction x the current B* estimate once that
+        target is ``track_step`` x above the current batch, or ``track_step``^2 x below it (not
+        below the batch of the last failure switch, which deliberately runs above the target).
+        The estimate: the known B* x B_simple / B_simple at rollout 0 (a line through the
+        gradient-noise EMA's values at their mean rollout positions, extrapolated back to 0),
+        divided by the LR's ratio to the rule (B* ~ 1/r). Moves the progress clock only; on the
+        rule it leaves the failure clock per rollout unchanged.
 
     Failure (failure clock: switch before it runs out)
     failure_signal, failure_fraction: the forecast (:class:`rlvr_schedule.clocks.FailureForecast`)
@@ -194,6 +202,7 @@ class PolicyConfig:
     min_stage_steps: int = 10
     detectors: tuple[str, ...] = ("entropy_collapse", "reward_crash")
     critical_batch: float | None = None
+    critical_batch_lr: float | None = None
     critical_fraction: float | None = None
     sample_tolerance: float = 0.10
     track_step: float = 2.0**0.25
@@ -307,6 +316,7 @@ class PolicyConfig:
         if not isinstance(self.detectors, (tuple, list)) or any(d not in DETECTORS for d in self.detectors):
             raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {self.detectors!r}")
         pos_num("critical_batch", self.critical_batch, optional=True)
+        pos_num("critical_batch_lr", self.critical_batch_lr, optional=True)
         pos_num("critical_fraction", self.critical_fraction, optional=True)
         pos_num("sample_tolerance", self.sample_tolerance)
         if self.sample_tolerance > 1:
@@ -434,8 +444,9 @@ class TwoClockScheduler(Schedule):
             reason = "initial"
         elif cfg.critical_batch is not None:
             frac = cfg.operating_fraction
-            batch = c.snap(frac * cfg.critical_batch, "down")
-            reason = f"initial: {frac:.3g} x critical batch {cfg.critical_batch:g}"
+            known = float(self.known_critical_batch or cfg.critical_batch)
+            batch = c.snap(frac * known, "down")
+            reason = f"initial: {frac:.3g} x critical batch {known:g}"
         else:
             batch = c.snap(cfg.fallback_batch or cfg.base_batch or c.lowest)
             reason = "initial: fallback until the gradient-noise estimate"
@@ -451,12 +462,22 @@ class TwoClockScheduler(Schedule):
         self._last_switch = 0
         self._last_switch_step = 0
         self._bs_ref = math.nan  # B_simple when first estimated: the reference of the relative tracker
+        self._pos_ref = math.nan  # the EMA's mean rollout position then
+        self._b0 = math.nan  # B_simple extrapolated back to rollout 0, frozen once the span allows
+        self._ps = 0.0  # EMA (the noise estimate's weights) of the rollout position of its records
+        self._pw = 0.0
+        self._floor = 0  # the batch of the last failure switch: tracking does not move below it
         self._holding = False  # a failure trigger is being held (sample clock); logged on entry
 
     def propose(self, record: StepRecord) -> Decision:
         self._records += 1
         stf = self.forecast.update(record)
+        n0 = self.noise.n_updates
         b_simple = self.noise.update(record)
+        if self.noise.n_updates != n0:  # the record entered the noise EMA: so does its position
+            beta = self.noise.beta
+            self._ps = beta * self._ps + (1 - beta) * float(record.samples)
+            self._pw = beta * self._pw + (1 - beta)
         alarm, faulted = self._run_detectors(record) if self.detectors else (None, False)
         cur = self._stages[-1]
         target, reason = self._propose(record, cur, stf, b_simple, alarm)
@@ -488,15 +509,51 @@ class TwoClockScheduler(Schedule):
         )
 
     # --- policy --------------------------------------------------------------------------------
+    @property
+    def _pos(self) -> float:
+        """The noise EMA's mean rollout position (the rollout count its value stands for)."""
+        return self._ps / self._pw if self._pw > 0 else math.nan
+
+    def _start_level(self) -> float:
+        """B_simple at rollout 0: the frozen line's value there, else the reference itself."""
+        return self._b0 if self._b0 == self._b0 else self._bs_ref  # NaN: not frozen yet
+
+    def _maybe_freeze_b0(self, bs: float) -> None:
+        """Fix B_simple at rollout 0 (the anchor of the relative tracker): the line through the
+        reference (the EMA when first ready, at the EMA's mean rollout position then) and the EMA
+        now (at its mean position), extrapolated back to rollout 0, once the line spans 6x the
+        reference's distance from 0; clipped to a factor 2 of the reference. The reference alone
+        reads B* at 0.5-0.7 of the truth for the whole run when B* rises early (issue 12); the
+        line halves that bias on a fast-rising B* at some noise on a fixed one
+        (``tests/core/test_policy_tracker.py``)."""
+        ref, pa, pn = self._bs_ref, self._pos_ref, self._pos
+        if self._b0 == self._b0 or not (math.isfinite(pn) and math.isfinite(pa)):
+            return
+        span = pn - pa
+        if span > 0 and span >= 6.0 * pa:
+            b0 = ref - (bs - ref) / span * pa
+            self._b0 = min(max(b0, 0.5 * ref), 2.0 * ref)
+
+    @property
+    def known_critical_batch(self) -> float | None:
+        """The known B* at the policy's own LR (``critical_batch`` rescaled from the LR it was
+        measured at, B* ~ 1/r); None when none is known."""
+        cfg = self.config
+        if cfg.critical_batch is None:
+            return None
+        at = cfg.critical_batch_lr if cfg.critical_batch_lr is not None else cfg.base_lr
+        return float(cfg.critical_batch) * at / cfg.base_lr
+
     def critical_estimate(self, b_simple: float | None = None) -> float:
-        """The current B* estimate: the known B* x B_simple / its first value (B_simple alone when
-        no B* is known); NaN before the gradient-noise estimate is ready."""
+        """The current B* estimate: the known B* x B_simple / B_simple at rollout 0
+        (:meth:`_maybe_freeze_b0`); B_simple alone when no B* is known; divided by the stage's LR
+        ratio to the rule (B* ~ 1/r). NaN before the gradient-noise estimate is ready."""
         bs = self.noise.b_simple if b_simple is None else b_simple
         ref = self._bs_ref
         if math.isnan(ref) or math.isnan(bs) or ref <= 0:
             return math.nan
-        known = self.config.critical_batch
-        est = bs if known is None else known * bs / ref
+        known = self.known_critical_batch
+        est = bs if known is None else known * bs / self._start_level()
         # B* ~ 1/r: an LR held below the rule (failure switches) raises it
         return est / self._scale  # the current stage's _lr_scale, kept on commit and load
 
@@ -513,7 +570,9 @@ class TwoClockScheduler(Schedule):
         room = len(self._stages) < cfg.max_stages
         estimated = self.noise.n_updates >= cfg.auto_records and math.isfinite(b_simple) and b_simple > 0
         if estimated and math.isnan(self._bs_ref):
-            self._bs_ref = b_simple
+            self._bs_ref, self._pos_ref = b_simple, self._pos
+        if estimated and not self._v2:  # v2 (failure_switch_fraction 0) kept its one-value anchor
+            self._maybe_freeze_b0(b_simple)
         bstar = self.critical_estimate(b_simple) if estimated else math.nan
         if self._auto_pending and estimated:
             # picked once; stays pending only while a fault holds the switch
@@ -571,6 +630,13 @@ class TwoClockScheduler(Schedule):
                     (f"critical batch estimate {bstar:.4g} rose: {frac:.3g} x it -> batch {tracked}"),
                     tracked,
                 )
+            elif not self._v2 and frac * bstar * cfg.track_step**2 <= cur.batch:  # two-sided: no ratchet
+                down = max(c.snap(frac * bstar, "up"), self._floor)
+                if down < cur.batch:
+                    trigger, target = (
+                        (f"critical batch estimate {bstar:.4g} fell: {frac:.3g} x it -> batch {down}"),
+                        down,
+                    )
         self._failure_switch = failure_switch
         if not trigger:
             self._streak = 0
@@ -606,6 +672,8 @@ class TwoClockScheduler(Schedule):
         # the trend changes with batch and LR: a fresh window, from which the part left is counted
         # (with the failure-clock trigger off, v2's forecast runs on through switches)
         self._scale = self._lr_scale(self.current)
+        if self._failure_switch:
+            self._floor = self.current.batch
         if self._failure_switch and self.config.failure_switch_fraction > 0:
             self.forecast.restart()
             self._failure_switch = False
@@ -731,6 +799,10 @@ class TwoClockScheduler(Schedule):
             "last_switch_step": self._last_switch_step,
             "auto_pending": self._auto_pending,
             "bs_ref": self._bs_ref,
+            "pos_ref": self._pos_ref,
+            "b0": self._b0,
+            "pos": [self._ps, self._pw],
+            "floor": self._floor,
             "holding": self._holding,
             "failure_switch": self._failure_switch,
             "forecast": self.forecast.state_dict(),
@@ -756,6 +828,10 @@ class TwoClockScheduler(Schedule):
         self._last_switch_step = int(state["last_switch_step"])
         self._auto_pending = bool(state["auto_pending"])
         self._bs_ref = float(state.get("bs_ref", math.nan))  # version 1 states: re-referenced
+        self._pos_ref = float(state.get("pos_ref", math.nan))
+        self._b0 = float(state.get("b0", math.nan))
+        self._ps, self._pw = (float(x) for x in state.get("pos", (0.0, 0.0)))
+        self._floor = int(state.get("floor", 0))
         self._holding = bool(state.get("holding", False))
         self._failure_switch = bool(state.get("failure_switch", False))
         self._scale = self._lr_scale(self.current)
