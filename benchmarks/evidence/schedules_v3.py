@@ -60,7 +60,7 @@ def v3(batch_lo: int, hi: int, **kw: Any) -> TwoClockScheduler:
     cfg = dict(
         initial_batch="auto",
         critical_batch=COMMON["critical_batch"],
-        critical_fraction=batch_lo / 64,
+        sample_tolerance=batch_lo / (2 * 64 - batch_lo),  # operating fraction batch_lo / 64
         base_batch=BASE,
         base_lr=LR0,
         constraints=BatchConstraints(group_size=GROUP, max_batch=hi),

@@ -69,6 +69,8 @@ DEPRECATED = {
     "horizon_steps": "the horizon trigger (margin x horizon_steps x the next batch) " + _V2_ONLY,
     "forecast_window": "a window counted in records " + _V2_ONLY,
     "min_samples_between": "pace switches with min_stage_steps and hysteresis",
+    "critical_fraction": "it duplicates sample_tolerance: give sample_tolerance = f / (2 - f) for the "
+    "same operating fraction f of B* (it still applies and overrides sample_tolerance)",
     "failure_threshold": "give the collapse level relative to the early level with failure_fraction",
 }
 #: Values of deprecated keys that a saved config of an earlier version holds by default: loading
@@ -79,6 +81,7 @@ _OLD_DEFAULTS: dict[str, Any] = {
     "forecast_window": 200,
     "min_samples_between": 0,
     "failure_threshold": None,
+    "critical_fraction": None,
 }
 #: Rollouts over which the forecast's early level is taken (as :class:`EntropyCollapse`'s).
 REFERENCE_SAMPLES = 512
@@ -127,8 +130,9 @@ class PolicyConfig:
         estimate B_simple after ``auto_records`` records that carry both grad norms (running
         ``fallback_batch`` until then).
     sample_tolerance: extra rollouts accepted against B -> 0 (0.10: 10%); the operating fraction
-        of B* is 2 x tol / (1 + tol): larger spends rollouts to save updates. critical_fraction:
-        an explicit fraction (overrides it).
+        of B* is 2 x tol / (1 + tol): larger spends rollouts (progress clock) to save updates; on
+        the LR rule it leaves the failure clock per rollout unchanged. critical_fraction
+        (deprecated, a duplicate): that fraction given directly (overrides it).
     base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
         scales with batch on tracking switches ("sqrt" for Adam, "linear" for SGD, "constant"); on
         the rule, drift per rollout (the failure clock's rate) is batch-invariant.
