@@ -143,7 +143,8 @@ class PolicyConfig:
     Tracking (progress clock: stay at the same fraction of a B* that moves)
     track_critical_batch: move the batch to the fraction x the current B* estimate once that
         target is ``track_step`` x above the current batch, or ``track_step``^2 x below it (not
-        below the batch of the last failure switch, which deliberately runs above the target).
+        below the batch of the last failure switch, which deliberately runs above the target, nor
+        below 2 x the records' micro-batch, where the noise estimate would go blind).
         The estimate: the known B* x B_simple / B_simple at rollout 0 (a line through the
         gradient-noise EMA's values at their mean rollout positions, extrapolated back to 0),
         divided by the LR's ratio to the rule (B* ~ 1/r). Moves the progress clock only; on the
@@ -635,7 +636,9 @@ class TwoClockScheduler(Schedule):
                     tracked,
                 )
             elif not self._v2 and frac * bstar * cfg.track_step**2 <= cur.batch:  # two-sided: no ratchet
-                down = max(c.snap(frac * bstar, "up"), self._floor)
+                # not below the last failure switch's batch, nor where the noise estimate goes blind
+                keep = 2 * record.micro_batch if record.micro_batch else 0
+                down = max(c.snap(frac * bstar, "up"), self._floor, c.snap(keep, "up") if keep else 0)
                 if down < cur.batch:
                     trigger, target = (
                         (f"critical batch estimate {bstar:.4g} fell: {frac:.3g} x it -> batch {down}"),
