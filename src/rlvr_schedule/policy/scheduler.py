@@ -472,6 +472,7 @@ class TwoClockScheduler(Schedule):
         self._ps = 0.0  # EMA (the noise estimate's weights) of the rollout position of its records
         self._pw = 0.0
         self._floor = 0  # the batch of the last failure switch: tracking does not move below it
+        self._nxt_cache: tuple[int, int | None] | None = None
         self._holding = False  # a failure trigger is being held (sample clock); logged on entry
 
     def propose(self, record: StepRecord) -> Decision:
@@ -588,7 +589,13 @@ class TwoClockScheduler(Schedule):
         nxt = self._next_batch(cur.batch)
         failure = ""
         fc = self.forecast
-        left = fc.stage_fraction_left if cfg.failure_switch_fraction > 0 and fc.ready else math.nan
+        left = math.nan
+        # cheapest first: the evidence (an int comparison), the part left (the cached fit), and
+        # only then the slope's confidence band (a t quantile)
+        if cfg.failure_switch_fraction > 0 and fc.samples - fc.start_samples >= fc.min_samples:
+            left = fc.fraction_left(stf)
+            if left < cfg.failure_switch_fraction and not fc.significant:
+                left = math.nan
         if left < cfg.failure_switch_fraction:  # False on NaN
             failure = (
                 f"failure clock: {max(left, 0.0):.2f} of the stage's rollouts to the forecast collapse left "
@@ -629,7 +636,9 @@ class TwoClockScheduler(Schedule):
             else:  # v2: the failure trigger only grows the batch
                 trigger, target = failure, None
         elif cfg.track_critical_batch and estimated:
-            tracked = c.snap(frac * bstar, "down")
+            # snapped down, the target is at most frac x B*: skip the snap when that cannot move
+            up = frac * bstar >= cfg.track_step * cur.batch
+            tracked = c.snap(frac * bstar, "down") if up else cur.batch
             if tracked > cur.batch and tracked >= cfg.track_step * cur.batch:
                 trigger, target = (
                     (f"critical batch estimate {bstar:.4g} rose: {frac:.3g} x it -> batch {tracked}"),
@@ -664,8 +673,13 @@ class TwoClockScheduler(Schedule):
         return target, trigger
 
     def _next_batch(self, batch: int) -> int | None:
+        cached = self._nxt_cache
+        if cached is not None and cached[0] == batch:  # one snap per stage, not per record
+            return cached[1]
         nxt = self.config.constraints.snap(batch * self.config.growth, "up")
-        return nxt if nxt > batch else None
+        out = nxt if nxt > batch else None
+        self._nxt_cache = (batch, out)
+        return out
 
     def _lr(self, batch: int) -> float:
         cfg = self.config

@@ -180,7 +180,10 @@ class FailureForecast:
         """Rollouts to failure / (rollouts since the (re)start + rollouts to failure): the part of
         this stage's failure clock left, in rollouts (1 with no trend towards failure, 0 once
         crossed; NaN before a fit)."""
-        stf = self.samples_to_failure
+        return self.fraction_left(self.samples_to_failure)
+
+    def fraction_left(self, stf: float) -> float:
+        """:attr:`stage_fraction_left` for a known ``samples_to_failure`` (no second extrapolation)."""
         if stf != stf:  # NaN
             return math.nan
         if math.isinf(stf):
