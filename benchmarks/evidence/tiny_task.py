@@ -106,7 +106,7 @@ def cmd_child(args: argparse.Namespace) -> None:
     from rlvr_trainer.experiments import run_one
 
     # micro_batch below the batch: the micro-batch gradient norm feeds the policy's noise estimate
-    cfg = _cfg(args, batch=16, micro_batch=8, seed=args.seed)
+    cfg = _cfg(args, batch=16, micro_batch=4, seed=args.seed)
     run_one(cfg, args.out, policy=_policy(cfg), resume=True, progress=False)
 
 
@@ -561,7 +561,10 @@ def _eighths(runs) -> list[float]:
     for r in runs:
         rew, samples = r.array("reward_mean"), r.array("samples")
         edges = np.linspace(0, samples[-1], 9)
-        out += [np.nanmean(rew[(samples > a) & (samples <= b)]) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        out += [
+            np.nanmean(rew[(samples > a) & (samples <= b)])
+            for a, b in zip(edges[:-1], edges[1:], strict=True)
+        ]
     return list(out / len(runs))
 
 

@@ -583,6 +583,8 @@ class TwoClockScheduler(Schedule):
         if self._auto_pending and estimated:
             # picked once; stays pending only while a fault holds the switch
             auto = c.snap(frac * bstar, "down")
+            if record.micro_batch:  # keep the noise estimate alive (micro-batch below the batch)
+                auto = max(auto, c.snap(2 * record.micro_batch, "up"))
             if room and auto != cur.batch:
                 return auto, f"auto: {frac:.3g} x critical batch estimate {bstar:.4g} (gradient noise)"
             self._auto_pending = False
