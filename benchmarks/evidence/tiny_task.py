@@ -205,7 +205,7 @@ TRL_SCHEDULE = {  # the DEFAULT two-clock policy (issue 12): only the LR and the
     # resumed run must restore the estimate's state to switch at the same step to the same batch
     "type": "two_clock",
     "base_lr": 1e-3,
-    "base_batch": 8,
+    "base_batch": 16,  # the fallback batch; the auto switch moves off it unless 0.18 B_simple rounds to 16
     "constraints": {"group_size": 4, "divisor": 8, "max_batch": 64},
 }
 
