@@ -221,6 +221,8 @@ def _trl(out: Path, steps: int, resume: bool) -> subprocess.Popen:
         str(steps),
         "--save-steps",
         "2",
+        "--prompts",
+        "1024",  # one epoch of 256 prompts ends at 64 updates of 16; the auto switch comes at 100
         "--schedule",
         str(out.parent / "trl_schedule.json"),
     ] + (["--resume"] if resume else [])
