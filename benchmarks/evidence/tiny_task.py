@@ -68,6 +68,7 @@ def _policy(cfg):
     # until the gradient-noise estimate has auto_records (100) records, then switches to 0.18 x it:
     # a decision from state (the estimate's EMAs, the forecast) that a resumed run must restore
     return PolicyConfig(
+        fallback_batch=cfg.batch,  # the trainer's own batch until the estimate is ready
         base_lr=cfg.base_lr,
         base_batch=cfg.base_batch,
         lr_rule=cfg.lr_rule,
