@@ -60,7 +60,7 @@ def v3(batch_lo: int, hi: int, **kw: Any) -> TwoClockScheduler:
     cfg = dict(
         initial_batch="auto",
         critical_batch=COMMON["critical_batch"],
-        critical_fraction=batch_lo / 64,
+        sample_tolerance=batch_lo / (2 * 64 - batch_lo),  # operating fraction batch_lo / 64
         base_batch=BASE,
         base_lr=LR0,
         constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
@@ -190,7 +190,7 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]]) -> dict[str, A
     }
 
     def diff(key: Callable[[dict[str, Any]], float], other: str) -> tuple[float, float, float]:
-        return t_ci(np.array([key(a) - key(b) for a, b in zip(P, curves[other])]))
+        return t_ci(np.array([key(a) - key(b) for a, b in zip(P, curves[other], strict=True)]))
 
     res["best_vs_best_constant"] = diff(lambda c: c["best"], best_const)
     res["at1.5F_vs_sweep_constants"] = {k: diff(lambda c: c["at"][1.5], k) for k in sweep}
@@ -235,7 +235,10 @@ def report(out: list[dict[str, Any]], seeds: int) -> list[str]:
     for r in out:
         sweep = r["at1.5F_vs_sweep_constants"]
         worst = min(sweep, key=lambda k: sweep[k][1])
-        fmt = lambda x: "n/a" if x is None else f"{x:.2f}"
+
+        def fmt(x: float | None) -> str:
+            return "n/a" if x is None else f"{x:.2f}"
+
         cells = [
             r["task"],
             f"{_ci(r['best_vs_best_constant'])} ({r['best_constant']})",
@@ -257,7 +260,10 @@ def report(out: list[dict[str, Any]], seeds: int) -> list[str]:
             "|---" * 10 + "|",
         ]
         for k, v in r["table"].items():
-            f = lambda x: "-" if x is None else f"{x:.0f}"
+
+            def f(x: float | None) -> str:
+                return "-" if x is None else f"{x:.0f}"
+
             lines.append(
                 f"| {k} | {v['best']:.3f} | {v['at1F']:.3f} | {v['at1.5F']:.3f} | {v['at2F']:.3f} | "
                 f"{f(v['rollouts'])} | {f(v['updates'])} | {v['reached']}/{seeds} | "

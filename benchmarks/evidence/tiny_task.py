@@ -4,8 +4,8 @@
 ``rollout_s + update_s`` (first update of each run dropped: warm-up), the cost model the
 synthetic comparison uses (``schedules_vs_baselines.py --t0 --t1``).
 
-``killresume``: the two-clock policy live in the loop (thresholds set so it switches within the
-small budget), once uninterrupted and once SIGKILLed at random points and resumed each time
+``killresume``: the default two-clock policy live in the loop (its ``initial_batch: auto`` switch
+at the 100th record falls inside the budget), once uninterrupted and once SIGKILLed at random points and resumed each time
 (``rlvr_trainer`` resumes from ``checkpoint.pt`` and cuts its logs back to it). Checks: no lost or
 repeated samples, the same decisions, the same rewards.
 
@@ -61,21 +61,18 @@ def _cfg(args: argparse.Namespace, **kw):
 
 
 def _policy(cfg):
-    from rlvr_trainer.experiments import policy_config
+    from rlvr_schedule.policy import BatchConstraints, PolicyConfig
 
-    # collapse level 0.97 x the early entropy and short stages: the forecast fires within a few
-    # hundred rollouts, so the resumed run must restore the scheduler's state to decide the same
-    return policy_config(
-        cfg,
-        batches=[16, 64],
-        failure_fraction=0.97,
-        hysteresis=1,
-        min_stage_steps=3,
-        horizon_steps=2,
-        margin=1.0,
-        max_stages=3,
-        forecast_window=8,
-        detectors=(),
+    # the DEFAULT policy (issue 12: the kill/resume evidence must cross a switch of it): only the
+    # trainer's LR, group size and batch range are set. With no known B* it runs its fallback batch
+    # until the gradient-noise estimate has auto_records (100) records, then switches to 0.18 x it:
+    # a decision from state (the estimate's EMAs, the forecast) that a resumed run must restore
+    return PolicyConfig(
+        fallback_batch=cfg.batch,  # the trainer's own batch until the estimate is ready
+        base_lr=cfg.base_lr,
+        base_batch=cfg.base_batch,
+        lr_rule=cfg.lr_rule,
+        constraints=BatchConstraints(group_size=cfg.group_size, min_batch=8, max_batch=128),
     )
 
 
@@ -109,7 +106,8 @@ def cmd_cost(args: argparse.Namespace) -> None:
 def cmd_child(args: argparse.Namespace) -> None:
     from rlvr_trainer.experiments import run_one
 
-    cfg = _cfg(args, batch=16, seed=args.seed)
+    # micro_batch below the batch: the micro-batch gradient norm feeds the policy's noise estimate
+    cfg = _cfg(args, batch=16, micro_batch=4, seed=args.seed)
     run_one(cfg, args.out, policy=_policy(cfg), resume=True, progress=False)
 
 
@@ -202,25 +200,14 @@ def cmd_killresume(args: argparse.Namespace) -> None:
     print(f"# wall time {time.perf_counter() - t_start:.0f} s")
 
 
-TRL_SCHEDULE = {  # two-clock; the collapse level sits above the entropy (3.4 nats on this task), so the
-    # forecast fires on every record and the switches are paced by the scheduler's own counters
-    # (hysteresis, min_stage_steps): a resumed run must restore them to switch at the same steps
+TRL_SCHEDULE = {  # the DEFAULT two-clock policy (issue 12): only the LR and the batch constraints
+    # set. With no known B* it runs its fallback batch (base_batch) until the gradient-noise estimate
+    # (the callback's grad_norm_micro) has auto_records (100) records, then switches to 0.18 x it: a
+    # resumed run must restore the estimate's state to switch at the same step to the same batch
     "type": "two_clock",
-    "initial_batch": 8,
     "base_lr": 1e-3,
-    "base_batch": 8,
-    "growth": 2.0,
-    "failure_signal": "entropy",
-    "failure_threshold": 100.0,
-    "hysteresis": 2,
-    "min_stage_steps": 5,
-    "forecast_window": 4,
-    "horizon_steps": 1,
-    "margin": 1.0,
-    "max_stages": 3,
-    "detectors": [],
-    "failure_exponent": 1.0,  # two-clock v2 grows the batch on a failure forecast only when alpha > 0
-    "constraints": {"group_size": 4, "divisor": 8, "max_batch": 32},
+    "base_batch": 16,  # the fallback batch; the auto switch moves off it unless 0.18 B_simple rounds to 16
+    "constraints": {"group_size": 4, "divisor": 8, "max_batch": 64},
 }
 
 
@@ -235,6 +222,8 @@ def _trl(out: Path, steps: int, resume: bool) -> subprocess.Popen:
         str(steps),
         "--save-steps",
         "2",
+        "--prompts",
+        "1024",  # one epoch of 256 prompts ends at 64 updates of 16; the auto switch comes at 100
         "--schedule",
         str(out.parent / "trl_schedule.json"),
     ] + (["--resume"] if resume else [])

@@ -19,7 +19,7 @@ CFG = dict(
     initial_batch=8,
     hysteresis=1,
     failure_threshold=0.5,
-    forecast_window=3,
+    forecast_samples=8,
     max_stages=3,
     min_stage_steps=0,
     detectors=(),
@@ -50,7 +50,10 @@ def test_the_first_decision_is_applied_when_the_host_state_is_unknown_then_only_
     d = ScheduleDriver(TwoClockScheduler(PolicyConfig(**CFG)), host.apply)
     decs = [d.observe(r) for r in records()]
     assert [b for b, _ in host.calls] == [8, 16, 32]  # the initial stage once, then the two switches
-    assert [x.step for x in decs if x.switched] == [6, 9]  # v3: the forecast restarts at a failure switch
+    assert [x.step for x in decs if x.switched] == [
+        6,
+        10,
+    ]  # v3: the forecast restarts at a failure switch (3 records in the later half)
     assert d.in_effect == (32, decs[-1].lr) and d.samples == 96
 
 
@@ -89,7 +92,7 @@ def test_advisory_mode_decides_and_logs_but_applies_nothing(caplog):
     with caplog.at_level(logging.INFO, logger="rlvr_schedule.driver"):
         got = [d.observe(r) for r in records()]
     assert got == want and d.in_effect is None and d.start()
-    assert caplog.text.count("advisory, not applied") == 2 and "forecast failure" in caplog.text
+    assert caplog.text.count("advisory, not applied") == 2 and "failure clock" in caplog.text
 
 
 def test_a_raising_schedule_holds_the_stage_in_effect():

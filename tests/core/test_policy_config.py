@@ -220,3 +220,21 @@ def test_a_v2_schedule_file_still_loads_and_says_what_is_deprecated(tmp_path):
         warnings.simplefilter("error", FutureWarning)
         PolicyConfig.from_dict(PolicyConfig().to_dict())
     assert s.current.batch == 176
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("forecast_window", 50, "counted in records"),
+        ("horizon_steps", 4, "horizon trigger"),
+        ("critical_fraction", 0.25, "sample_tolerance = f / \\(2 - f\\)"),
+    ],
+)
+def test_old_keys_of_issue_12_load_with_a_warning_naming_them(tmp_path, key, value, says):
+    old = tmp_path / "old.yaml"
+    old.write_text(f"type: two_clock\ninitial_batch: 64\n{key}: {value}\n")
+    with pytest.warns(FutureWarning, match=rf"old.yaml: schedule key '{key}' is deprecated.*{says}"):
+        s = load_schedule(old)
+    assert getattr(s.config, key) == value
+    # the v3 forecast ignores the record-counted window and the horizon; v2 (fraction 0) still uses them
+    assert s.forecast.min_samples == 2048

@@ -16,7 +16,7 @@ CFG = dict(
     initial_batch=8,
     hysteresis=1,
     failure_threshold=0.5,
-    forecast_window=3,
+    forecast_samples=8,
     max_stages=3,
     min_stage_steps=0,
     detectors=(),
@@ -127,8 +127,9 @@ def test_raising_observer_on_decision_is_logged_and_decisions_unchanged(caplog):
         decs = [s.observe(r) for r in records()]
     plain = TwoClockScheduler(PolicyConfig(**CFG))
     assert decs == [plain.step(r) for r in records()]
-    # 8 -> 16 -> 32 as entropy stays low; the forecast restarts at a failure switch (3 records to refit)
-    assert [d.step for d in decs if d.switched] == [6, 9]
+    # 8 -> 16 -> 32 as entropy stays low; the forecast restarts at a failure switch and refits on the
+    # later half of the new stage's rollouts (3 records there: step 10)
+    assert [d.step for d in decs if d.switched] == [6, 10]
     assert len(host.faults) == 12 and {f[1] for f in host.faults} == {"rlvr_schedule_on_decision"}
     assert [b for b, _ in rec.applied] == [16, 32]
     assert "sink file gone" in caplog.text

@@ -205,7 +205,7 @@ def test_hysteresis_needs_consecutive_triggers():
         initial_batch=8,
         hysteresis=4,
         failure_threshold=0.5,
-        forecast_window=3,
+        forecast_samples=16,
         min_stage_steps=0,
         failure_exponent=1.0,
     )

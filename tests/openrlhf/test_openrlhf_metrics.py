@@ -166,6 +166,7 @@ TWO_CLOCK = {
     "max_stages": 2,
     "failure_signal": "entropy",
     "failure_threshold": 0.5,
+    "forecast_samples": 16,  # v3's forecast evidence in rollouts (default 2048)
     "failure_exponent": 0.5,
     "failure_lr_exponent": 0.5,  # a square-root switch (policy v3's default holds the LR)
     "constraints": {"group_size": 4},

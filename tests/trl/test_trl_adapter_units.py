@@ -165,6 +165,7 @@ def test_two_clock_switch_is_applied_through_the_driver():
         "max_stages": 2,
         "hysteresis": 1,
         "failure_threshold": 1.0,
+        "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
         "failure_lr_exponent": 0.5,
         "constraints": {"group_size": 4, "divisor": 8},
@@ -190,6 +191,7 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
         "max_stages": 2,
         "hysteresis": 1,
         "failure_threshold": 1.0,
+        "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
         "failure_lr_exponent": 0.5,
         "constraints": {"group_size": 4},

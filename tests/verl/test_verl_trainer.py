@@ -335,6 +335,7 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
         max_stages: 2
         failure_signal: entropy
         failure_threshold: 0.2
+        forecast_samples: 64
         failure_exponent: 0.5
         failure_lr_exponent: 0.5
         constraints: {group_size: 4, max_batch: 256}

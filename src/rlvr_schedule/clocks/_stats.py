@@ -253,6 +253,20 @@ class SlidingOLS:
         if self._since_anchor >= self.maxlen:
             self._recompute()
 
+    def drop_before(self, x: float) -> None:
+        """Drop the oldest points while their x is below ``x`` (a window by x span, not count)."""
+        while self._pts and self._pts[0][0] < x:
+            ox, oy = self._pts.popleft()
+            dx = ox - self._anchor
+            self._sx -= dx
+            self._sy -= oy
+            self._sxx -= dx * dx
+            self._sxy -= dx * oy
+            self._syy -= oy * oy
+            self._n -= 1
+        if self._n == 0:
+            self._recompute()
+
     def __len__(self) -> int:
         return self._n
 

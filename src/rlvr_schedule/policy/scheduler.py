@@ -59,20 +59,41 @@ DETECTORS = {c.name: c for c in (EntropyCollapse, RewardCrash, GradNormSpike, KL
 
 #: Keys kept for old schedule files (they still apply) and what replaces each: duplicated or
 #: overlapping triggers and rate limits.
+_V2_ONLY = (
+    "applies only to policy v2 (failure_switch_fraction 0); v3's one forecast trigger is "
+    "failure_switch_fraction (the part of the stage's failure clock left, in rollouts, once "
+    "forecast_samples rollouts back a confident forecast)"
+)
 DEPRECATED = {
-    "margin": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
-    "margin x horizon_steps x the next batch remains a second, later trigger",
-    "horizon_steps": "the failure trigger is failure_switch_fraction (the part of the failure clock left); "
-    "margin x horizon_steps x the next batch remains a second, later trigger",
+    "margin": "the horizon trigger (margin x horizon_steps x the next batch) " + _V2_ONLY,
+    "horizon_steps": "the horizon trigger (margin x horizon_steps x the next batch) " + _V2_ONLY,
+    "forecast_window": "a window counted in records " + _V2_ONLY,
     "min_samples_between": "pace switches with min_stage_steps and hysteresis",
+    "critical_fraction": "it duplicates sample_tolerance: give sample_tolerance = f / (2 - f) for the "
+    "same operating fraction f of B* (it still applies and overrides sample_tolerance)",
     "failure_threshold": "give the collapse level relative to the early level with failure_fraction",
 }
+#: Values of deprecated keys that a saved config of an earlier version holds by default: loading
+#: one stays quiet.
+_OLD_DEFAULTS: dict[str, Any] = {
+    "margin": 2.0,
+    "horizon_steps": 10,
+    "forecast_window": 200,
+    "min_samples_between": 0,
+    "failure_threshold": None,
+    "critical_fraction": None,
+}
+#: Rollouts over which the forecast's early level is taken (as :class:`EntropyCollapse`'s).
+REFERENCE_SAMPLES = 512
+#: Records the forecast's window holds at most (its memory bound).
+FORECAST_RECORDS = 1000
 
 #: The knobs by what they set, for docs and files: start, tracking, failure, pacing, constraints.
 GROUPS = {
     "start": (
         "initial_batch",
         "critical_batch",
+        "critical_batch_lr",
         "sample_tolerance",
         "critical_fraction",
         "fallback_batch",
@@ -90,9 +111,7 @@ GROUPS = {
         "failure_lr_exponent",
         "failure_exponent",
         "growth",
-        "margin",
-        "horizon_steps",
-        "forecast_window",
+        "forecast_samples",
         "detectors",
         "switch_on_alarm",
     ),
@@ -111,16 +130,25 @@ class PolicyConfig:
         estimate B_simple after ``auto_records`` records that carry both grad norms (running
         ``fallback_batch`` until then).
     sample_tolerance: extra rollouts accepted against B -> 0 (0.10: 10%); the operating fraction
-        of B* is 2 x tol / (1 + tol): larger spends rollouts to save updates. critical_fraction:
-        an explicit fraction (overrides it).
+        of B* is 2 x tol / (1 + tol): larger spends rollouts (progress clock) to save updates; on
+        the LR rule it leaves the failure clock per rollout unchanged. critical_fraction
+        (deprecated, a duplicate): that fraction given directly (overrides it).
     base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
         scales with batch on tracking switches ("sqrt" for Adam, "linear" for SGD, "constant"); on
         the rule, drift per rollout (the failure clock's rate) is batch-invariant.
 
-    Tracking (progress clock: stay at the same fraction of a rising B*)
-    track_critical_batch: move the batch to the fraction x the current B* estimate (known B* x
-        B_simple / its first value, divided by the LR's ratio to the rule since B* ~ 1/r) once
-        that target is at least ``track_step`` x the current batch.
+    critical_batch_lr: the LR at ``base_batch`` at which ``critical_batch`` was measured (None:
+        ``base_lr``); B* ~ 1/r, so the policy uses critical_batch x critical_batch_lr / base_lr.
+
+    Tracking (progress clock: stay at the same fraction of a B* that moves)
+    track_critical_batch: move the batch to the fraction x the current B* estimate once that
+        target is ``track_step`` x above the current batch, or ``track_step``^2 x below it (not
+        below the batch of the last failure switch, which deliberately runs above the target, nor
+        below 2 x the records' micro-batch, where the noise estimate would go blind).
+        The estimate: the known B* x B_simple / B_simple at rollout 0 (a line through the
+        gradient-noise EMA's values at their mean rollout positions, extrapolated back to 0),
+        divided by the LR's ratio to the rule (B* ~ 1/r). Moves the progress clock only; on the
+        rule it leaves the failure clock per rollout unchanged.
 
     Failure (failure clock: switch before it runs out)
     failure_signal, failure_fraction: the forecast (:class:`rlvr_schedule.clocks.FailureForecast`)
@@ -140,9 +168,15 @@ class PolicyConfig:
         sample clock). It changes the arithmetic, not whether to switch: a failure switch postpones
         the remaining failure by growth^(alpha + e - q); where that exponent is <= 0 the policy
         holds ("failure forecast: hold").
-    margin, horizon_steps (deprecated): also switch when the forecast rollouts to failure fall
-        below ``margin`` x ``horizon_steps`` x the next batch (a later trigger than the fraction).
-    forecast_window: records in the forecast's regression window.
+    forecast_samples: rollouts of evidence a forecast needs before it may trigger a switch,
+        counted from the start or the last failure switch (2048). The forecast fits the later half
+        of those rollouts (an early transient leaves the window) and must also be confident: the
+        slope's 90% band excludes a flat trend. Larger: fewer false alarms, later switches (a
+        failure clock shorter than about 4x this cannot be caught in time).
+    margin, horizon_steps, forecast_window (deprecated): policy v2's forecast (window in records,
+        default 200) and horizon trigger (rollouts to failure < margin x horizon_steps x the next
+        batch, default 2 x 10), kept so that ``failure_switch_fraction: 0`` replays v2 exactly; v3
+        ignores them (the horizon trigger fired on ~300 rollouts of evidence, 20x too early).
     detectors: built-in :mod:`rlvr_schedule.clocks` detectors to run (by name); with
         ``switch_on_alarm`` their alarms, and those of plugin detectors, are failure triggers too.
 
@@ -160,18 +194,20 @@ class PolicyConfig:
     base_batch: int | None = None
     lr_rule: str = "sqrt"
     growth: float = 2.0
-    margin: float = 2.0
-    horizon_steps: int = 10
+    margin: float | None = None
+    horizon_steps: int | None = None
     hysteresis: int = 3
     min_samples_between: int = 0
     max_stages: int = 16
     failure_signal: str = "entropy"
     failure_threshold: float | None = None
     failure_fraction: float | None = None
-    forecast_window: int = 200
+    forecast_window: int | None = None
+    forecast_samples: int = 2048
     min_stage_steps: int = 10
     detectors: tuple[str, ...] = ("entropy_collapse", "reward_crash")
     critical_batch: float | None = None
+    critical_batch_lr: float | None = None
     critical_fraction: float | None = None
     sample_tolerance: float = 0.10
     track_step: float = 2.0**0.25
@@ -244,7 +280,7 @@ class PolicyConfig:
 
         if self.initial_batch != "auto":
             pos_int("initial_batch", self.initial_batch)
-            if not self.constraints.is_valid(self.initial_batch):
+            if not self.constraints.is_valid(int(self.initial_batch)):
                 c = self.constraints
                 raise bad(
                     "initial_batch",
@@ -258,8 +294,8 @@ class PolicyConfig:
         pos_num("growth", self.growth)
         if self.growth <= 1:
             raise bad("growth", f"must be > 1 (the batch grows at each switch), got {self.growth!r}")
-        pos_num("margin", self.margin)
-        pos_int("horizon_steps", self.horizon_steps)
+        pos_num("margin", self.margin, optional=True)
+        pos_int("horizon_steps", self.horizon_steps, optional=True)
         pos_int("hysteresis", self.hysteresis)
         pos_int("min_samples_between", self.min_samples_between, zero=True)
         pos_int("max_stages", self.max_stages)
@@ -279,13 +315,13 @@ class PolicyConfig:
                 f"{self.failure_signal} (it {'falls' if self.falling else 'rises'} towards collapse), "
                 f"got {self.failure_fraction!r}",
             )
-        pos_int("forecast_window", self.forecast_window)
-        if self.forecast_window < 3:
-            raise bad("forecast_window", f"must be at least 3 records, got {self.forecast_window!r}")
+        pos_int("forecast_window", self.forecast_window, optional=True)
+        pos_int("forecast_samples", self.forecast_samples)
         pos_int("min_stage_steps", self.min_stage_steps, zero=True)
         if not isinstance(self.detectors, (tuple, list)) or any(d not in DETECTORS for d in self.detectors):
             raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {self.detectors!r}")
         pos_num("critical_batch", self.critical_batch, optional=True)
+        pos_num("critical_batch_lr", self.critical_batch_lr, optional=True)
         pos_num("critical_fraction", self.critical_fraction, optional=True)
         pos_num("sample_tolerance", self.sample_tolerance)
         if self.sample_tolerance > 1:
@@ -333,7 +369,8 @@ class PolicyConfig:
         a ``FutureWarning`` naming the file, the key and what replaces it."""
         defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         for k in d:
-            if k in DEPRECATED and d[k] != defaults[k]:  # a saved full config (to_dict) stays quiet
+            # a saved full config (to_dict, this version's or an earlier one's) stays quiet
+            if k in DEPRECATED and d[k] != defaults[k] and d[k] != _OLD_DEFAULTS.get(k):
                 where = f"{source}: " if source else ""
                 warnings.warn(
                     f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; "
@@ -379,15 +416,28 @@ class TwoClockScheduler(Schedule):
     def __init__(self, config: PolicyConfig | None = None, *, detectors: Sequence[Any] = ()) -> None:
         self.config = cfg = config if config is not None else PolicyConfig()
         cfg.validate()
-        win = cfg.forecast_window
-        self.forecast = FailureForecast(
-            cfg.failure_signal,
-            threshold=cfg.failure_threshold,
-            fraction=cfg.fraction,
-            window=win,
-            min_points=min(20, win),
-            warmup=min(10, win),
-        )
+        self._v2 = cfg.failure_switch_fraction == 0
+        if self._v2:  # v2's forecast, as it was: a window of records, the early level of 10 updates
+            win = cfg.forecast_window or 200
+            self.forecast = FailureForecast(
+                cfg.failure_signal,
+                threshold=cfg.failure_threshold,
+                fraction=cfg.fraction,
+                window=win,
+                min_points=min(20, win),
+                warmup=min(10, win),
+            )
+        else:
+            self.forecast = FailureForecast(
+                cfg.failure_signal,
+                threshold=cfg.failure_threshold,
+                fraction=cfg.fraction,
+                window=FORECAST_RECORDS,
+                min_points=3,  # evidence is counted in rollouts (min_samples) and by the slope's band
+                warmup_samples=REFERENCE_SAMPLES,
+                min_samples=cfg.forecast_samples,
+                recent=0.5,
+            )
         self.noise = GradientNoiseScale()
         self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
         self._n_builtin = len(self.detectors)
@@ -399,14 +449,15 @@ class TwoClockScheduler(Schedule):
             reason = "initial"
         elif cfg.critical_batch is not None:
             frac = cfg.operating_fraction
-            batch = c.snap(frac * cfg.critical_batch, "down")
-            reason = f"initial: {frac:.3g} x critical batch {cfg.critical_batch:g}"
+            known = float(self.known_critical_batch or cfg.critical_batch)
+            batch = c.snap(frac * known, "down")
+            reason = f"initial: {frac:.3g} x critical batch {known:g}"
         else:
             batch = c.snap(cfg.fallback_batch or cfg.base_batch or c.lowest)
             reason = "initial: fallback until the gradient-noise estimate"
         self.base_batch = cfg.base_batch or batch
-        # the forecast's early level: the first min(10, window) updates' worth of rollouts
-        self.forecast.warmup_samples = min(10, win) * batch
+        if self._v2:
+            self.forecast.warmup_samples = min(10, self.forecast.window) * batch
         super().__init__([Stage(batch=batch, lr=self._lr(batch), reason=reason)])
         self._failure_switch = False  # the last proposal was a failure switch (restart the forecast)
         self._scale = 1.0
@@ -416,12 +467,23 @@ class TwoClockScheduler(Schedule):
         self._last_switch = 0
         self._last_switch_step = 0
         self._bs_ref = math.nan  # B_simple when first estimated: the reference of the relative tracker
+        self._pos_ref = math.nan  # the EMA's mean rollout position then
+        self._b0 = math.nan  # B_simple extrapolated back to rollout 0, frozen once the span allows
+        self._ps = 0.0  # EMA (the noise estimate's weights) of the rollout position of its records
+        self._pw = 0.0
+        self._floor = 0  # the batch of the last failure switch: tracking does not move below it
+        self._nxt_cache: tuple[int, int | None] | None = None
         self._holding = False  # a failure trigger is being held (sample clock); logged on entry
 
     def propose(self, record: StepRecord) -> Decision:
         self._records += 1
         stf = self.forecast.update(record)
+        n0 = self.noise.n_updates
         b_simple = self.noise.update(record)
+        if self.noise.n_updates != n0:  # the record entered the noise EMA: so does its position
+            beta = self.noise.beta
+            self._ps = beta * self._ps + (1 - beta) * float(record.samples)
+            self._pw = beta * self._pw + (1 - beta)
         alarm, faulted = self._run_detectors(record) if self.detectors else (None, False)
         cur = self._stages[-1]
         target, reason = self._propose(record, cur, stf, b_simple, alarm)
@@ -453,15 +515,51 @@ class TwoClockScheduler(Schedule):
         )
 
     # --- policy --------------------------------------------------------------------------------
+    @property
+    def _pos(self) -> float:
+        """The noise EMA's mean rollout position (the rollout count its value stands for)."""
+        return self._ps / self._pw if self._pw > 0 else math.nan
+
+    def _start_level(self) -> float:
+        """B_simple at rollout 0: the frozen line's value there, else the reference itself."""
+        return self._b0 if self._b0 == self._b0 else self._bs_ref  # NaN: not frozen yet
+
+    def _maybe_freeze_b0(self, bs: float) -> None:
+        """Fix B_simple at rollout 0 (the anchor of the relative tracker): the line through the
+        reference (the EMA when first ready, at the EMA's mean rollout position then) and the EMA
+        now (at its mean position), extrapolated back to rollout 0, once the line spans 6x the
+        reference's distance from 0; clipped to a factor 2 of the reference. The reference alone
+        reads B* at 0.5-0.7 of the truth for the whole run when B* rises early (issue 12); the
+        line halves that bias on a fast-rising B* at some noise on a fixed one
+        (``tests/core/test_policy_tracker.py``)."""
+        ref, pa, pn = self._bs_ref, self._pos_ref, self._pos
+        if self._b0 == self._b0 or not (math.isfinite(pn) and math.isfinite(pa)):
+            return
+        span = pn - pa
+        if span > 0 and span >= 6.0 * pa:
+            b0 = ref - (bs - ref) / span * pa
+            self._b0 = min(max(b0, 0.5 * ref), 2.0 * ref)
+
+    @property
+    def known_critical_batch(self) -> float | None:
+        """The known B* at the policy's own LR (``critical_batch`` rescaled from the LR it was
+        measured at, B* ~ 1/r); None when none is known."""
+        cfg = self.config
+        if cfg.critical_batch is None:
+            return None
+        at = cfg.critical_batch_lr if cfg.critical_batch_lr is not None else cfg.base_lr
+        return float(cfg.critical_batch) * at / cfg.base_lr
+
     def critical_estimate(self, b_simple: float | None = None) -> float:
-        """The current B* estimate: the known B* x B_simple / its first value (B_simple alone when
-        no B* is known); NaN before the gradient-noise estimate is ready."""
+        """The current B* estimate: the known B* x B_simple / B_simple at rollout 0
+        (:meth:`_maybe_freeze_b0`); B_simple alone when no B* is known; divided by the stage's LR
+        ratio to the rule (B* ~ 1/r). NaN before the gradient-noise estimate is ready."""
         bs = self.noise.b_simple if b_simple is None else b_simple
         ref = self._bs_ref
         if math.isnan(ref) or math.isnan(bs) or ref <= 0:
             return math.nan
-        known = self.config.critical_batch
-        est = bs if known is None else known * bs / ref
+        known = self.known_critical_batch
+        est = bs if known is None else known * bs / self._start_level()
         # B* ~ 1/r: an LR held below the rule (failure switches) raises it
         return est / self._scale  # the current stage's _lr_scale, kept on commit and load
 
@@ -478,24 +576,37 @@ class TwoClockScheduler(Schedule):
         room = len(self._stages) < cfg.max_stages
         estimated = self.noise.n_updates >= cfg.auto_records and math.isfinite(b_simple) and b_simple > 0
         if estimated and math.isnan(self._bs_ref):
-            self._bs_ref = b_simple
+            self._bs_ref, self._pos_ref = b_simple, self._pos
+        if estimated and not self._v2:  # v2 (failure_switch_fraction 0) kept its one-value anchor
+            self._maybe_freeze_b0(b_simple)
         bstar = self.critical_estimate(b_simple) if estimated else math.nan
         if self._auto_pending and estimated:
             # picked once; stays pending only while a fault holds the switch
-            target = c.snap(frac * bstar, "down")
-            if room and target != cur.batch:
-                return target, f"auto: {frac:.3g} x critical batch estimate {bstar:.4g} (gradient noise)"
+            auto = c.snap(frac * bstar, "down")
+            if record.micro_batch:  # keep the noise estimate alive (micro-batch below the batch)
+                auto = max(auto, c.snap(2 * record.micro_batch, "up"))
+            if room and auto != cur.batch:
+                return auto, f"auto: {frac:.3g} x critical batch estimate {bstar:.4g} (gradient noise)"
             self._auto_pending = False
         nxt = self._next_batch(cur.batch)
         failure = ""
-        left = self.forecast.remaining_fraction if cfg.failure_switch_fraction > 0 else math.nan
+        fc = self.forecast
+        left = math.nan
+        # cheapest first: the evidence (an int comparison), the part left (the cached fit), and
+        # only then the slope's confidence band (a t quantile)
+        if cfg.failure_switch_fraction > 0 and fc.samples - fc.start_samples >= fc.min_samples:
+            left = fc.fraction_left(stf)
+            if left < cfg.failure_switch_fraction and not fc.significant:
+                left = math.nan
         if left < cfg.failure_switch_fraction:  # False on NaN
             failure = (
-                f"failure clock: {max(left, 0.0):.2f} of the way to the collapse level left "
-                f"< {cfg.failure_switch_fraction:g}"
+                f"failure clock: {max(left, 0.0):.2f} of the stage's rollouts to the forecast collapse left "
+                f"< {cfg.failure_switch_fraction:g} (collapse in {stf:.4g} rollouts, on "
+                f"{fc.samples - fc.start_samples} rollouts of evidence)"
             )
-        elif stf < cfg.margin * cfg.horizon_steps * (nxt if nxt is not None else cur.batch):
-            failure = f"forecast failure in {stf:.4g} samples < {cfg.margin:g} x {cfg.horizon_steps} x {nxt}"
+        elif self._v2 and stf < (cfg.margin or 2.0) * (cfg.horizon_steps or 10) * (nxt or cur.batch):
+            m, h = cfg.margin or 2.0, cfg.horizon_steps or 10
+            failure = f"forecast failure in {stf:.4g} samples < {m:g} x {h} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
             failure = alarm
         expo = self._expo
@@ -509,7 +620,8 @@ class TwoClockScheduler(Schedule):
             if not self._holding:
                 log.info("two-clock: %s", hold)
         self._holding = bool(hold)
-        trigger, target = "", None
+        trigger = ""
+        target: int | tuple[int, float] | None = None
         failure_switch = False
         if failure and grow_for_failure:
             failure_switch = True
@@ -526,12 +638,23 @@ class TwoClockScheduler(Schedule):
             else:  # v2: the failure trigger only grows the batch
                 trigger, target = failure, None
         elif cfg.track_critical_batch and estimated:
-            tracked = c.snap(frac * bstar, "down")
+            # snapped down, the target is at most frac x B*: skip the snap when that cannot move
+            up = frac * bstar >= cfg.track_step * cur.batch
+            tracked = c.snap(frac * bstar, "down") if up else cur.batch
             if tracked > cur.batch and tracked >= cfg.track_step * cur.batch:
                 trigger, target = (
                     (f"critical batch estimate {bstar:.4g} rose: {frac:.3g} x it -> batch {tracked}"),
                     tracked,
                 )
+            elif not self._v2 and frac * bstar * cfg.track_step**2 <= cur.batch:  # two-sided: no ratchet
+                # not below the last failure switch's batch, nor where the noise estimate goes blind
+                keep = 2 * record.micro_batch if record.micro_batch else 0
+                down = max(c.snap(frac * bstar, "up"), self._floor, c.snap(keep, "up") if keep else 0)
+                if down < cur.batch:
+                    trigger, target = (
+                        (f"critical batch estimate {bstar:.4g} fell: {frac:.3g} x it -> batch {down}"),
+                        down,
+                    )
         self._failure_switch = failure_switch
         if not trigger:
             self._streak = 0
@@ -552,8 +675,13 @@ class TwoClockScheduler(Schedule):
         return target, trigger
 
     def _next_batch(self, batch: int) -> int | None:
+        cached = self._nxt_cache
+        if cached is not None and cached[0] == batch:  # one snap per stage, not per record
+            return cached[1]
         nxt = self.config.constraints.snap(batch * self.config.growth, "up")
-        return nxt if nxt > batch else None
+        out = nxt if nxt > batch else None
+        self._nxt_cache = (batch, out)
+        return out
 
     def _lr(self, batch: int) -> float:
         cfg = self.config
@@ -567,6 +695,8 @@ class TwoClockScheduler(Schedule):
         # the trend changes with batch and LR: a fresh window, from which the part left is counted
         # (with the failure-clock trigger off, v2's forecast runs on through switches)
         self._scale = self._lr_scale(self.current)
+        if self._failure_switch:
+            self._floor = self.current.batch
         if self._failure_switch and self.config.failure_switch_fraction > 0:
             self.forecast.restart()
             self._failure_switch = False
@@ -599,7 +729,7 @@ class TwoClockScheduler(Schedule):
         plan = self._plan(steps, samples, noise_estimate, failure=True)
         if self.config.postpone_exponent > 0 and self.config.track_critical_batch and noise_estimate:
             other = self._plan(steps, samples, noise_estimate, failure=False)
-            plan = [max(x, y) for x, y in zip(plan, other)]
+            plan = [max(x, y) for x, y in zip(plan, other, strict=True)]
         return plan
 
     def _plan(self, steps: int, samples: int | None, noise_estimate: bool, *, failure: bool) -> list[float]:
@@ -692,6 +822,10 @@ class TwoClockScheduler(Schedule):
             "last_switch_step": self._last_switch_step,
             "auto_pending": self._auto_pending,
             "bs_ref": self._bs_ref,
+            "pos_ref": self._pos_ref,
+            "b0": self._b0,
+            "pos": [self._ps, self._pw],
+            "floor": self._floor,
             "holding": self._holding,
             "failure_switch": self._failure_switch,
             "forecast": self.forecast.state_dict(),
@@ -717,6 +851,10 @@ class TwoClockScheduler(Schedule):
         self._last_switch_step = int(state["last_switch_step"])
         self._auto_pending = bool(state["auto_pending"])
         self._bs_ref = float(state.get("bs_ref", math.nan))  # version 1 states: re-referenced
+        self._pos_ref = float(state.get("pos_ref", math.nan))
+        self._b0 = float(state.get("b0", math.nan))
+        self._ps, self._pw = (float(x) for x in state.get("pos", (0.0, 0.0)))
+        self._floor = int(state.get("floor", 0))
         self._holding = bool(state.get("holding", False))
         self._failure_switch = bool(state.get("failure_switch", False))
         self._scale = self._lr_scale(self.current)

@@ -33,6 +33,14 @@ class FailureForecast:
     slope's ``level`` confidence band through the window's mean point; its upper end is inf when
     the band includes no trend. ``samples_to_failure`` is inf while the trend points away from the
     threshold and 0 once the smoothed signal has crossed it.
+
+    Everything a switch may rest on counts rollouts: ``warmup_samples`` (the early level's span),
+    ``recent`` (the window keeps the later ``recent`` part of the rollouts since the (re)start, so an
+    early fast transient, e.g. under an LR warm-up, leaves it as the stage goes on) and
+    ``min_samples`` (the evidence :attr:`ready` asks for: a forecast extrapolated from a few hundred
+    noisy rollouts once predicted a collapse 20x too early). :attr:`ready` also asks for a
+    confidence condition: the slope's ``level`` band excludes a flat trend or one heading away from
+    the threshold (or the smoothed signal has crossed it).
     """
 
     def __init__(
@@ -48,6 +56,8 @@ class FailureForecast:
         model: str = "linear",
         level: float = 0.9,
         warmup_samples: int | None = None,
+        min_samples: int = 0,
+        recent: float = 1.0,
     ) -> None:
         if model not in ("linear", "loglinear"):
             raise ValueError(f"model must be 'linear' or 'loglinear', got {model!r}")
@@ -62,13 +72,19 @@ class FailureForecast:
         self.direction, self.window, self.min_points = direction, int(window), int(min_points)
         self.warmup, self.model, self.level = max(1, int(warmup)), model, float(level)
         self.warmup_samples = None if warmup_samples is None else int(warmup_samples)
+        if not 0 < recent <= 1:
+            raise ValueError(f"recent must be in (0, 1], got {recent}")
+        if min_samples < 0:
+            raise ValueError(f"min_samples must be >= 0, got {min_samples}")
+        self.min_samples, self.recent = int(min_samples), float(recent)
+        self.start_samples = 0  # rollouts at the last (re)start
         self._ols = SlidingOLS(self.window)
         self._early: list[float] = []
         self.reference = math.nan
         self.samples = 0
         self.start_level = math.nan  # the fitted level at the last restart (NaN: the early level)
         self.restarts = 0
-        self._cache: tuple[Any, Any] | None = None
+        self._cache: tuple[tuple[float, float, float, float] | None] | None = None
 
     @property
     def threshold(self) -> float:
@@ -92,6 +108,9 @@ class FailureForecast:
                 self._early.append(float(v))
                 self.reference = float(np.median(self._early))
             self._ols.add(float(record.samples), self._y(float(v)))
+            if self.recent < 1:
+                start = self.start_samples
+                self._ols.drop_before(start + (1.0 - self.recent) * (self.samples - start))
             self._cache = None
         return self.samples_to_failure
 
@@ -101,6 +120,7 @@ class FailureForecast:
         lvl = self.fitted_level
         self.start_level = lvl if finite(lvl) else self.start_level
         self._ols.clear()
+        self.start_samples = self.samples
         self.restarts += 1
         self._cache = None
 
@@ -131,6 +151,45 @@ class FailureForecast:
         if span == 0:
             return 0.0
         return (y - yt) / span
+
+    @property
+    def significant(self) -> bool:
+        """The smoothed signal has crossed the threshold, or the slope's ``level`` band lies wholly
+        on the side of heading for it (False before a fit)."""
+        f = self._fit()
+        if f is None:
+            return False
+        slope, se, xm, ym = f
+        if self._crossing(slope, xm, ym) == 0.0:
+            return True
+        sign = -1.0 if self.direction == "down" else 1.0
+        if not finite(se):
+            return False
+        if se == 0:  # an exact line
+            return sign * slope > 0
+        return sign * slope / se > t_quantile(0.5 + self.level / 2, len(self._ols) - 2)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the forecast may trigger: ``min_samples`` rollouts since the (re)start, a fit
+        (``min_points`` records in the window) and :attr:`significant`."""
+        return self.samples - self.start_samples >= self.min_samples and self.significant
+
+    @property
+    def stage_fraction_left(self) -> float:
+        """Rollouts to failure / (rollouts since the (re)start + rollouts to failure): the part of
+        this stage's failure clock left, in rollouts (1 with no trend towards failure, 0 once
+        crossed; NaN before a fit)."""
+        return self.fraction_left(self.samples_to_failure)
+
+    def fraction_left(self, stf: float) -> float:
+        """:attr:`stage_fraction_left` for a known ``samples_to_failure`` (no second extrapolation)."""
+        if stf != stf:  # NaN
+            return math.nan
+        if math.isinf(stf):
+            return 1.0
+        total = self.samples - self.start_samples + stf
+        return stf / total if total > 0 else 0.0
 
     def _crossing(self, slope: float, xm: float, ym: float) -> float:
         thr = self.threshold
@@ -201,6 +260,9 @@ class FailureForecast:
             "warmup_samples": self.warmup_samples,
             "restarts": self.restarts,
             "start_level": self.start_level if finite(self.start_level) else None,
+            "min_samples": self.min_samples,
+            "recent": self.recent,
+            "start_samples": self.start_samples,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -219,3 +281,6 @@ class FailureForecast:
         self.restarts = int(state.get("restarts", 0))
         sl = state.get("start_level")
         self.start_level = math.nan if sl is None else float(sl)
+        self.min_samples = int(state.get("min_samples", 0))
+        self.recent = float(state.get("recent", 1.0))
+        self.start_samples = int(state.get("start_samples", 0))

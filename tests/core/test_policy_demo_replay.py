@@ -1,0 +1,86 @@
+"""The failure forecast on the recorded `make demo` runs (issue 12): no switch on a few hundred
+noisy rollouts, and still a switch before the one collapse the sweep saw.
+
+The demo's live policy once doubled the batch at 784 rollouts on "forecast failure in 578 samples
+< 2 x 10 x 32": a linear fit through 49 records of an early entropy transient (a 512-rollout LR
+warm-up, entropy 0.63 -> 0.3), extrapolated by a horizon counted in updates. The constants at the
+schedule's first stage (batch 16) never collapsed within the 14,336 rollouts; batch 8 (seed 0) did,
+at 10,824. Records: ``tests/data/demo`` (origin in its README).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from rlvr_schedule.clocks import EntropyCollapse
+from rlvr_schedule.ingest.load import load_run
+from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "demo"
+
+
+def demo_policy(**kw) -> TwoClockScheduler:
+    """The demo's policy: `critical_batch` from its sweep's fit, the trainer's LR and batch range."""
+    cfg = dict(
+        initial_batch="auto",
+        critical_batch=110.6678556376168,
+        base_lr=4e-4,
+        base_batch=32,
+        lr_rule="sqrt",
+        constraints=BatchConstraints(group_size=8, min_batch=8, max_batch=128),
+    )
+    cfg.update(kw)
+    return TwoClockScheduler(PolicyConfig(**cfg))
+
+
+def records(name: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # unknown metric names kept in extra
+        return load_run(DATA / f"{name}.jsonl.gz").records
+
+
+def failure_switches(sched: TwoClockScheduler, recs) -> list[int]:
+    return [
+        r.samples
+        for r in recs
+        if (d := sched.step(r)).switched and ("failure" in d.reason or "forecast" in d.reason)
+    ]
+
+
+def collapse(recs) -> int | None:
+    det = EntropyCollapse()
+    return next((r.samples for r in recs if det.update(r) is not None), None)
+
+
+def test_the_old_horizon_trigger_fired_at_784_on_the_demo_run():
+    # v2's horizon trigger (kept only under failure_switch_fraction 0) is what fired
+    sched = demo_policy(failure_switch_fraction=0.0, failure_exponent=0.5)
+    assert failure_switches(sched, records("schedule_s0"))[:1] == [784]
+
+
+@pytest.mark.parametrize("name", ["schedule_s0", "b16_s0", "b16_s1"])
+def test_no_failure_switch_where_nothing_collapses(name):
+    recs = records(name)
+    assert collapse(recs) is None  # batch 16 at this LR keeps its entropy for the whole run
+    assert failure_switches(demo_policy(), recs) == []
+
+
+def test_switches_before_the_collapse_of_the_run_that_collapses():
+    # advisory replay of the constant 8 run: the forecast's first trigger is what the policy would
+    # have done at that point (what follows rests on records of the unswitched run)
+    recs = records("b8_s0")
+    at = collapse(recs)
+    assert at is not None and 10_000 < at < 11_500
+    first = failure_switches(demo_policy(initial_batch=8), recs)[:1]
+    assert first and 2048 <= first[0] < at  # backed by 2048 rollouts of evidence, before the collapse
+
+
+def test_a_forecast_needs_its_evidence_window_in_rollouts():
+    # the same records with the evidence window shortened to the old ~300 rollouts switch early again
+    recs = records("b8_s0")
+    early = failure_switches(demo_policy(initial_batch=8, forecast_samples=256), recs)
+    late = failure_switches(demo_policy(initial_batch=8), recs)
+    assert early and late and early[0] < 1000 < 2048 <= late[0]
