@@ -217,4 +217,4 @@ def math_reward(completion: str, gold: str) -> float:
 
 
 def score(completions: Iterable[str], golds: Iterable[str]) -> list[float]:
-    return [math_reward(c, g) for c, g in zip(completions, golds)]
+    return [math_reward(c, g) for c, g in zip(completions, golds, strict=True)]

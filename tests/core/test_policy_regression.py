@@ -81,7 +81,7 @@ def test_same_decisions_as_before(path: Path):
     records = [StepRecord.from_dict(r) for r in doc["records"]]
     got = _norm([sched.step(r).to_dict() for r in records])
     assert len(got) == len(doc["decisions"])
-    for i, (g, want) in enumerate(zip(got, _norm(doc["decisions"]))):
+    for i, (g, want) in enumerate(zip(got, _norm(doc["decisions"]), strict=True)):
         assert g == want, f"record {i}: {g} != {want}"
 
 

@@ -42,7 +42,7 @@ def test_starts_below_critical_batch_and_grows_before_collapse(drift, seed):
     # a held-LR switch (the default q = 0) slows the clock: the task may not collapse in the run at all
     assert check.failure_samples is None or forecast[0].samples < check.failure_samples
     assert all(d.samples < forecast[0].samples for d in grown if d not in forecast)
-    prev = {d.samples: p.batch for p, d in zip([auto, *grown], grown)}
+    prev = {d.samples: p.batch for p, d in zip([auto, *grown], grown, strict=False)}
     assert all(d.batch == 2 * prev[d.samples] for d in forecast)
 
 

@@ -222,7 +222,9 @@ def test_environment_follows_the_schedule():
     assert batches[0] == 32 and sorted(set(batches)) == [32, 64, 128, 256, 512]
     assert batches == sorted(batches)
     assert run.records[-1].samples >= 9_000 > run.records[-2].samples
-    for rec, dec in zip(run.records[:-1], env.decisions):  # each update used the previous decision
+    for rec, dec in zip(
+        run.records[:-1], env.decisions, strict=False
+    ):  # each update used the previous decision
         nxt = run.records[rec.step]
         assert (nxt.batch, nxt.lr) == (dec.batch, dec.lr)
     again = env.run(Doubler(2_000), max_samples=9_000)  # run() resets: same seed, same run

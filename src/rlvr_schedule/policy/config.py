@@ -32,7 +32,7 @@ import re
 import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.policy.constraints import BatchConstraints
@@ -220,5 +220,6 @@ def _static(d: Mapping[str, Any], source: str | None) -> StaticSchedule:
             if isinstance(batch, int) and not isinstance(batch, bool) and batch >= 1:
                 ref = base_batch if base_batch is not None else stages[0].batch if stages else batch
                 lr = lr_for_batch(batch, ref, base_lr, rule=rule)
-        stages.append(Stage(batch=batch, lr=lr, until_samples=s.get("until_samples")))
+        # an lr still None here goes with an invalid batch, which validate_stages names
+        stages.append(Stage(batch=batch, lr=cast(float, lr), until_samples=s.get("until_samples")))
     return StaticSchedule(stages, constraints, source=source)

@@ -148,7 +148,7 @@ class StaticSchedule(Schedule):
         stages = self._stages
         last = len(stages) - 1
         # stages only move forward; one record may pass several boundaries
-        while i < last and stages[i].until_samples is not None and record.samples >= stages[i].until_samples:
+        while i < last and (until := stages[i].until_samples) is not None and record.samples >= until:
             i += 1
         st = stages[i]
         switched = (st.batch, st.lr) != self._last

@@ -127,7 +127,7 @@ class SyntheticEnvironment:
     def _observe(self, batch: int, lr: float, ratio: float) -> StepRecord:
         m, rng, noise = self.model, self.rng, self.noise
         progress = self.progress
-        if self.collapsed:
+        if self.collapsed_at is not None:
             crash = 1.0 - math.exp(
                 -(self.samples - self.collapsed_at) / (m.crash_fraction * m.failure_samples)
             )
@@ -239,7 +239,7 @@ class SyntheticEnvironment:
             max_samples = 1.3 * self.model.failure_at(batch, lr)
         self.reset()
         self.decisions = []
-        records = []
+        records: list[StepRecord] = []
         while (steps is None or len(records) < steps) and (max_samples is None or self.samples < max_samples):
             records.append(self.step(batch, lr))
         return Run(records, name=name or f"B{batch}")

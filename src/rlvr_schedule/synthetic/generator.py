@@ -43,7 +43,7 @@ def _restrict(run: Run, names: str) -> Run:
     if names == "canonical":
         return run
     logged = set(FRAMEWORK_KEYS[names])
-    blank = {f: math.nan for f in METRIC_FIELDS if f not in logged}
+    blank: dict[str, Any] = {f: math.nan for f in METRIC_FIELDS if f not in logged}
     run.records = [replace(r, micro_batch=None, **blank) for r in run.records]
     return run
 
@@ -102,7 +102,7 @@ def make_sweep(
         make_run(
             b, seed=int(s.generate_state(1)[0]), steps=steps, max_samples=max_samples, names=names, **task
         )
-        for b, s in zip(batches, seeds)
+        for b, s in zip(batches, seeds, strict=True)
     ]
 
 

@@ -121,7 +121,7 @@ def assert_switches_before_failure(
             f"it collapsed at {_fmt(env.collapsed_at)} rollouts, a constant batch {first_stage.batch} "
             f"at {const_collapse:.0f}"
         )
-    if env.collapsed_at is not None and check.switch_samples >= env.collapsed_at:
+    if env.collapsed_at is not None and run.records[first - 1].samples >= env.collapsed_at:
         raise AssertionError(
             f"schedule grew the batch {batches[first - 1]} -> {batches[first]} after "
             f"{check.switch_samples} rollouts, but the task collapsed at {env.collapsed_at:.0f}"
@@ -162,7 +162,7 @@ def assert_beats_constant(
     constants = {b: samples_to_target(r, target, window=window) for b, r in constant_runs.items()}
     run = env.run(schedule, max_samples)
     s_samples, s_steps = samples_to_target(run, target, window=window)
-    reached = {b: v for b, v in constants.items() if v[0] is not None}
+    reached = {b: (s, n) for b, (s, n) in constants.items() if s is not None and n is not None}
     baseline = None
     if reached:
         budget = samples_ratio * min(v[0] for v in reached.values())
@@ -170,7 +170,7 @@ def assert_beats_constant(
         baseline = min(eligible, key=lambda b: (eligible[b][1], eligible[b][0]))
     out = ConstantComparison(target, s_samples, s_steps, constants, baseline, run, constant_runs)
     table = ", ".join(f"B={b}: {_fmt(v[0])} rollouts/{_fmt(v[1])} updates" for b, v in constants.items())
-    if s_samples is None:
+    if s_samples is None or s_steps is None:
         raise AssertionError(
             f"schedule never reached reward {target:.3f} in {run.records[-1].samples} rollouts "
             f"(best smoothed reward {_best(run, window):.3f}); constants: {table}"
