@@ -19,6 +19,7 @@ from rlvr_trainer.config import TrainConfig, preset
         ({"group_size": 1, "batch": 8}, "group_size"),
         ({"rollout": "sglang"}, "rollout"),
         ({"micro_batch": 0}, "micro_batch"),
+        ({"overlap": True, "rollout": "hf"}, "overlap"),
     ],
 )
 def test_invalid_config_names_the_field(kw, field):
