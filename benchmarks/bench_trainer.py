@@ -212,9 +212,9 @@ def run_ours(
         engine = tr._engine()
         start_s = time.perf_counter() - t0
         tr.train_step(engine)  # warm-up
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         recs = [tr.train_step(engine) for _ in range(steps)]
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         timed = seen[1:]
         if tr.prefetch is not None and tr.prefetch.groups is None:
             engine.result()  # overlap: the next batch, already requested
@@ -243,6 +243,9 @@ def run_ours(
         ),
         "overlap": overlap,
         "is_ratio_max": max(ratio) if ratio else math.nan,
+        # CPU seconds per update (this process + the engine process): over the wall time, the
+        # cores the loop actually got on the shared machine
+        "cores_used": (cpu + sum(r.extra.get("generate_cpu_s", 0.0) for r in recs)) / wall,
         "threads": torch.get_num_threads(),
         "s_per_update": wall / steps,
         "rollouts_per_s": batch * steps / wall,
@@ -309,11 +312,13 @@ def run_trl(
         return [hash_reward(c) for c in completions]
 
     times: list[float] = []
+    cpus: list[float] = []
     lengths: list[float] = []
 
     class Clock(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
             times.append(time.perf_counter())
+            cpus.append(time.process_time())
 
         def on_log(self, args, state, control, logs=None, **kw):
             if logs and "completions/mean_length" in logs:
@@ -364,8 +369,42 @@ def run_trl(
         "s_per_update": wall / steps,
         "rollouts_per_s": batch * steps / wall,
         "start_s": times[0] - t0,
+        "cores_used": (cpus[-1] - cpus[0]) / wall,
         "completion_tokens": batch * sum(lengths[1:]) / max(len(lengths[1:]), 1),
         "load_start": load0,
+        "load_end": os.getloadavg()[0],
+    }
+
+
+_PROBE = (
+    "import sys, time, torch\n"
+    "torch.set_num_threads(1)\n"
+    "a, n, t = torch.randn(384, 384), 0, time.perf_counter()\n"
+    "while time.perf_counter() - t < float(sys.argv[1]):\n"
+    "    a @ a\n"
+    "    n += 1\n"
+    "print(n)\n"
+)
+
+
+def core_probe(seconds: float = 4.0) -> dict:
+    """How many cores two concurrent 1-thread processes get now: their summed matmul count over
+    one process's alone (2.0 on two free cores; 1.0 when other jobs hold one)."""
+
+    def launch(k: int) -> list[int]:
+        procs = [
+            subprocess.Popen([sys.executable, "-c", _PROBE, str(seconds)], stdout=subprocess.PIPE, text=True)
+            for _ in range(k)
+        ]
+        return [int(p.communicate()[0]) for p in procs]
+
+    load = os.getloadavg()[0]
+    alone = launch(1)[0]
+    pair = sum(launch(2))
+    return {
+        "which": "probe",
+        "cores": pair / max(alone, 1),
+        "load_start": load,
         "load_end": os.getloadavg()[0],
     }
 
@@ -411,7 +450,11 @@ def main() -> None:
         help="1t: 1 thread; 2t: 2 threads; cb: use_transformers_continuous_batching (1 thread)",
     )
     ap.add_argument("--repeats", type=int, default=1, help="repeats, in alternating order")
+    ap.add_argument(
+        "--start-repeat", type=int, default=0, help="number the repeats from here (odd: reversed order first)"
+    )
     ap.add_argument("--overlap", action="store_true", help="also run the trainer in overlap mode")
+    ap.add_argument("--probe", action="store_true", help="first measure how many cores two processes get")
     ap.add_argument("--jsonl", type=Path, help="append each finished row to this file as it comes")
     ap.add_argument("--write", type=Path, help="append a markdown section with the results to this file")
     ap.add_argument(
@@ -437,9 +480,15 @@ def main() -> None:
         return
 
     rows = []
+    if a.probe:
+        rows.append({**core_probe(), "lengths": "-", "repeat": 0})
+        print(f"core probe: {rows[-1]['cores']:.2f} cores", flush=True)
+        if a.jsonl:
+            with open(a.jsonl, "a") as fh:
+                fh.write(json.dumps(rows[-1]) + "\n")
     for lengths in a.lengths:
         order = ["ours", *(["overlap"] if a.overlap else []), *a.trl_configs]
-        for rep in range(a.repeats):
+        for rep in range(a.start_repeat, a.start_repeat + a.repeats):
             for which in order if rep % 2 == 0 else order[::-1]:
                 with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
                     path = fh.name
@@ -506,18 +555,20 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
         (
             "| lengths | rep | trainer | s/update | rollouts/s | completion tokens/update | generate | waited | "
             "reward | logprobs | train step | weight push | limit: vLLM gen only | limit: plain step | "
-            "loop / limits | load |"
+            "loop / limits | cores used | load |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def s(r: dict, k: str) -> str:
         return f"{r[k]:.2f}" if k in r and not math.isnan(r[k]) else "-"
 
     for r in rows:
+        if r.get("which") == "probe":
+            continue
         rep = r.get("repeat", 0) + 1
         if "failed" in r:
-            lines.append(f"| {r['lengths']} | {rep} | {r['which']}: failed ({r['failed']}) |" + " - |" * 13)
+            lines.append(f"| {r['lengths']} | {rep} | {r['which']}: failed ({r['failed']}) |" + " - |" * 14)
             continue
         ratio = "-"
         if "gen_limit_s" in r:
@@ -534,10 +585,16 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
             f"{r['completion_tokens']:.0f} | "
             + " | ".join(s(r, k) for k in PHASES)
             + extra
-            + f" | {ratio} | {r['load_start']:.1f} / {r['load_end']:.1f} |"
+            + f" | {ratio} | {s(r, 'cores_used')} | {r['load_start']:.1f} / {r['load_end']:.1f} |"
         )
     lines.append("")
-    ok = [r for r in rows if "failed" not in r]
+    for r in rows:
+        if r.get("which") == "probe":
+            lines.append(
+                f"- core probe: two concurrent 1-thread matmul loops did {r['cores']:.2f}x the work of one "
+                f"alone (load {r['load_start']:.1f} / {r['load_end']:.1f})."
+            )
+    ok = [r for r in rows if "failed" not in r and r.get("which") != "probe"]
 
     def mean(which: str, lengths: str, key: str = "rollouts_per_s") -> float | None:
         v = [r[key] for r in ok if r["lengths"] == lengths and r["which"] == which]
@@ -575,7 +632,8 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
             "train step = packed forward, backward, clip and AdamW; weight push = reload into vLLM + "
             "prefix-cache reset (overlap: the copy into shared memory; the engine reloads in its process). "
             "loop / limits = s/update over (pure generation + plain step) for the serial loop, over their max "
-            "for the overlap loop. TRL's loop is not split."
+            "for the overlap loop. cores used = CPU seconds of the loop's processes over its wall time "
+            "(below 2 in the overlap row: the machine's other jobs held the second core). TRL's loop is not split."
         ),
     ]
     return "\n".join(lines) + "\n"

@@ -63,10 +63,11 @@ def _worker(conn, shared: dict, engine_kw: dict[str, Any]) -> None:
             t0 = time.perf_counter()
             if req.push:
                 engine.push_state(shared)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             groups = engine.generate(req.prompts, req.n, step=req.step, logprobs=req.logprobs)
-            t2 = time.perf_counter()
-            conn.send(("ok", (groups, {"child_push_s": t1 - t0, "child_generate_s": t2 - t1})))
+            t2, c2 = time.perf_counter(), time.process_time()
+            times = {"child_push_s": t1 - t0, "child_generate_s": t2 - t1, "child_generate_cpu_s": c2 - c1}
+            conn.send(("ok", (groups, times)))
         except Exception:
             conn.send(("error", traceback.format_exc()))
     engine.close()

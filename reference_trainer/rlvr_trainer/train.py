@@ -337,6 +337,8 @@ class Trainer:
         behaviour = [r.logprobs or [] for grp in pf.groups for r in grp]
         extra = {
             "generate_s": pf.times.get("child_generate_s", math.nan),
+            # CPU seconds the engine process spent sampling (wall above that: it waited for a core)
+            "generate_cpu_s": pf.times.get("child_generate_cpu_s", math.nan),
             "wait_s": pf.times.get("wait_s", 0.0) if waited else 0.0,
             "push_s": self._submit_s,
             "engine_push_s": pf.times.get("child_push_s", math.nan),
