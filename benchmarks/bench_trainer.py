@@ -3,6 +3,7 @@ packed training step) vs TRL's GRPOTrainer (transformers generate) on the same m
 
     python benchmarks/bench_trainer.py --write benchmarks/TRAINER_RESULTS.md
     python benchmarks/bench_trainer.py --trl-configs 1t 2t cb --repeats 2 --lengths long_tail fixed256
+    python benchmarks/bench_trainer.py --overlap ...   # adds the overlap row (TrainConfig.overlap)
 
 The model is Qwen2-shaped with ~16M parameters (hidden 512, 4 layers, 8 query / 2 KV heads,
 FFN 1536, vocabulary 4096, untied, fp32), randomly initialised, built locally (nothing is
@@ -13,7 +14,8 @@ component, so each sampled token ends the completion with a fixed probability (`
 is 256 tokens). Prompts are ~90 random word tokens, the same list for both trainers; the reward
 is a hash of the completion text (0/1), so advantages are non-zero and every update is real.
 
-Each trainer runs in its own process (vLLM pins its process to one thread): 1 warm-up update,
+Each trainer runs in its own process (vLLM pins its process to one thread; the overlap row's
+engine runs in a child of its own, so training gets the second core): 1 warm-up update,
 then ``--steps`` timed ones. Beside each row, two limits from the same process and rollouts:
 pure vLLM generation of the same prompts (same seeds, no training, no weight push), and a plain
 forward + backward + AdamW over the same tokens, one unpadded row at a time. Every row records
@@ -35,7 +37,7 @@ import zlib
 from pathlib import Path
 
 #: per-update phases recorded by ``Trainer.train_step`` (``StepRecord.extra``), in loop order
-PHASES = ("generate_s", "reward_s", "logprob_s", "backward_s", "push_s")
+PHASES = ("generate_s", "wait_s", "reward_s", "logprob_s", "backward_s", "push_s")
 SHAPE = dict(
     hidden_size=512,
     num_hidden_layers=4,
@@ -156,7 +158,15 @@ def hash_reward(text: str) -> float:
 
 # --- one trainer per process -------------------------------------------------------------------
 def run_ours(
-    model_dir: Path, *, batch: int, group: int, steps: int, max_tokens: int, out: Path, micro_batch: int
+    model_dir: Path,
+    *,
+    batch: int,
+    group: int,
+    steps: int,
+    max_tokens: int,
+    out: Path,
+    micro_batch: int,
+    overlap: bool = False,
 ) -> dict:
     import torch
 
@@ -183,6 +193,7 @@ def run_ours(
         micro_batch=micro_batch,
         track_kl=False,
         warmup_samples=0,
+        overlap=overlap,
     )
     tr = Trainer(cfg, out / "ours")
     tr.task = Task()
@@ -201,10 +212,12 @@ def run_ours(
         engine = tr._engine()
         start_s = time.perf_counter() - t0
         tr.train_step(engine)  # warm-up
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         recs = [tr.train_step(engine) for _ in range(steps)]
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         timed = seen[1:]
+        if tr.prefetch is not None and tr.prefetch.groups is None:
+            engine.result()  # overlap: the next batch, already requested
         # limit 1: pure generation of the same prompts with the same seeds (no training, no push)
         g0 = time.perf_counter()
         gen_tokens = 0
@@ -218,10 +231,21 @@ def run_ours(
         plain_s = plain_step_seconds(tr.model, timed, lr=1e-5)
     finally:
         tr.close()
-    phases = {k: sum(r.extra[k] for r in recs) / steps for k in PHASES}
+    # serial: waiting for generation is generating; overlap: the time the trainer blocked on it
+    phases = {k: sum(r.extra.get(k, r.extra["generate_s"]) for r in recs) / steps for k in PHASES}
     tokens = sum(sum(map(len, c)) for _, c in timed) / steps
+    ratio = [r.extra["is_ratio_max"] for r in recs if "is_ratio_max" in r.extra]
     return {
-        "name": "rlvr_trainer (vLLM CPU in-process, packed step)",
+        "name": (
+            "rlvr_trainer (overlap: vLLM in a 2nd process, 1 step off-policy)"
+            if overlap
+            else "rlvr_trainer (vLLM CPU in-process, packed step)"
+        ),
+        "overlap": overlap,
+        "is_ratio_max": max(ratio) if ratio else math.nan,
+        # CPU seconds per update (this process + the engine process): over the wall time, the
+        # cores the loop actually got on the shared machine
+        "cores_used": (cpu + sum(r.extra.get("generate_cpu_s", 0.0) for r in recs)) / wall,
         "threads": torch.get_num_threads(),
         "s_per_update": wall / steps,
         "rollouts_per_s": batch * steps / wall,
@@ -249,7 +273,7 @@ def plain_step_seconds(model, batches: list[tuple[list, list]], *, lr: float) ->
         n_tok = sum(map(len, comps))
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        for p, c in zip(prompts_, comps):
+        for p, c in zip(prompts_, comps, strict=True):
             ids = torch.tensor([list(p) + list(c)[:-1]])
             logits = model(input_ids=ids).logits[0, len(p) - 1 :]
             loss = (
@@ -288,11 +312,13 @@ def run_trl(
         return [hash_reward(c) for c in completions]
 
     times: list[float] = []
+    cpus: list[float] = []
     lengths: list[float] = []
 
     class Clock(TrainerCallback):
         def on_step_end(self, args, state, control, **kw):
             times.append(time.perf_counter())
+            cpus.append(time.process_time())
 
         def on_log(self, args, state, control, logs=None, **kw):
             if logs and "completions/mean_length" in logs:
@@ -343,8 +369,42 @@ def run_trl(
         "s_per_update": wall / steps,
         "rollouts_per_s": batch * steps / wall,
         "start_s": times[0] - t0,
+        "cores_used": (cpus[-1] - cpus[0]) / wall,
         "completion_tokens": batch * sum(lengths[1:]) / max(len(lengths[1:]), 1),
         "load_start": load0,
+        "load_end": os.getloadavg()[0],
+    }
+
+
+_PROBE = (
+    "import sys, time, torch\n"
+    "torch.set_num_threads(1)\n"
+    "a, n, t = torch.randn(384, 384), 0, time.perf_counter()\n"
+    "while time.perf_counter() - t < float(sys.argv[1]):\n"
+    "    a @ a\n"
+    "    n += 1\n"
+    "print(n)\n"
+)
+
+
+def core_probe(seconds: float = 4.0) -> dict:
+    """How many cores two concurrent 1-thread processes get now: their summed matmul count over
+    one process's alone (2.0 on two free cores; 1.0 when other jobs hold one)."""
+
+    def launch(k: int) -> list[int]:
+        procs = [
+            subprocess.Popen([sys.executable, "-c", _PROBE, str(seconds)], stdout=subprocess.PIPE, text=True)
+            for _ in range(k)
+        ]
+        return [int(p.communicate()[0]) for p in procs]
+
+    load = os.getloadavg()[0]
+    alone = launch(1)[0]
+    pair = sum(launch(2))
+    return {
+        "which": "probe",
+        "cores": pair / max(alone, 1),
+        "load_start": load,
         "load_end": os.getloadavg()[0],
     }
 
@@ -366,8 +426,8 @@ def child(a: argparse.Namespace) -> None:
             out=out,
             micro_batch=a.micro_batch,
         )
-        if a.which == "ours":
-            row = run_ours(model_dir, **kw)
+        if a.which in ("ours", "overlap"):
+            row = run_ours(model_dir, overlap=a.which == "overlap", **kw)
         else:
             threads, cb = {"1t": (1, False), "2t": (2, False), "cb": (1, True)}[a.which]
             row = run_trl(model_dir, threads=threads, continuous=cb, **kw)
@@ -390,20 +450,45 @@ def main() -> None:
         help="1t: 1 thread; 2t: 2 threads; cb: use_transformers_continuous_batching (1 thread)",
     )
     ap.add_argument("--repeats", type=int, default=1, help="repeats, in alternating order")
+    ap.add_argument(
+        "--start-repeat", type=int, default=0, help="number the repeats from here (odd: reversed order first)"
+    )
+    ap.add_argument("--overlap", action="store_true", help="also run the trainer in overlap mode")
+    ap.add_argument("--probe", action="store_true", help="first measure how many cores two processes get")
+    ap.add_argument("--jsonl", type=Path, help="append each finished row to this file as it comes")
     ap.add_argument("--write", type=Path, help="append a markdown section with the results to this file")
-    ap.add_argument("--child", choices=["ours", "1t", "2t", "cb"], dest="which", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--child", choices=["ours", "overlap", "1t", "2t", "cb"], dest="which", help=argparse.SUPPRESS
+    )
     ap.add_argument("--child-lengths", dest="child_lengths", help=argparse.SUPPRESS)
     ap.add_argument("--json", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--render", type=Path, nargs="+", help="only print (and --write) the table of saved --jsonl rows"
+    )
     a = ap.parse_args()
+    if a.render:
+        rows = [json.loads(line) for p in a.render for line in p.read_text().splitlines() if line.strip()]
+        text = markdown(rows, a)
+        print(text)
+        if a.write:
+            with open(a.write, "a") as fh:
+                fh.write("\n" + text)
+        return
     if a.which:
         a.lengths = a.child_lengths
         child(a)
         return
 
     rows = []
+    if a.probe:
+        rows.append({**core_probe(), "lengths": "-", "repeat": 0})
+        print(f"core probe: {rows[-1]['cores']:.2f} cores", flush=True)
+        if a.jsonl:
+            with open(a.jsonl, "a") as fh:
+                fh.write(json.dumps(rows[-1]) + "\n")
     for lengths in a.lengths:
-        order = ["ours", *a.trl_configs]
-        for rep in range(a.repeats):
+        order = ["ours", *(["overlap"] if a.overlap else []), *a.trl_configs]
+        for rep in range(a.start_repeat, a.start_repeat + a.repeats):
             for which in order if rep % 2 == 0 else order[::-1]:
                 with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
                     path = fh.name
@@ -433,10 +518,16 @@ def main() -> None:
                     err = (proc.stderr.strip().splitlines() or ["?"])[-1]
                     print(f"{lengths} {which} failed: {err}", flush=True)
                     rows.append({"lengths": lengths, "which": which, "failed": err[:200], "repeat": rep})
+                    if a.jsonl:
+                        with open(a.jsonl, "a") as fh:
+                            fh.write(json.dumps(rows[-1]) + "\n")
                     continue
                 row = json.loads(Path(path).read_text())
                 os.unlink(path)
                 row["repeat"] = rep
+                if a.jsonl:
+                    with open(a.jsonl, "a") as fh:
+                        fh.write(json.dumps(row) + "\n")
                 print(
                     f"{lengths} {which} rep {rep}: {row['s_per_update']:.2f} s/update "
                     f"({time.perf_counter() - t0:.0f} s with start-up)",
@@ -462,55 +553,87 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
         "jobs (the load column is the 1-minute load average at the row's start / end).",
         "",
         (
-            "| lengths | trainer | s/update | rollouts/s | completion tokens/update | generate | reward | "
-            "logprobs | train step | weight push | limit: vLLM gen only | limit: plain step | loop / limits | "
-            "load |"
+            "| lengths | rep | trainer | s/update | rollouts/s | completion tokens/update | generate | waited | "
+            "reward | logprobs | train step | weight push | limit: vLLM gen only | limit: plain step | "
+            "loop / limits | cores used | load |"
         ),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
 
     def s(r: dict, k: str) -> str:
         return f"{r[k]:.2f}" if k in r and not math.isnan(r[k]) else "-"
 
     for r in rows:
+        if r.get("which") == "probe":
+            continue
+        rep = r.get("repeat", 0) + 1
         if "failed" in r:
-            lines.append(f"| {r['lengths']} | TRL {r['which']}: failed ({r['failed']}) |" + " - |" * 12)
+            lines.append(f"| {r['lengths']} | {rep} | {r['which']}: failed ({r['failed']}) |" + " - |" * 14)
             continue
         ratio = "-"
         if "gen_limit_s" in r:
-            ratio = f"{r['s_per_update'] / (r['gen_limit_s'] + r['plain_step_s']):.2f}"
+            # serial: the limits add up; overlap: the slower of the two is the floor
+            lim = (max if r.get("overlap") else sum)((r["gen_limit_s"], r["plain_step_s"]))
+            ratio = f"{r['s_per_update'] / lim:.2f}" + (" (of max)" if r.get("overlap") else " (of sum)")
         extra = (
             f" | {s(r, 'gen_limit_s')} ({r['gen_limit_tokens']:.0f} tok) | {s(r, 'plain_step_s')}"
             if "gen_limit_s" in r
             else " | - | -"
         )
         lines.append(
-            f"| {r['lengths']} | {r['name']} | {r['s_per_update']:.2f} | {r['rollouts_per_s']:.2f} | "
+            f"| {r['lengths']} | {rep} | {r['name']} | {r['s_per_update']:.2f} | {r['rollouts_per_s']:.2f} | "
             f"{r['completion_tokens']:.0f} | "
             + " | ".join(s(r, k) for k in PHASES)
             + extra
-            + f" | {ratio} | {r['load_start']:.1f} / {r['load_end']:.1f} |"
+            + f" | {ratio} | {s(r, 'cores_used')} | {r['load_start']:.1f} / {r['load_end']:.1f} |"
         )
     lines.append("")
+    for r in rows:
+        if r.get("which") == "probe":
+            lines.append(
+                f"- core probe: two concurrent 1-thread matmul loops did {r['cores']:.2f}x the work of one "
+                f"alone (load {r['load_start']:.1f} / {r['load_end']:.1f})."
+            )
+    ok = [r for r in rows if "failed" not in r and r.get("which") != "probe"]
+
+    def mean(which: str, lengths: str, key: str = "rollouts_per_s") -> float | None:
+        v = [r[key] for r in ok if r["lengths"] == lengths and r["which"] == which]
+        return sum(v) / len(v) if v else None
+
     for lengths in dict.fromkeys(r["lengths"] for r in rows):
-        ok = [r for r in rows if "failed" not in r]
-        ours = [r for r in ok if r["lengths"] == lengths and r["which"] == "ours"]
-        trl = [r for r in ok if r["lengths"] == lengths and r["which"] != "ours"]
-        if ours and trl:
-            o = sum(r["rollouts_per_s"] for r in ours) / len(ours)
-            for which in dict.fromkeys(r["which"] for r in trl):
-                t = [r["rollouts_per_s"] for r in trl if r["which"] == which]
+        for mine in ("ours", "overlap"):
+            o = mean(mine, lengths)
+            if o is None:
+                continue
+            for which in dict.fromkeys(r["which"] for r in ok if r["lengths"] == lengths):
+                t = mean(which, lengths)
+                if which in ("ours", "overlap") or t is None:
+                    continue
                 lines.append(
-                    f"- {lengths}: rlvr_trainer / TRL {which}: {o / (sum(t) / len(t)):.2f}x "
-                    f"(means over repeats)."
+                    f"- {lengths}: rlvr_trainer {mine} / TRL {which}: {o / t:.2f}x (means over repeats)."
                 )
+        o, v = mean("overlap", lengths), mean("ours", lengths)
+        if o is not None and v is not None:
+            lines.append(
+                f"- {lengths}: overlap / serial rlvr_trainer: {o / v:.2f}x rollouts/s (means over repeats)."
+            )
+        ov = [r for r in ok if r["lengths"] == lengths and r.get("overlap")]
+        if ov:
+            worst = max(r.get("is_ratio_max", math.nan) for r in ov)
+            lines.append(
+                f"- {lengths}: overlap mode's largest importance ratio pi_theta / pi_behaviour: {worst:.3f}."
+            )
     lines += [
         "",
         (
-            "Phases are per-update means in seconds: generate = vLLM sampling; reward = scoring; logprobs = "
-            "packing + reference forward (none here: beta = 0, KL tracking off); train step = packed "
-            "forward, backward, clip and AdamW; weight push = reload into vLLM + prefix-cache reset. "
-            "loop / limits = s/update over (pure generation + plain step). TRL's loop is not split."
+            "Phases are per-update means in seconds: generate = vLLM sampling (overlap: in the engine process, "
+            "while the trainer trains); waited = time the trainer blocked on generation (serial: all of it); "
+            "reward = scoring; logprobs = packing + reference forward (none here: beta = 0, KL tracking off); "
+            "train step = packed forward, backward, clip and AdamW; weight push = reload into vLLM + "
+            "prefix-cache reset (overlap: the copy into shared memory; the engine reloads in its process). "
+            "loop / limits = s/update over (pure generation + plain step) for the serial loop, over their max "
+            "for the overlap loop. cores used = CPU seconds of the loop's processes over its wall time "
+            "(below 2 in the overlap row: the machine's other jobs held the second core). TRL's loop is not split."
         ),
     ]
     return "\n".join(lines) + "\n"

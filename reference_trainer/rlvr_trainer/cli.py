@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--task", help="'arithmetic' or a local .jsonl/.parquet of GSM8K/MATH records")
         s.add_argument("--rollout", choices=["vllm", "hf"], help="rollout engine (hf: transformers generate)")
         s.add_argument(
+            "--overlap",
+            action="store_true",
+            default=None,
+            help="sample the next batch in a second process while training on this one "
+            "(one step off-policy, importance-ratio corrected; vllm only)",
+        )
+        s.add_argument(
             "--set",
             dest="overrides",
             action="append",
@@ -123,6 +130,7 @@ def config_from_args(args: argparse.Namespace):
         ("model", "model"),
         ("task", "task"),
         ("rollout", "rollout"),
+        ("overlap", "overlap"),
     ]:
         v = getattr(args, flag)
         if v is not None:

@@ -58,6 +58,9 @@ class TrainConfig:
     dtype: str = "float32"
     seed: int = 0
     checkpoint_every: int = 0  # updates between checkpoints (0: only at the end)
+    # generate the next batch in a second process while training on this one (one step
+    # off-policy, importance-ratio corrected; vLLM only); see docs/reference_trainer.md
+    overlap: bool = False
     min_batch: int | None = None
     max_batch: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -106,6 +109,12 @@ class TrainConfig:
         )
         need(self.warmup_samples >= 0, "warmup_samples", "must be >= 0")
         need(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
+        need(isinstance(self.overlap, bool), "overlap", "must be true or false")
+        need(
+            not self.overlap or self.rollout == "vllm",
+            "overlap",
+            "needs rollout='vllm' (the hf engine samples from the policy itself)",
+        )
 
     def token_budget(self) -> int:
         """Padded positions per micro-batch after the first (see ``micro_tokens``)."""

@@ -45,6 +45,7 @@ __all__ = [
     "linear_logprobs",
     "completion_logprobs",
     "reference_logprobs",
+    "behaviour_logprobs",
     "UpdateResult",
     "packed_update",
     "LOGIT_CHUNK_BYTES",
@@ -273,7 +274,7 @@ def pack_rollouts(
     """Micro-batches of ``prompt + completion`` rows (see :func:`plan_micro_batches`)."""
     if len(prompt_ids) != len(completion_ids):
         raise ValueError("prompt_ids and completion_ids must have one entry per rollout")
-    lengths = [len(p) + len(c) - 1 for p, c in zip(prompt_ids, completion_ids)]
+    lengths = [len(p) + len(c) - 1 for p, c in zip(prompt_ids, completion_ids, strict=True)]
     plan, noise = plan_micro_batches(lengths, micro_batch=micro_batch, token_budget=token_budget, seed=seed)
     micro = []
     for rows in plan:
@@ -447,6 +448,10 @@ class UpdateResult:
     micro_batch: int | None = None  # rows in the noise sample (None: no separate one)
     n_micro: int = 0
     positions: int = 0  # padded positions per epoch (forward cost)
+    # importance ratio pi_theta / pi_behaviour over completion tokens before the step (off-policy
+    # batches only): how stale the batch is; tokens outside the clip range get no gradient
+    ratio_mean: float = math.nan
+    ratio_max: float = math.nan
 
 
 def _grad_norm(params: list[torch.Tensor]) -> float:
@@ -466,6 +471,24 @@ def reference_logprobs(ref_model, packed: PackedBatch) -> list[torch.Tensor]:
         return [completion_logprobs(ref_model, mb)[0] for mb in packed.micro]
 
 
+def behaviour_logprobs(packed: PackedBatch, logprobs: Sequence[Sequence[float]]) -> list[torch.Tensor]:
+    """The sampling policy's per-token log-probs (one list per rollout, batch order) laid out like
+    each micro-batch's ``mask`` (0 on padding)."""
+    out = []
+    for mb in packed.micro:
+        t = torch.zeros_like(mb.mask)
+        for k, i in enumerate(mb.rows):
+            lp = logprobs[i]
+            if len(lp) != int(mb.mask[k].sum()):
+                raise ValueError(
+                    f"rollout {i}: {len(lp)} behaviour log-probs for {int(mb.mask[k].sum())} tokens"
+                )
+            if lp:
+                t[k, : len(lp)] = torch.tensor(lp, dtype=t.dtype)
+        out.append(t)
+    return out
+
+
 def packed_update(
     model,
     optimizer: torch.optim.Optimizer,
@@ -480,22 +503,34 @@ def packed_update(
     ppo_epochs: int = 1,
     max_grad_norm: float = 1.0,
     ref_logp: list[torch.Tensor] | None = None,
+    behaviour_logp: list[torch.Tensor] | None = None,
 ) -> UpdateResult:
     """One optimizer step per PPO epoch over ``packed``'s micro-batches (gradients accumulated).
 
     The old policy's log-probs are epoch 0's own (detached): no optimizer step happens before
     epoch 0's last micro-batch, so a separate no-grad pass would recompute the same values.
+    ``behaviour_logp`` (an off-policy batch: the sampler's log-probs per micro-batch) replaces
+    them: the surrogate's ratio is then ``pi_theta / pi_behaviour``, clipped as usual, which is
+    the importance-ratio correction for the stale sampler; its mean and max are reported.
     """
     res = UpdateResult(n_micro=len(packed.micro), positions=packed.positions)
     params = [p for p in model.parameters() if p.requires_grad]
-    old: list[torch.Tensor] = []
+    old: list[torch.Tensor] = list(behaviour_logp) if behaviour_logp is not None else []
+    if behaviour_logp is not None and len(old) != len(packed.micro):
+        raise ValueError(f"behaviour_logp has {len(old)} micro-batches, the batch {len(packed.micro)}")
+    r_sum, r_max = 0.0, -math.inf
     n_seqs, n_tokens = packed.n_seqs, packed.n_tokens
     for epoch in range(ppo_epochs):
         optimizer.zero_grad(set_to_none=True)
         for j, mb in enumerate(packed.micro):
             logp, ent = completion_logprobs(model, mb, with_entropy=epoch == 0)
-            if epoch == 0:
+            if behaviour_logp is None and epoch == 0:
                 old.append(logp.detach())
+            elif behaviour_logp is not None and epoch == 0:
+                with torch.no_grad():
+                    r = torch.exp(logp.detach() - old[j])[mb.mask > 0]
+                    if r.numel():
+                        r_sum, r_max = r_sum + float(r.sum()), max(r_max, float(r.max()))
             loss, st = policy_loss(
                 logp,
                 old[j],
@@ -525,4 +560,6 @@ def packed_update(
                 res.micro_batch = rows
         res.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
         optimizer.step()
+    if behaviour_logp is not None and res.stats.tokens > 0:
+        res.ratio_mean, res.ratio_max = r_sum / res.stats.tokens, r_max
     return res

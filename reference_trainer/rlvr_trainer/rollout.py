@@ -135,14 +135,18 @@ class VLLMEngine:
             for c in out.outputs:
                 lps = None
                 if logprobs and c.logprobs is not None:
-                    lps = [d[t].logprob for d, t in zip(c.logprobs, c.token_ids)]
+                    lps = [d[t].logprob for d, t in zip(c.logprobs, c.token_ids, strict=True)]
                 group.append(Rollout(pid, list(c.token_ids), c.text, c.finish_reason == "stop", lps))
             groups.append(group)
         return groups
 
     def push_weights(self, model) -> None:
         """Load the policy's current weights into the engine and drop the stale prefix cache."""
-        weights = [(k, v.detach()) for k, v in model.state_dict().items()]
+        self.push_state(model.state_dict())
+
+    def push_state(self, state) -> None:
+        """Load a state dict (name -> tensor) into the engine and drop the stale prefix cache."""
+        weights = [(k, v.detach()) for k, v in state.items()]
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
 

@@ -6,6 +6,15 @@ epoch) over micro-batches, push the new weights into the engine, log a canonical
 :class:`~rlvr_schedule.records.StepRecord` and hand it to a :class:`~rlvr_schedule.driver.ScheduleDriver`,
 the same loop the framework adapters run: observer plugins see it, the schedule decides, and a new
 stage reaches the trainer through :meth:`Trainer.set_batch` (the driver's ``apply``).
+
+With ``cfg.overlap`` the engine runs in a second process (:mod:`rlvr_trainer.overlap`) and the
+loop is one step off-policy: update ``t`` trains on a batch sampled by the weights of update
+``t - 1`` while the batch of update ``t + 1`` is sampled by the weights of update ``t``. The
+surrogate's ratio is taken against the sampler's own log-probs (the importance-ratio correction,
+clipped like PPO's; its mean and max are in the record's ``extra``). A schedule decision made
+after update ``t`` reaches the next batch requested, the one of update ``t + 2`` (batch and LR
+together: each batch carries the stage it was requested under). Checkpoints hold the prefetched
+batch, so a resumed run trains on exactly what the uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import json
 import logging
 import math
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +36,13 @@ from rlvr_schedule.records import BatchSchedule, Stage, StepRecord
 from rlvr_schedule.theory.scaling import lr_for_batch
 from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
 from rlvr_trainer.config import TrainConfig
-from rlvr_trainer.grpo import group_advantages, pack_rollouts, packed_update, reference_logprobs
+from rlvr_trainer.grpo import (
+    behaviour_logprobs,
+    group_advantages,
+    pack_rollouts,
+    packed_update,
+    reference_logprobs,
+)
 from rlvr_trainer.rollout import Rollout, make_engine, set_cpu_env
 from rlvr_trainer.tasks import ArithmeticTask, FileTask, Task, load_problems, score
 
@@ -41,6 +57,38 @@ def initial_schedule(cfg: TrainConfig) -> BatchSchedule:
 
     lr = lr_for_batch(cfg.batch, cfg.base_batch, cfg.base_lr, rule=cfg.lr_rule)
     return StaticSchedule([Stage(batch=cfg.batch, lr=lr)])
+
+
+@dataclass
+class Prefetch:
+    """A batch requested from the generation process (overlap mode), with the stage it was
+    requested under and the number of updates its sampling weights had seen."""
+
+    batch: int
+    lr: float
+    first_problem: int
+    weights_step: int
+    groups: list[list[Rollout]] | None = None
+    times: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for the checkpoint (the groups must have arrived)."""
+        assert self.groups is not None
+        return {
+            "batch": self.batch,
+            "lr": self.lr,
+            "first_problem": self.first_problem,
+            "weights_step": self.weights_step,
+            "groups": [
+                [[r.prompt_ids, r.completion_ids, r.text, r.finished, r.logprobs] for r in grp]
+                for grp in self.groups
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Prefetch:
+        groups = [[Rollout(*row) for row in grp] for grp in d["groups"]]
+        return cls(int(d["batch"]), float(d["lr"]), int(d["first_problem"]), int(d["weights_step"]), groups)
 
 
 def _make_task(cfg: TrainConfig) -> Task:
@@ -102,6 +150,7 @@ class Trainer:
         self.samples = 0
         self.next_problem = 0
         self.engine = None
+        self.prefetch: Prefetch | None = None  # overlap mode: the batch being sampled for the next update
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.decisions_path = self.out_dir / "decisions.jsonl"
         self.checkpoint_path = self.out_dir / "checkpoint.pt"
@@ -124,7 +173,13 @@ class Trainer:
 
     # --- checkpoint ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.prefetch is not None:
+            if self.prefetch.groups is None:  # in flight: the next update waits for it anyway
+                self.prefetch.groups, self.prefetch.times = self.engine.result()
+            extra["prefetch"] = self.prefetch.to_dict()
         return {
+            **extra,
             "config": self.cfg.to_dict(),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -151,6 +206,12 @@ class Trainer:
         self.set_batch(st["batch"], st["lr"])
         self.driver.in_effect, self.driver.samples = (int(st["batch"]), float(st["lr"])), int(st["samples"])
         set_rng_state(st["rng"])
+        self.prefetch = None
+        if st.get("prefetch") is not None:
+            if self.cfg.overlap:
+                self.prefetch = Prefetch.from_dict(st["prefetch"])
+            else:  # next_problem is the prefetched batch's first prompt: sampled again, on-policy
+                log.info("resuming without overlap: the checkpoint's prefetched batch is sampled again")
         truncate_jsonl(self.metrics_path, self.step)
         truncate_jsonl(self.decisions_path, self.step)
         log.info("resumed %s at step %d (%d samples)", self.out_dir, self.step, self.samples)
@@ -158,6 +219,19 @@ class Trainer:
 
     # --- loop ----------------------------------------------------------------------------------
     def _engine(self):
+        if self.engine is None and self.cfg.overlap:
+            from rlvr_trainer.overlap import EngineProcess
+
+            c = self.cfg
+            self.engine = EngineProcess(
+                self.model_dir,
+                self.model,
+                max_tokens=c.max_tokens,
+                temperature=c.temperature,
+                seed=c.seed,
+                max_model_len=c.max_model_len,
+                dtype=c.dtype,
+            )
         if self.engine is None:
             c = self.cfg
             self.engine = make_engine(
@@ -222,16 +296,76 @@ class Trainer:
 
     def train_step(self, engine) -> StepRecord:
         """One rollout batch and its optimizer update(s); returns the canonical record."""
-        cfg, g = self.cfg, self.cfg.group_size
+        if self.cfg.overlap:
+            return self._overlap_step(engine)
+        g = self.cfg.group_size
         batch, lr = self.batch, self.lr
-        # the schedule's LR, ramped over the first warmup_samples rollouts (same ramp at every batch)
-        warm = min(1.0, (self.samples + batch) / cfg.warmup_samples) if cfg.warmup_samples else 1.0
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr * warm
         t0 = time.perf_counter()
         problems = [self.task.problem(self.next_problem + i) for i in range(batch // g)]
         groups = engine.generate([p.prompt for p in problems], g, step=self.step)
         t_gen = time.perf_counter()
+        return self._update(batch, lr, problems, groups, t0, t_gen, push=engine.push_weights)
+
+    def _request(self, engine, first_problem: int, gen_step: int) -> None:
+        """Overlap mode: ask for the batch of update ``gen_step`` (the schedule's stage now),
+        sampled by the current weights with that update's seeds."""
+        g, batch = self.cfg.group_size, self.batch
+        prompts = [self.task.problem(first_problem + i).prompt for i in range(batch // g)]
+        t0 = time.perf_counter()
+        engine.submit(prompts, g, step=gen_step, model=self.model)
+        self._submit_s = time.perf_counter() - t0
+        self.prefetch = Prefetch(batch, self.lr, first_problem, self.step)
+
+    def _overlap_step(self, engine) -> StepRecord:
+        """Train on the prefetched batch while the engine process samples the next one."""
+        g = self.cfg.group_size
+        self._submit_s = 0.0
+        if self.prefetch is None:  # a fresh start (or a checkpoint without one): sample on-policy now
+            self._request(engine, self.next_problem, self.step)
+        pf = self.prefetch
+        assert pf is not None
+        t0 = time.perf_counter()
+        waited = pf.groups is None  # else it arrived while a checkpoint was written
+        if pf.groups is None:
+            pf.groups, pf.times = engine.result()
+        t_gen = time.perf_counter()
+        self.prefetch = None
+        if self.samples + pf.batch < self.cfg.max_samples:
+            # the batch of the next update is sampled now, by the weights before this update
+            self._request(engine, pf.first_problem + pf.batch // g, self.step + 1)
+        problems = [self.task.problem(pf.first_problem + i) for i in range(pf.batch // g)]
+        behaviour = [r.logprobs or [] for grp in pf.groups for r in grp]
+        extra = {
+            "generate_s": pf.times.get("child_generate_s", math.nan),
+            # CPU seconds the engine process spent sampling (wall above that: it waited for a core)
+            "generate_cpu_s": pf.times.get("child_generate_cpu_s", math.nan),
+            "wait_s": pf.times.get("wait_s", 0.0) if waited else 0.0,
+            "push_s": self._submit_s,
+            "engine_push_s": pf.times.get("child_push_s", math.nan),
+            "staleness": self.step - pf.weights_step,
+        }
+        return self._update(pf.batch, pf.lr, problems, pf.groups, t0, t_gen, behaviour=behaviour, extra=extra)
+
+    def _update(
+        self,
+        batch: int,
+        lr: float,
+        problems: list,
+        groups: list[list[Rollout]],
+        t0: float,
+        t_gen: float,
+        *,
+        push=None,
+        behaviour: list[list[float]] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> StepRecord:
+        """Score, pack and train on one sampled batch; ``lr`` is the stage it was sampled under."""
+        cfg, g = self.cfg, self.cfg.group_size
+        sched_lr = self.lr  # the schedule's current LR (overlap: maybe newer than the batch's)
+        # the batch's LR, ramped over the first warmup_samples rollouts (same ramp at every batch)
+        warm = min(1.0, (self.samples + batch) / cfg.warmup_samples) if cfg.warmup_samples else 1.0
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr * warm
         rollouts: list[Rollout] = [r for grp in groups for r in grp]
         golds = [p.answer for p in problems for _ in range(g)]
         rewards = torch.tensor(score([r.text for r in rollouts], golds), dtype=torch.float32)
@@ -262,17 +396,19 @@ class Trainer:
             ppo_epochs=cfg.ppo_epochs,
             max_grad_norm=cfg.max_grad_norm,
             ref_logp=ref_logp,
+            behaviour_logp=behaviour_logprobs(packed, behaviour) if behaviour is not None else None,
         )
         stats, grad_norm, grad_norm_micro = upd.stats, upd.grad_norm, upd.grad_norm_micro
         for group in self.optimizer.param_groups:
-            group["lr"] = lr  # keep the schedule's LR as the optimizer's state (checkpoints, set_batch)
+            group["lr"] = sched_lr  # keep the schedule's LR as the optimizer's state (checkpoints, set_batch)
         t2 = time.perf_counter()
-        engine.push_weights(self.model)
+        if push is not None:
+            push(self.model)
         t3 = time.perf_counter()
 
         self.step += 1
         self.samples += n_seqs
-        self.next_problem += len(problems)
+        self.next_problem += len(problems)  # overlap: the prefetched batch's first prompt
         grouped = rewards.view(-1, g)
         tok = max(stats.tokens, 1.0)
         return StepRecord(
@@ -303,6 +439,11 @@ class Trainer:
                 "micro_batches": upd.n_micro,
                 "padded_positions": upd.positions,
                 "truncated_frac": float(sum(not r.finished for r in rollouts) / n_seqs),
+                **(
+                    {**extra, "is_ratio_mean": upd.ratio_mean, "is_ratio_max": upd.ratio_max}
+                    if extra is not None
+                    else {}
+                ),
             },
         )
 
@@ -314,7 +455,7 @@ class Trainer:
         ids = torch.full((len(seqs), width), pad, dtype=torch.long)
         attn = torch.zeros_like(ids)
         mask = torch.zeros((len(seqs), width - 1), dtype=torch.float32)
-        for i, (s, r) in enumerate(zip(seqs, rollouts)):
+        for i, (s, r) in enumerate(zip(seqs, rollouts, strict=True)):
             ids[i, : len(s)] = torch.tensor(s)
             attn[i, : len(s)] = 1
             mask[i, len(r.prompt_ids) - 1 : len(s) - 1] = 1.0

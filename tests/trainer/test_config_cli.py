@@ -19,6 +19,7 @@ from rlvr_trainer.config import TrainConfig, preset
         ({"group_size": 1, "batch": 8}, "group_size"),
         ({"rollout": "sglang"}, "rollout"),
         ({"micro_batch": 0}, "micro_batch"),
+        ({"overlap": True, "rollout": "hf"}, "overlap"),
     ],
 )
 def test_invalid_config_names_the_field(kw, field):
@@ -58,3 +59,12 @@ def test_dry_run_tiny_and_bad_override(capsys):
     assert 1e5 < out["parameters"] < 1e6 and out["config"]["batch"] == 16
     assert main(["train", "--dry-run", "--set", "loss_type=bad"]) == 2
     assert "loss_type" in capsys.readouterr().err
+
+
+def test_overlap_flag_reaches_the_config(capsys):
+    assert main(["train", "--dry-run", "--overlap"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["overlap"] is True
+    assert main(["train", "--dry-run"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["overlap"] is False
+    assert main(["train", "--dry-run", "--overlap", "--rollout", "hf"]) == 2
+    assert "overlap" in capsys.readouterr().err
