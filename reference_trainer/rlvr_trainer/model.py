@@ -142,7 +142,7 @@ def warm_start(model, tokenizer, cfg: TinyModelConfig, *, progress: bool = False
         ids = torch.full((len(enc), width), tokenizer.pad_token_id, dtype=torch.long)
         labels = torch.full_like(ids, -100)
         attn = torch.zeros_like(ids)
-        for i, (e, n) in enumerate(zip(enc, plen)):
+        for i, (e, n) in enumerate(zip(enc, plen, strict=True)):
             ids[i, : len(e)] = torch.tensor(e)
             attn[i, : len(e)] = 1
             labels[i, n : len(e)] = torch.tensor(e[n:])

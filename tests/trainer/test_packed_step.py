@@ -176,12 +176,12 @@ def _rollouts(vocab: int, n: int, seed: int = 0):
 
 def _padded(prompts, comps, pad=0):
     """Today's padded layout: the whole batch right-padded to its longest sequence."""
-    seqs = [p + c for p, c in zip(prompts, comps)]
+    seqs = [p + c for p, c in zip(prompts, comps, strict=True)]
     width = max(map(len, seqs))
     ids = torch.full((len(seqs), width), pad, dtype=torch.long)
     attn = torch.zeros_like(ids)
     mask = torch.zeros((len(seqs), width - 1))
-    for i, (s, p) in enumerate(zip(seqs, prompts)):
+    for i, (s, p) in enumerate(zip(seqs, prompts, strict=True)):
         ids[i, : len(s)] = torch.tensor(s)
         attn[i, : len(s)] = 1
         mask[i, len(p) - 1 : len(s) - 1] = 1
@@ -253,7 +253,7 @@ def test_packed_update_gradients_equal_the_padded_update(tiny_model_dir, loss_ty
         )
     finally:
         grpo_mod.policy_loss = saved
-    for (name, p), q in zip(model.named_parameters(), ref_model.parameters()):
+    for (name, p), q in zip(model.named_parameters(), ref_model.parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-6, msg=name)
 
 

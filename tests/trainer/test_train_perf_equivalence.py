@@ -58,7 +58,7 @@ def test_old_logprobs_equal_a_separate_pre_update_forward(tiny_model_dir, tmp_pa
     assert any(not torch.equal(v, tr.model.state_dict()[k]) for k, v in start.items())  # the policy moved
     tr.model.load_state_dict(start)  # the pre-update policy, evaluated as the old padded pass did
     prompts, comps = seen["rollouts"][0]
-    seqs = [p + c for p, c in zip(prompts, comps)]
+    seqs = [p + c for p, c in zip(prompts, comps, strict=True)]
     width = max(map(len, seqs))
     ids = torch.zeros((len(seqs), width), dtype=torch.long)
     attn = torch.zeros_like(ids)

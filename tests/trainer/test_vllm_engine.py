@@ -24,9 +24,9 @@ def _max_err(trainer, engine, prompts):
     groups = engine.generate(prompts, 4, step=123, logprobs=True)
     rollouts = [r for g in groups for r in g]
     err = 0.0
-    for ours, r in zip(_torch_logprobs(trainer, rollouts), rollouts):
+    for ours, r in zip(_torch_logprobs(trainer, rollouts), rollouts, strict=True):
         assert len(ours) == len(r.logprobs) == len(r.completion_ids)
-        err = max(err, max(abs(a - b) for a, b in zip(ours, r.logprobs)))
+        err = max(err, max(abs(a - b) for a, b in zip(ours, r.logprobs, strict=True)))
     return err
 
 
@@ -49,9 +49,9 @@ def test_vllm_generates_and_tracks_weight_pushes(tiny_model_dir, tmp_path):
         # the warm-started model answers a non-trivial share right but boxes only some of its
         # answers (1 in 5 of its warm-start answers was boxed: the format is what RL learns first)
         golds = [p.answer for p in probs for _ in range(2)]
-        right = sum(t.replace("\\boxed{", "").split("}")[0].strip() == g for t, g in zip(texts, golds)) / len(
-            texts
-        )
+        right = sum(
+            t.replace("\\boxed{", "").split("}")[0].strip() == g for t, g in zip(texts, golds, strict=True)
+        ) / len(texts)
         boxed = sum("\\boxed{" in t for t in texts) / len(texts)
         assert 0.3 < right < 0.95 and 0.05 < boxed < 0.5
         pass_rate = sum(score(texts, golds)) / len(texts)
@@ -62,7 +62,9 @@ def test_vllm_generates_and_tracks_weight_pushes(tiny_model_dir, tmp_path):
         before = [p.detach().clone() for p in trainer.model.parameters()]
         for _ in range(2):  # two updates at a large LR: weights move, the engine must follow
             trainer.train_step(engine)
-        moved = max(float((p - b).abs().max()) for p, b in zip(trainer.model.parameters(), before))
+        moved = max(
+            float((p - b).abs().max()) for p, b in zip(trainer.model.parameters(), before, strict=True)
+        )
         assert moved > 1e-4
         assert _max_err(trainer, engine, prompts) < TOL
     finally:
