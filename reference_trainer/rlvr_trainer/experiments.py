@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.records import Run
 from rlvr_trainer.config import TrainConfig
 
@@ -56,7 +57,12 @@ def _finished(out_dir: Path, cfg: TrainConfig) -> bool:
     p = out_dir / "metrics.jsonl"
     if not p.exists() or not (out_dir / "config.json").exists():
         return False
-    if json.loads((out_dir / "config.json").read_text()) != json.loads(cfg.json()):
+    # a field added since the run was made reads as its default (which keeps the old behaviour)
+    try:
+        saved = TrainConfig.from_dict(json.loads((out_dir / "config.json").read_text()))
+    except (ConfigError, TypeError, ValueError):
+        return False
+    if json.loads(saved.json()) != json.loads(cfg.json()):
         return False
     lines = [ln for ln in p.read_text().splitlines() if ln.strip()]
     return bool(lines) and json.loads(lines[-1]).get("samples", 0) >= cfg.max_samples

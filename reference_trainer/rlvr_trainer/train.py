@@ -248,10 +248,23 @@ class Trainer:
             self.engine.push_weights(self.model)  # the engine always runs the trainer's weights
         return self.engine
 
+    def _set_aside_old_logs(self) -> None:
+        """A fresh start in a directory that holds another run's logs renames them (``*.jsonl.old-N``)
+        instead of appending to them: appending would interleave two runs' steps in one log."""
+        for p in (self.metrics_path, self.decisions_path):
+            if p.exists() and p.stat().st_size > 0:
+                n = 1
+                while p.with_name(f"{p.name}.old-{n}").exists():
+                    n += 1
+                p.rename(p.with_name(f"{p.name}.old-{n}"))
+                log.warning(
+                    "%s held another run's records and no checkpoint: set aside as %s.old-%d", p, p.name, n
+                )
+
     def train(self, *, resume: bool = False, max_steps: int | None = None) -> list[StepRecord]:
         """Run until ``cfg.max_samples`` rollouts (or ``max_steps`` more updates); return new records."""
-        if resume:
-            self.resume()
+        if not (resume and self.resume()) and self.step == 0:
+            self._set_aside_old_logs()
         engine = self._engine()
         records: list[StepRecord] = []
         bar = None

@@ -103,3 +103,50 @@ def test_evidence_runs_in_chunks_and_ends_with_verdicts(tiny_model_dir, tmp_path
     assert "## Verdicts on the predictions" in md and "B* ~ 1/lr" in md and "the schedule switched" in md
     assert "## LR grid of constants vs the schedule" in md and "constant B=16, base LR 0.0002" in md
     assert "## Fits at each base LR" in md
+
+
+def _finished_run(d, cfg, samples):
+    d.mkdir(parents=True)
+    (d / "config.json").write_text(cfg.json())
+    (d / "metrics.jsonl").write_text(json.dumps({"step": 1, "samples": samples}) + "\n")
+
+
+def test_a_finished_run_stays_finished_when_the_config_gains_a_field(tmp_path):
+    """A run made before a field existed is the same run at that field's default; a run with a key
+    this version does not know, a different setting, or too few samples is not finished."""
+    from rlvr_trainer.config import TrainConfig
+    from rlvr_trainer.experiments import _finished
+
+    cfg = TrainConfig(max_samples=64)
+    old = tmp_path / "old"
+    _finished_run(old, cfg, 64)
+    saved = json.loads((old / "config.json").read_text())
+    del saved["overlap"]  # written before issue 13 added it
+    (old / "config.json").write_text(json.dumps(saved))
+    assert _finished(old, cfg)
+    assert not _finished(old, cfg.replace(overlap=True))
+    assert not _finished(old, cfg.replace(max_samples=128))
+    saved["no_such_field"] = 1
+    (old / "config.json").write_text(json.dumps(saved))
+    assert not _finished(old, cfg)
+
+
+def test_a_fresh_start_sets_old_logs_aside_instead_of_appending(tmp_path):
+    """Without a checkpoint, a start in a directory with another run's logs renames them: appending
+    would interleave two runs' steps (it did, when a config change made a finished run look unfinished)."""
+    from types import SimpleNamespace
+
+    from rlvr_trainer.train import Trainer
+
+    m, d = tmp_path / "metrics.jsonl", tmp_path / "decisions.jsonl"
+    for _ in range(2):
+        m.write_text('{"step": 1}\n')
+        d.write_text('{"step": 1}\n')
+        Trainer._set_aside_old_logs(SimpleNamespace(metrics_path=m, decisions_path=d))
+    assert not m.exists() and not d.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "decisions.jsonl.old-1",
+        "decisions.jsonl.old-2",
+        "metrics.jsonl.old-1",
+        "metrics.jsonl.old-2",
+    ]
