@@ -40,8 +40,9 @@ __all__ = [
 log = logging.getLogger("rlvr_trainer")
 
 
-def read_run(out_dir: str | Path, name: str | None = None) -> Run:
-    """The canonical records of one run directory (through the core's JSONL reader)."""
+def read_run(out_dir: str | Path, name: str | None = None, *, schedule: bool = False) -> Run:
+    """The canonical records of one run directory (through the core's JSONL reader); ``schedule``
+    marks a live schedule's run, which never counts as a constant-batch sweep point."""
     import warnings
 
     from rlvr_schedule.errors import IngestWarning
@@ -50,7 +51,10 @@ def read_run(out_dir: str | Path, name: str | None = None) -> Run:
     out_dir = Path(out_dir)
     with warnings.catch_warnings():  # our timing extras are expected, not a sign of a mis-mapped log
         warnings.filterwarnings("ignore", message=".*unknown metrics kept in extra", category=IngestWarning)
-        return load_run(out_dir / "metrics.jsonl", name=name or out_dir.name)
+        run = load_run(out_dir / "metrics.jsonl", name=name or out_dir.name)
+    if schedule:
+        run.meta["schedule"] = True
+    return run
 
 
 def _finished(out_dir: Path, cfg: TrainConfig) -> bool:
@@ -83,7 +87,7 @@ def run_one(
 
     out_dir = Path(out_dir)
     if resume and _finished(out_dir, cfg):
-        return read_run(out_dir, desc)
+        return read_run(out_dir, desc, schedule=policy is not None)
     schedule = None
     if policy is not None:
         from rlvr_schedule.policy import TwoClockScheduler
@@ -94,7 +98,7 @@ def run_one(
         trainer.train(resume=resume)
     finally:
         trainer.close()
-    return read_run(out_dir, desc)
+    return read_run(out_dir, desc, schedule=policy is not None)
 
 
 def sweep(
@@ -285,7 +289,7 @@ def report(
     sweep_runs = [read_run(out / "sweep" / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds for b in batches]
     sched_seeds = [s for s in (seeds if schedule_seeds is None else schedule_seeds)]
     sched_runs = [
-        read_run(out / "schedule" / f"s{s}", f"schedule s{s}")
+        read_run(out / "schedule" / f"s{s}", f"schedule s{s}", schedule=True)
         for s in sched_seeds
         if (out / "schedule" / f"s{s}" / "metrics.jsonl").exists()
     ]
@@ -417,7 +421,7 @@ def lr_grid(
             runs = [read_run(out / f"lr{lr:g}" / "sweep" / f"b{b}-s{s}", f"b{b}-s{s}") for s in seeds]
             lines.append(row(f"constant B={b}, base LR {lr:g}", runs))
     sched = [
-        read_run(Path(schedule_dir) / f"s{s}", f"schedule s{s}")
+        read_run(Path(schedule_dir) / f"s{s}", f"schedule s{s}", schedule=True)
         for s in seeds
         if (Path(schedule_dir) / f"s{s}" / "metrics.jsonl").exists()
     ]

@@ -133,7 +133,10 @@ class Run:
 
     @property
     def constant_batch(self) -> bool:
-        return all(r.batch == self.batch for r in self.records)
+        """A constant-batch sweep point: the batch never changed, and the run is not a schedule's
+        (``meta["schedule"]``) that happened to make no switch: counting that as a sweep point
+        would count its seed twice beside the constant run it reproduces."""
+        return not self.meta.get("schedule", False) and all(r.batch == self.batch for r in self.records)
 
     def array(self, name: str) -> np.ndarray:
         """A per-step column as a float array (NaN where missing; ``extra`` keys allowed)."""

@@ -186,3 +186,19 @@ def test_failure_clock_report_says_why_with_leads(sweep: list[Run]) -> None:
     assert f["value"] < f["threshold"] < f["baseline"]  # entropy fell below 10% of its early level
     assert rep["warnings"] and all(w["lead"] is not None and w["lead"] >= 0 for w in rep["warnings"])
     assert not rep["diverging"] and rep["divergence"] is None
+
+
+def test_a_schedule_run_without_a_switch_is_not_a_sweep_point(sweep: list[Run]) -> None:
+    """A live schedule that never switched reproduces a constant run; marked as a schedule's run
+    (``meta["schedule"]``) it stays out of B* and the failure exponent, so no seed counts twice."""
+    base = fit_sweep(sweep)
+    twin = Run(list(sweep[0].records), name="schedule s0", meta={"schedule": True})
+    assert not twin.constant_batch and Run(list(sweep[0].records)).constant_batch
+    fit = fit_sweep([*sweep, twin])
+    assert fit.critical_batch == base.critical_batch
+    assert fit.failure_exponent == base.failure_exponent or (
+        math.isnan(fit.failure_exponent) and math.isnan(base.failure_exponent)
+    )
+    assert fit.to_dict()["runs"][-1]["constant_batch"] is False
+    # unmarked, the same records count as one more sweep point and move the fit
+    assert fit_sweep([*sweep, Run(list(sweep[0].records), name="twin")]).critical_batch != base.critical_batch
