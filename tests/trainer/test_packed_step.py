@@ -4,7 +4,6 @@ completion log-probs (values, gradients, entropy), and a hand-computed loss and 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 import torch
@@ -76,35 +75,10 @@ def test_linear_logprobs_gradients_and_entropy():
     assert not ent.requires_grad  # logged only
 
 
-class _ToyLM(torch.nn.Module):
-    """Embedding -> (no layers) -> linear head: logits are computable by hand."""
-
-    def __init__(self):
-        super().__init__()
-        self.emb = torch.nn.Embedding(3, 2)
-        self.head = torch.nn.Linear(2, 3, bias=False)
-        with torch.no_grad():
-            self.emb.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
-            self.head.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]))
-        emb = self.emb
-
-        class _Dec(torch.nn.Module):
-            def forward(self, input_ids, attention_mask=None):
-                return SimpleNamespace(last_hidden_state=emb(input_ids))
-
-        self._dec = _Dec()
-
-    def get_decoder(self):
-        return self._dec
-
-    def get_output_embeddings(self):
-        return self.head
-
-
-def test_hand_checked_loss_and_gradient():
+def test_hand_checked_loss_and_gradient(toy_lm):
     # rollout 0: prompt [0], completion [1, 2]; rollout 1: prompt [2], completion [0]
     # hidden at the completion positions: e(0) = (1, 0), e(1) = (0, 1), e(2) = (1, 1); logits = (h0, h1, 0)
-    model = _ToyLM()
+    model = toy_lm()
     packed = pack_rollouts([[0], [2]], [[1, 2], [0]], pad_id=0, micro_batch=1, token_budget=100, seed=1)
     assert packed.noise_micro == 1 and len(packed.micro) == 2 and packed.n_tokens == 3
     adv = torch.tensor([1.0, -1.0])
