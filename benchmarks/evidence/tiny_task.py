@@ -264,9 +264,12 @@ def cmd_trl(args: argparse.Namespace) -> None:
                 shutil.rmtree(ck)
                 pruned.append(ck.name)
 
-    for _ in range(args.kills):
+    # kill after 2-4 new logged updates, or (--kill-at) after the given numbers of logged updates, e.g.
+    # before and after the default policy's switch
+    points = [int(x) for x in args.kill_at.split(",")] if args.kill_at else [None] * args.kills
+    for point in points:
         done = len(_by_step(_lines(cut / "schedule.jsonl"), "decision"))
-        at = done + rng.randint(2, 4)
+        at = point if point is not None else done + rng.randint(2, 4)
         if at >= args.steps:
             break
         if started and args.prune_incomplete:
@@ -315,6 +318,22 @@ def cmd_trl(args: argparse.Namespace) -> None:
     print(
         f"- same decisions (samples, batch, lr, stage, switched) at every step: {all(same.values())} "
         f"({sum(same.values())}/{len(same)})"
+    )
+    for name, d in (("uninterrupted", da), ("killed", db)):
+        sw = [(s, d[s]["batch"], d[s]["reason"]) for s in sorted(d) if d[s].get("switched")]
+        print(f"- switches ({name}): {sw or 'none'}")
+    # the training metrics the noise estimate reads: bit-exact (JSON floats) or not, per update
+    rec_a, rec_b = _by_step(ra, "record"), _by_step(rb, "record")
+    metrics = ("reward_mean", "grad_norm", "grad_norm_micro", "entropy")
+    exact = {  # compared as JSON text, so that NaN equals NaN
+        s: json.dumps([rec_a[s].get(k) for k in metrics])
+        == json.dumps([rec_b.get(s, {}).get(k) for k in metrics])
+        for s in rec_a
+    }
+    differ = [s for s in sorted(exact) if not exact[s]]
+    print(
+        f"- same training metrics ({', '.join(metrics)}) at every update, bit for bit: {not differ} "
+        f"({sum(exact.values())}/{len(exact)}{f'; first differing update {differ[0]}' if differ else ''})"
     )
     print(f"# wall time {time.perf_counter() - t_start:.0f} s")
 
@@ -586,6 +605,11 @@ def main() -> None:
     )
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--steps", type=int, default=16, help="TRL updates")
+    ap.add_argument(
+        "--kill-at",
+        default="",
+        help="TRL: kill after these numbers of logged updates (comma-separated, rising) instead of --kills",
+    )
     ap.add_argument(
         "--prune-incomplete",
         action="store_true",
