@@ -52,6 +52,30 @@ def test_restored_order_is_the_uninterrupted_runs_after_the_trainers_skip(traine
     assert _batches(skip_first_batches(resumed, trainer_pos)) == epoch1[true_pos:]
 
 
+@pytest.mark.parametrize("rank", [0, 1])
+def test_two_ranks_each_resume_at_their_own_batches(rank):
+    """accelerate gives rank r every 2nd batch (``BatchSamplerShard``): a micro-step takes 2 batches."""
+    from accelerate import skip_first_batches
+    from accelerate.data_loader import BatchSamplerShard
+    from torch.utils.data import BatchSampler, DataLoader
+    from trl.trainer.utils import RepeatSampler
+
+    def loader():
+        sampler = RepeatSampler(list(range(32)), mini_repeat_count=4, batch_size=4, repeat_count=2, seed=0)
+        shard = BatchSamplerShard(BatchSampler(sampler, 8, False), num_processes=2, process_index=rank)
+        return DataLoader(list(range(32)), batch_sampler=shard)
+
+    full = loader()
+    _batches(full)
+    rng = generator_state(full.batch_sampler.batch_sampler.sampler)
+    epoch1 = _batches(full)
+    resumed = loader()
+    site = find_sampler(resumed)
+    assert site is not None and site.indices_per_micro == 16
+    restore_order(site, rng=rng, trainer_pos=3, true_pos=5)
+    assert _batches(skip_first_batches(resumed, 3)) == epoch1[5:]
+
+
 @pytest.mark.slow
 def test_resume_in_the_second_epoch_takes_the_uninterrupted_runs_prompts(tiny_model, tmp_path):
     from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
