@@ -223,11 +223,22 @@ def _trl(out: Path, steps: int, resume: bool) -> subprocess.Popen:
         "--save-steps",
         "2",
         "--prompts",
-        "1024",  # one epoch of 256 prompts ends at 64 updates of 16; the auto switch comes at 100
+        "1024",  # 1024 micro-steps per epoch hold the 100 x 4 + 12 x 16 of the default policy's run
         "--schedule",
         str(out.parent / "trl_schedule.json"),
     ] + (["--resume"] if resume else [])
-    return subprocess.Popen(cmd, env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # stdout (the Trainer's log dicts, the example's "resume:" lines) to a file: a pipe nobody reads
+    # while the run goes on would fill and stall it
+    out.mkdir(parents=True, exist_ok=True)
+    n = len(list(out.glob("stdout-*.txt")))
+    with (out / f"stdout-{n}.txt").open("wb") as f, (out / f"stderr-{n}.txt").open("wb") as e:
+        p = subprocess.Popen(cmd, env={**os.environ, **ENV}, stdout=f, stderr=e)
+    p.err_path = out / f"stderr-{n}.txt"  # type: ignore[attr-defined]
+    return p
+
+
+def _err(p: subprocess.Popen) -> str:
+    return p.err_path.read_text(errors="replace")[-3000:]  # type: ignore[attr-defined]
 
 
 def _has_checkpoint(out: Path) -> bool:
@@ -251,9 +262,9 @@ def cmd_trl(args: argparse.Namespace) -> None:
     for d in (ref, cut):
         shutil.rmtree(d, ignore_errors=True)
     p = _trl(ref, args.steps, False)
-    _, err = p.communicate()
+    p.wait()
     if p.returncode:
-        raise SystemExit(f"uninterrupted TRL run failed:\n{err.decode()[-3000:]}")
+        raise SystemExit(f"uninterrupted TRL run failed:\n{_err(p)}")
     kills, started, pruned = [], False, []
 
     def prune() -> None:
@@ -285,10 +296,10 @@ def cmd_trl(args: argparse.Namespace) -> None:
     if started and args.prune_incomplete:
         prune()
     p = _trl(cut, args.steps, started and _has_checkpoint(cut))
-    _, err = p.communicate()
+    p.wait()
     if p.returncode:
         print(f"- killed (SIGKILL) {len(kills)} times after {kills} logged updates; the resumed run failed")
-        raise SystemExit(f"resumed TRL run failed:\n{err.decode()[-3000:]}")
+        raise SystemExit(f"resumed TRL run failed:\n{_err(p)}")
     ra, rb = _lines(ref / "schedule.jsonl"), _lines(cut / "schedule.jsonl")
     da, db = _by_step(ra, "decision"), _by_step(rb, "decision")
     key = ("samples", "batch", "lr", "stage", "switched")
@@ -307,6 +318,13 @@ def cmd_trl(args: argparse.Namespace) -> None:
         f"(checkpoint every 2 updates)"
     )
     print(f"- incomplete checkpoints removed before resuming: {pruned or 'none'}")
+    said = [
+        ln.strip()
+        for f in sorted(cut.glob("stdout-*.txt"), key=lambda f: int(f.stem.split("-")[1]))
+        for ln in f.read_text(errors="replace").splitlines()
+        if ln.startswith("resume:")
+    ]
+    print(f"- resumes: {'; '.join(ln.replace(str(cut) + '/', '') for ln in said) or 'none'}")
     print(
         f"- resumed run: {len(db)} updates; {relogged} updates re-done after a checkpoint (logged twice, "
         f"the later kept)"
