@@ -16,7 +16,9 @@ The records carry the micro-batch gradient norm (``grad_norm_micro``, taken at t
 gradient-noise estimate forms. The driver's state rides in checkpoints as a transformers
 ``ExportableState`` (``stateful_callbacks`` of ``trainer_state.json``); with
 ``restore_callback_states_from_checkpoint=True`` a resumed run rebuilds the callback from it and
-re-applies the stage in ``on_train_begin`` (the accumulation count is not saved by transformers).
+re-applies the stage in ``on_train_begin`` (the accumulation count is not saved by transformers); the
+state also says where the data stream stood, so that the resumed run takes the uninterrupted run's
+prompts (:mod:`rlvr_schedule_adapters.trl.data_order`).
 Any failure inside the callback is logged and training goes on at the current stage. With
 ``apply=False`` (advisory) the callback decides and logs but never touches the trainer.
 
