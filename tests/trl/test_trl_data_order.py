@@ -77,20 +77,21 @@ def test_two_ranks_each_resume_at_their_own_batches(rank):
 
 
 @pytest.mark.slow
-def test_resume_in_the_second_epoch_takes_the_uninterrupted_runs_prompts(tiny_model, tmp_path):
+@pytest.mark.parametrize("ckpt", [4, 6])  # saved after epoch 0's last update; half-way into epoch 1
+def test_resume_in_the_second_epoch_takes_the_uninterrupted_runs_prompts(tiny_model, tmp_path, ckpt):
     from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
 
     def cb():
         return RlvrScheduleCallback({"stages": [{"batch": 8, "lr": 1e-3}]}, strict=True, name="epochs")
 
-    # 8 prompts: 8 micro-steps (4 updates of GA 2) per epoch; checkpoint-6 is half-way into epoch 1
+    # 8 prompts: 8 micro-steps (4 updates of GA 2) per epoch
     kw = {"n_prompts": 8, "max_steps": 8, "save_strategy": "steps", "save_steps": 2}
     kw["restore_callback_states_from_checkpoint"] = True
     _, full = run_grpo(tiny_model, tmp_path / "full", [cb()], **kw)
-    ckpt = str(tmp_path / "full" / "checkpoint-6")
-    _, resumed = run_grpo(tiny_model, tmp_path / "resumed", [cb()], resume=ckpt, **kw)
-    assert resumed.prompts == full.prompts[6:]
-    assert resumed.texts == full.texts[6:]
+    path = str(tmp_path / "full" / f"checkpoint-{ckpt}")
+    _, resumed = run_grpo(tiny_model, tmp_path / "resumed", [cb()], resume=path, **kw)
+    assert resumed.prompts == full.prompts[ckpt:]
+    assert resumed.texts == full.texts[ckpt:]
     # without the callback the Trainer's resume shuffles epoch 1 as epoch 0 (what the callback fixes)
-    _, plain = run_grpo(tiny_model, tmp_path / "plain", [], resume=ckpt, **kw)
-    assert plain.prompts != full.prompts[6:]
+    _, plain = run_grpo(tiny_model, tmp_path / "plain", [], resume=path, **kw)
+    assert plain.prompts != full.prompts[ckpt:]

@@ -425,9 +425,20 @@ class _ScheduleCallbackCore:
                 "prompts after the resume are the Trainer's choice and may differ from the run's"
             )
             return
-        if restore_order(
-            self._site, rng=self._saved_sampler_rng, trainer_pos=self._trainer_pos, true_pos=self._epoch_pos
-        ):
+        try:
+            moved = restore_order(
+                self._site,
+                rng=self._saved_sampler_rng,
+                trainer_pos=self._trainer_pos,
+                true_pos=self._epoch_pos,
+            )
+        except Exception as exc:  # the stage must still be re-applied (the rest of on_train_begin)
+            if self.strict:
+                raise
+            self._errors.append(f"on_train_begin: data order: {type(exc).__name__}: {exc}")
+            log.exception("resume: the data order could not be restored; the Trainer's own skip applies")
+            return
+        if moved:
             log.info(
                 "resume: the data stream is moved from the Trainer's micro-step %s to the run's %s",
                 self._trainer_pos,
