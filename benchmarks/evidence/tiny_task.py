@@ -223,11 +223,22 @@ def _trl(out: Path, steps: int, resume: bool) -> subprocess.Popen:
         "--save-steps",
         "2",
         "--prompts",
-        "1024",  # one epoch of 256 prompts ends at 64 updates of 16; the auto switch comes at 100
+        "1024",  # 1024 micro-steps per epoch hold the 100 x 4 + 12 x 16 of the default policy's run
         "--schedule",
         str(out.parent / "trl_schedule.json"),
     ] + (["--resume"] if resume else [])
-    return subprocess.Popen(cmd, env={**os.environ, **ENV}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # stdout (the Trainer's log dicts, the example's "resume:" lines) to a file: a pipe nobody reads
+    # while the run goes on would fill and stall it
+    out.mkdir(parents=True, exist_ok=True)
+    n = len(list(out.glob("stdout-*.txt")))
+    with (out / f"stdout-{n}.txt").open("wb") as f, (out / f"stderr-{n}.txt").open("wb") as e:
+        p = subprocess.Popen(cmd, env={**os.environ, **ENV}, stdout=f, stderr=e)
+    p.err_path = out / f"stderr-{n}.txt"  # type: ignore[attr-defined]
+    return p
+
+
+def _err(p: subprocess.Popen) -> str:
+    return p.err_path.read_text(errors="replace")[-3000:]  # type: ignore[attr-defined]
 
 
 def _has_checkpoint(out: Path) -> bool:
@@ -251,9 +262,9 @@ def cmd_trl(args: argparse.Namespace) -> None:
     for d in (ref, cut):
         shutil.rmtree(d, ignore_errors=True)
     p = _trl(ref, args.steps, False)
-    _, err = p.communicate()
+    p.wait()
     if p.returncode:
-        raise SystemExit(f"uninterrupted TRL run failed:\n{err.decode()[-3000:]}")
+        raise SystemExit(f"uninterrupted TRL run failed:\n{_err(p)}")
     kills, started, pruned = [], False, []
 
     def prune() -> None:
@@ -264,9 +275,12 @@ def cmd_trl(args: argparse.Namespace) -> None:
                 shutil.rmtree(ck)
                 pruned.append(ck.name)
 
-    for _ in range(args.kills):
+    # kill after 2-4 new logged updates, or (--kill-at) after the given numbers of logged updates, e.g.
+    # before and after the default policy's switch
+    points = [int(x) for x in args.kill_at.split(",")] if args.kill_at else [None] * args.kills
+    for point in points:
         done = len(_by_step(_lines(cut / "schedule.jsonl"), "decision"))
-        at = done + rng.randint(2, 4)
+        at = point if point is not None else done + rng.randint(2, 4)
         if at >= args.steps:
             break
         if started and args.prune_incomplete:
@@ -282,10 +296,10 @@ def cmd_trl(args: argparse.Namespace) -> None:
     if started and args.prune_incomplete:
         prune()
     p = _trl(cut, args.steps, started and _has_checkpoint(cut))
-    _, err = p.communicate()
+    p.wait()
     if p.returncode:
         print(f"- killed (SIGKILL) {len(kills)} times after {kills} logged updates; the resumed run failed")
-        raise SystemExit(f"resumed TRL run failed:\n{err.decode()[-3000:]}")
+        raise SystemExit(f"resumed TRL run failed:\n{_err(p)}")
     ra, rb = _lines(ref / "schedule.jsonl"), _lines(cut / "schedule.jsonl")
     da, db = _by_step(ra, "decision"), _by_step(rb, "decision")
     key = ("samples", "batch", "lr", "stage", "switched")
@@ -304,6 +318,13 @@ def cmd_trl(args: argparse.Namespace) -> None:
         f"(checkpoint every 2 updates)"
     )
     print(f"- incomplete checkpoints removed before resuming: {pruned or 'none'}")
+    said = [
+        ln.strip()
+        for f in sorted(cut.glob("stdout-*.txt"), key=lambda f: int(f.stem.split("-")[1]))
+        for ln in f.read_text(errors="replace").splitlines()
+        if ln.startswith("resume:")
+    ]
+    print(f"- resumes: {'; '.join(ln.replace(str(cut) + '/', '') for ln in said) or 'none'}")
     print(
         f"- resumed run: {len(db)} updates; {relogged} updates re-done after a checkpoint (logged twice, "
         f"the later kept)"
@@ -315,6 +336,22 @@ def cmd_trl(args: argparse.Namespace) -> None:
     print(
         f"- same decisions (samples, batch, lr, stage, switched) at every step: {all(same.values())} "
         f"({sum(same.values())}/{len(same)})"
+    )
+    for name, d in (("uninterrupted", da), ("killed", db)):
+        sw = [(s, d[s]["batch"], d[s]["reason"]) for s in sorted(d) if d[s].get("switched")]
+        print(f"- switches ({name}): {sw or 'none'}")
+    # the training metrics the noise estimate reads: bit-exact (JSON floats) or not, per update
+    rec_a, rec_b = _by_step(ra, "record"), _by_step(rb, "record")
+    metrics = ("reward_mean", "grad_norm", "grad_norm_micro", "entropy")
+    exact = {  # compared as JSON text, so that NaN equals NaN
+        s: json.dumps([rec_a[s].get(k) for k in metrics])
+        == json.dumps([rec_b.get(s, {}).get(k) for k in metrics])
+        for s in rec_a
+    }
+    differ = [s for s in sorted(exact) if not exact[s]]
+    print(
+        f"- same training metrics ({', '.join(metrics)}) at every update, bit for bit: {not differ} "
+        f"({sum(exact.values())}/{len(exact)}{f'; first differing update {differ[0]}' if differ else ''})"
     )
     print(f"# wall time {time.perf_counter() - t_start:.0f} s")
 
@@ -586,6 +623,11 @@ def main() -> None:
     )
     ap.add_argument("--kills", type=int, default=3)
     ap.add_argument("--steps", type=int, default=16, help="TRL updates")
+    ap.add_argument(
+        "--kill-at",
+        default="",
+        help="TRL: kill after these numbers of logged updates (comma-separated, rising) instead of --kills",
+    )
     ap.add_argument(
         "--prune-incomplete",
         action="store_true",

@@ -6,6 +6,7 @@ callback  :class:`RlvrScheduleCallback`: TRL events -> records -> :class:`~rlvr_
 checks    the set-up check: can the Trainer's data plan hold the schedule
 epochs    the HF Trainer's arithmetic of rollouts, accumulation and epochs
 checkpoints  the last complete checkpoint of a killed run
+data_order   which prompts a resumed run takes next (the sampler's shuffle state and the true skip)
 noise     the micro-batch gradient norm for the gradient-noise estimate
 
 Importing this package imports neither transformers nor TRL; ``RlvrScheduleCallback`` is built on

@@ -16,7 +16,9 @@ The records carry the micro-batch gradient norm (``grad_norm_micro``, taken at t
 gradient-noise estimate forms. The driver's state rides in checkpoints as a transformers
 ``ExportableState`` (``stateful_callbacks`` of ``trainer_state.json``); with
 ``restore_callback_states_from_checkpoint=True`` a resumed run rebuilds the callback from it and
-re-applies the stage in ``on_train_begin`` (the accumulation count is not saved by transformers).
+re-applies the stage in ``on_train_begin`` (the accumulation count is not saved by transformers); the
+state also says where the data stream stood, so that the resumed run takes the uninterrupted run's
+prompts (:mod:`rlvr_schedule_adapters.trl.data_order`).
 Any failure inside the callback is logged and training goes on at the current stage. With
 ``apply=False`` (advisory) the callback decides and logs but never touches the trainer.
 
@@ -44,6 +46,7 @@ from rlvr_schedule_adapters._common import (
     warn_setup,
 )
 from rlvr_schedule_adapters.trl.checks import check_plan
+from rlvr_schedule_adapters.trl.data_order import SamplerSite, find_sampler, generator_state, restore_order
 from rlvr_schedule_adapters.trl.epochs import BatchUnit
 from rlvr_schedule_adapters.trl.noise import grad_norm, mean_over_ranks
 
@@ -146,7 +149,12 @@ class _ScheduleCallbackCore:
         self._epoch_pos = 0  # micro-steps done in the current epoch
         self._resume_pos: int | None = None
         self._saved_epoch_pos: int | None = None
+        self._saved_sampler_rng: str | None = None
+        self._site: SamplerSite | None = None  # the train sampler (its shuffle state rides in checkpoints)
+        self._epoch_rng: str | None = None  # the sampler's generator state when the epoch began
+        self._micro_per_epoch: int | None = None
         self._offset = 0  # micro-steps done in this epoch minus the Trainer's count of them (resume)
+        self._trainer_pos = 0  # the Trainer's count of them at the resume
         self._warned_spec = False
         self._grad_norm_micro = math.nan  # of the last update's first micro-batch (GA >= 2)
         self._micro_batch: int | None = None
@@ -204,7 +212,13 @@ class _ScheduleCallbackCore:
     @property
     def rlvr_state(self) -> dict[str, Any]:
         """The JSON-able run state (the driver's: schedule, samples, stage asked for; and the stage in
-        effect in the trainer) saved in checkpoints."""
+        effect in the trainer) saved in checkpoints, with where the data stream stands: micro-steps done
+        in the epoch and the train sampler's shuffle state when the epoch began
+        (:mod:`~rlvr_schedule_adapters.trl.data_order`)."""
+        epoch_pos, rng = self._epoch_pos, self._epoch_rng
+        if self._micro_per_epoch and epoch_pos >= self._micro_per_epoch and self._site is not None:
+            # saved after the epoch's last update: the next epoch starts from the generator as it is now
+            epoch_pos, rng = 0, generator_state(self._site.sampler)
         return {
             "version": 2,
             "driver": self.driver.state_dict(),
@@ -212,7 +226,8 @@ class _ScheduleCallbackCore:
             "last_step": self.last_step,
             "applied": list(self.applied) if self.applied else None,
             "pending": list(self.pending) if self.pending else None,
-            "epoch_pos": self._epoch_pos,
+            "epoch_pos": epoch_pos,
+            "sampler_rng": rng,
         }
 
     @rlvr_state.setter
@@ -227,6 +242,7 @@ class _ScheduleCallbackCore:
 
         self.applied, self.pending = pair(state.get("applied")), pair(state.get("pending"))
         self._saved_epoch_pos = state.get("epoch_pos")
+        self._saved_sampler_rng = state.get("sampler_rng")
 
     # --- applying decisions ------------------------------------------------------------------------
     def request(self, batch: int, lr: float) -> bool:
@@ -303,6 +319,8 @@ class _ScheduleCallbackCore:
             else None
         )
         self._micro = 0
+        self._micro_per_epoch = micro_per_epoch
+        self._site = find_sampler(train_dataloader) if train_dataloader is not None else None
         if state.global_step == 0 and self.last_step > 0:
             log.warning(
                 "the callback is reused for a new run: its counters restart, but the schedule keeps its "
@@ -316,6 +334,8 @@ class _ScheduleCallbackCore:
         if state.global_step > 0:
             self._resume_pos = self._resume_position(args, state, micro_per_epoch, ga0)
             self._epoch_pos = self._resume_pos
+            if restored and not self.advisory:
+                self._restore_data_order(args)
             if not restored:
                 log.warning(
                     "resumed at step %s without saved schedule state (set "
@@ -379,18 +399,51 @@ class _ScheduleCallbackCore:
             trainer_pos = 0
         else:
             trainer_pos = (state.global_step % max(-(-micro_per_epoch // ga0), 1)) * ga0
+        self._trainer_pos = trainer_pos
         saved = self._saved_epoch_pos if self.last_step > 0 else None
         if saved is None or int(saved) == trainer_pos:
             return trainer_pos
         self._offset = int(saved) - trainer_pos
         log.info(
             "resume: the Trainer counts %s micro-steps into the epoch (it assumes a constant "
-            "gradient_accumulation_steps) where the run had done %s: the prompts in between are seen "
-            "again (or skipped); the callback keeps updates whole until the epoch ends",
+            "gradient_accumulation_steps) where the run had done %s; the callback moves the data stream "
+            "there and keeps updates whole until the epoch ends",
             trainer_pos,
             saved,
         )
         return int(saved)
+
+    def _restore_data_order(self, args: Any) -> None:
+        """Make the resumed run take the prompts the uninterrupted run took next: the sampler's saved
+        shuffle state back, and the Trainer's skip moved to the saved position. Not with
+        ``ignore_data_skip`` (the user asked for the epoch's data from its start)."""
+        if getattr(args, "ignore_data_skip", False):
+            return
+        if self._site is None:
+            log.warning(
+                "resume: no index sampler behind the train dataloader (an iterable dataset?): the "
+                "prompts after the resume are the Trainer's choice and may differ from the run's"
+            )
+            return
+        try:
+            moved = restore_order(
+                self._site,
+                rng=self._saved_sampler_rng,
+                trainer_pos=self._trainer_pos,
+                true_pos=self._epoch_pos,
+            )
+        except Exception as exc:  # the stage must still be re-applied (the rest of on_train_begin)
+            if self.strict:
+                raise
+            self._errors.append(f"on_train_begin: data order: {type(exc).__name__}: {exc}")
+            log.exception("resume: the data order could not be restored; the Trainer's own skip applies")
+            return
+        if moved:
+            log.info(
+                "resume: the data stream is moved from the Trainer's micro-step %s to the run's %s",
+                self._trainer_pos,
+                self._epoch_pos,
+            )
 
     def _stage_accumulation(self) -> int:
         """The accumulation count of the stage in effect (``args`` may hold a steering value)."""
@@ -417,6 +470,7 @@ class _ScheduleCallbackCore:
 
     @_guarded
     def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._epoch_rng = generator_state(self._site.sampler) if self._site is not None else None
         self._epoch_pos = self._resume_pos or 0
         self._resume_pos = None
         self._try_apply()
