@@ -10,7 +10,7 @@ from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
 from rlvr_schedule.records import StepRecord
 
-# hysteresis 1 and an absolute threshold: the first record with entropy <= 0.5 triggers a switch
+# hysteresis_samples 1 and an absolute threshold: the first record with entropy <= 0.5 triggers a switch
 # (failure_exponent > 0: growing the batch postpones the failure, so the failure trigger grows it)
 CFG = dict(
     initial_batch=8,
