@@ -598,6 +598,7 @@ class TwoClockScheduler(Schedule):
         self._records = 0
         self._samples = 0  # rollouts consumed, as of the last record
         self._noise_samples = 0  # rollouts of the records that fed the gradient-noise estimate
+        self._warm = False  # the estimate has its records and rollouts (estimate_samples)
         self._last_switch = 0
         self._last_switch_step = 0
         self._bs_ref = math.nan  # B_simple when first estimated: the reference of the relative tracker
@@ -710,12 +711,11 @@ class TwoClockScheduler(Schedule):
         c = cfg.constraints
         frac = cfg.operating_fraction
         room = len(self._stages) < cfg.max_stages
-        estimated = (
-            self._noise_samples >= self._est_samples
-            and self.noise.n_updates >= self._est_records
-            and math.isfinite(b_simple)
-            and b_simple > 0
-        )
+        if not self._warm:  # both counts only grow: checked until they pass
+            self._warm = (
+                self._noise_samples >= self._est_samples and self.noise.n_updates >= self._est_records
+            )
+        estimated = self._warm and math.isfinite(b_simple) and b_simple > 0
         if estimated and math.isnan(self._bs_ref):
             self._bs_ref, self._pos_ref = b_simple, self._pos
         if estimated and not self._v2:  # v2 (failure_switch_fraction 0) kept its one-value anchor
@@ -798,7 +798,8 @@ class TwoClockScheduler(Schedule):
                     )
         self._failure_switch = failure_switch
         if not trigger:
-            self._streak = self._streak_samples = 0
+            if self._streak:
+                self._streak = self._streak_samples = 0
             return None, hold
         if hold:
             trigger = f"{trigger}; {hold}"
@@ -1048,6 +1049,7 @@ class TwoClockScheduler(Schedule):
         self.forecast.load_state_dict(state["forecast"])
         self.noise.load_state_dict(state["noise"])
         self._noise_samples = int(state.get("noise_samples", int(self.noise.n_updates) * batch))
+        self._warm = self._noise_samples >= self._est_samples and self.noise.n_updates >= self._est_records
         saved = state.get("detectors", {})
         for i, det in enumerate(self.detectors):
             key = f"{i}:{getattr(det, 'name', type(det).__name__)}"
