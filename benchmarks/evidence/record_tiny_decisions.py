@@ -3,8 +3,8 @@ for the regression test ``tests/core/test_policy_regression.py``.
 
 The policy runs live in the trainer (``experiments.run_one``; the tiny_schedules.py settings: base LR
 1e-4 at batch 32, sqrt rule, micro_batch 4 so every update logs ``grad_norm_micro``, policy v2
-defaults with 20 records of gradient noise (the old ``auto_records``), ``critical_batch`` given); the file keeps the policy config, the
-trainer's records (metrics.jsonl) and the decisions (decisions.jsonl):
+defaults with 20 records of gradient noise (the old ``auto_records``), ``critical_batch`` given);
+the file keeps the policy config, the trainer's records (metrics.jsonl) and the decisions (decisions.jsonl):
 
     python benchmarks/evidence/record_tiny_decisions.py OUT SEED CRITICAL_BATCH MAX_SAMPLES
 """
