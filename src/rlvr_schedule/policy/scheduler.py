@@ -158,7 +158,8 @@ class PolicyConfig:
         progress clock's cost curve the batch sits: the operating fraction of B* is
         2 x tol / (1 + tol) (:meth:`tolerance_for` inverts it). Larger spends rollouts to save
         updates; on the LR rule it leaves the failure clock per rollout unchanged.
-    fallback_batch: the batch before the estimate is ready (``initial_batch: auto``, no B* known).
+    fallback_batch: the batch before the estimate is ready (``initial_batch: auto``, no B* known):
+        where on the progress clock the run sits while B_simple is measured.
     base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
         scales with batch on tracking switches ("sqrt" for Adam, "linear" for SGD, "constant"); on
         the rule, drift per rollout (the failure clock's rate) is batch-invariant.
@@ -204,14 +205,18 @@ class PolicyConfig:
         slope's 90% band excludes a flat trend. Larger: fewer false alarms, later switches (a
         failure clock shorter than about 4x this cannot be caught in time).
     detectors: built-in :mod:`rlvr_schedule.clocks` detectors to run (by name); with
-        ``switch_on_alarm`` their alarms, and those of plugin detectors, are failure triggers too.
+        ``switch_on_alarm`` their alarms, and those of plugin detectors, are failure triggers too:
+        a failure switch on an alarm, where the failure clock ran out faster than forecast.
 
     Pacing (neither clock: how fast the policy may react; each limit counts rollouts, so it
     lasts as long in data at every batch)
     hysteresis_samples: a trigger must hold on consecutive records carrying this many rollouts
         (48: 3 updates at batch 16, 1 at 64). min_stage_samples: rollouts a stage runs before the
         next switch (160), so the forecast and the noise estimate see the new batch first.
-    max_stages: stages in all, the initial one included (so at most max_stages - 1 switches).
+    max_stages: stages in all, the initial one included (so at most max_stages - 1 switches, of
+        either clock): once spent, neither clock moves the batch or the LR again. Fine tracking
+        steps spend them fast (on the drift-15 synthetic tasks tracking used them up before the
+        failure clock ran out: 15.0 switches per run at the default 16).
 
     Constraints: :class:`BatchConstraints` (group size, divisor, min and max batch).
 
