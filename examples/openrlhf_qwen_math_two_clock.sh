@@ -19,8 +19,8 @@ GROUP=8                       # rollouts per prompt (GRPO group)
 OUT=${OUT:-./runs/openrlhf_qwen_math_two_clock}
 mkdir -p "$OUT"
 
-# Two-clock schedule: start at 256 rollouts per update (32 prompts x 8), double the batch when the
-# entropy forecast says collapse comes within 2 x 10 updates of the next batch; LR follows sqrt.
+# Two-clock schedule: start at 256 rollouts per update (32 prompts x 8), double the batch at the held
+# LR once the entropy forecast leaves under a quarter of the stage's way to collapse (policy v3).
 # Batches must be whole groups and split over GPUS x micro-batch 4: divisor = GPUS x 4.
 cat > "$OUT/schedule.yaml" <<YAML
 type: two_clock
@@ -29,9 +29,7 @@ base_lr: 1.0e-6
 base_batch: 256
 lr_rule: sqrt
 growth: 2.0
-margin: 2.0
-horizon_steps: 10
-hysteresis: 3
+hysteresis_samples: 768
 max_stages: 4
 failure_signal: entropy
 constraints: {group_size: ${GROUP}, divisor: $((GPUS * 4)), max_batch: 2048}

@@ -3,8 +3,8 @@ for the regression test ``tests/core/test_policy_regression.py``.
 
 The policy runs live in the trainer (``experiments.run_one``; the tiny_schedules.py settings: base LR
 1e-4 at batch 32, sqrt rule, micro_batch 4 so every update logs ``grad_norm_micro``, policy v2
-defaults with ``auto_records`` 20, ``critical_batch`` given); the file keeps the policy config, the
-trainer's records (metrics.jsonl) and the decisions (decisions.jsonl):
+defaults with 20 records of gradient noise (the old ``auto_records``), ``critical_batch`` given);
+the file keeps the policy config, the trainer's records (metrics.jsonl) and the decisions (decisions.jsonl):
 
     python benchmarks/evidence/record_tiny_decisions.py OUT SEED CRITICAL_BATCH MAX_SAMPLES
 """
@@ -40,7 +40,18 @@ def cfg_for(batch):
     )
 
 
-v2 = dict(horizon_steps=10, hysteresis=3, max_stages=16, growth=2.0, failure_exponent=0.0, auto_records=20)
+# policy v2 as recorded: its failure trigger, square-root switches, record-counted pacing (old keys)
+v2 = dict(
+    failure_switch_fraction=0.0,
+    failure_lr_exponent=0.5,
+    max_stages=16,
+    growth=2.0,
+    failure_exponent=0.0,
+    hysteresis_samples=1,
+    min_stage_samples=0,
+    estimate_samples=0,
+    legacy={"horizon_steps": 10, "hysteresis": 3, "min_stage_steps": 10, "auto_records": 20},
+)
 policy = policy_config(cfg_for(8), batches=BATCHES, critical_batch=bstar, **v2)
 cfg = cfg_for(TwoClockScheduler(policy).current.batch)
 t = time.perf_counter()

@@ -107,14 +107,15 @@ def schedules(sc: Scenario, args: argparse.Namespace) -> dict[str, Callable[[], 
                 base_batch=BASE_BATCH,
                 base_lr=LR0,
                 constraints=cons,
-                critical_fraction=args.critical_fraction,
-                sample_tolerance=args.sample_tolerance,
+                sample_tolerance=(
+                    args.sample_tolerance
+                    if args.critical_fraction is None
+                    else PolicyConfig.tolerance_for(args.critical_fraction)
+                ),
                 track_step=args.track_step,
                 failure_exponent=(
                     sc.failure_exponent if args.failure_exponent is None else args.failure_exponent
                 ),
-                margin=args.margin,
-                horizon_steps=args.horizon_steps,
                 growth=args.growth,
             )
         )
@@ -294,7 +295,7 @@ def main() -> None:
         "--critical-fraction",
         type=float,
         default=None,
-        help="PolicyConfig.critical_fraction (default: from --sample-tolerance)",
+        help="the operating fraction of B* (sample_tolerance f / (2 - f); default: --sample-tolerance)",
     )
     ap.add_argument("--sample-tolerance", type=float, default=0.10, help="PolicyConfig.sample_tolerance")
     ap.add_argument("--track-step", type=float, default=2.0**0.25, help="PolicyConfig.track_step")
@@ -306,8 +307,6 @@ def main() -> None:
         "FailureScalingFit would estimate it)",
     )
     ap.add_argument("--growth", type=float, default=2.0, help="PolicyConfig.growth")
-    ap.add_argument("--margin", type=float, default=2.0, help="PolicyConfig.margin")
-    ap.add_argument("--horizon-steps", type=int, default=10, help="PolicyConfig.horizon_steps")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     t_start = time.perf_counter()
@@ -317,7 +316,7 @@ def main() -> None:
         f"ramp over {args.ramp_fraction:g} x failure samples; critical_fraction {args.critical_fraction}, "
         f"sample_tolerance {args.sample_tolerance:g}, track_step {args.track_step:.3g}, failure_exponent "
         f"{'task alpha' if args.failure_exponent is None else args.failure_exponent}, "
-        f"margin {args.margin:g}, horizon_steps {args.horizon_steps}, growth {args.growth:g}\n"
+        f"growth {args.growth:g}\n"
     )
     outs = []
     for name in args.scenarios.split(","):

@@ -111,8 +111,8 @@ def critical_batch(args: argparse.Namespace, seeds: list[int]) -> dict[str, Any]
 def _policy(args: argparse.Namespace, cfg, bstar: float | None):
     from rlvr_trainer.experiments import policy_config
 
-    # policy v2 defaults (PolicyConfig's own; policy_config's trainer overrides undone), sample clock
-    v2 = dict(horizon_steps=10, hysteresis=3, max_stages=16, growth=2.0, failure_exponent=0.0)
+    # PolicyConfig's own defaults (policy_config's trainer overrides undone), sample clock
+    v2 = dict(max_stages=16, growth=2.0, failure_exponent=0.0)
     if bstar is not None:
         return policy_config(cfg, batches=BATCHES, critical_batch=bstar, **v2)
     return policy_config(cfg, batches=BATCHES, initial_batch="auto", fallback_batch=BASE_BATCH, **v2)

@@ -65,7 +65,7 @@ def _policy(cfg):
 
     # the DEFAULT policy (issue 12: the kill/resume evidence must cross a switch of it): only the
     # trainer's LR, group size and batch range are set. With no known B* it runs its fallback batch
-    # until the gradient-noise estimate has auto_records (100) records, then switches to 0.18 x it:
+    # until the gradient-noise estimate has 100 records (and 1600 rollouts), then switches to 0.18 x it:
     # a decision from state (the estimate's EMAs, the forecast) that a resumed run must restore
     return PolicyConfig(
         fallback_batch=cfg.batch,  # the trainer's own batch until the estimate is ready
@@ -202,7 +202,7 @@ def cmd_killresume(args: argparse.Namespace) -> None:
 
 TRL_SCHEDULE = {  # the DEFAULT two-clock policy (issue 12): only the LR and the batch constraints
     # set. With no known B* it runs its fallback batch (base_batch) until the gradient-noise estimate
-    # (the callback's grad_norm_micro) has auto_records (100) records, then switches to 0.18 x it: a
+    # (the callback's grad_norm_micro) has 100 records (and 1600 rollouts), then switches to 0.18 x it: a
     # resumed run must restore the estimate's state to switch at the same step to the same batch
     "type": "two_clock",
     "base_lr": 1e-3,

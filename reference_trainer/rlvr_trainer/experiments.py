@@ -237,7 +237,7 @@ def compare(
         ) from exc
     crit = getattr(fit, "critical_batch", None) if use_fit else None
     if crit is not None and math.isfinite(crit) and crit > 0:
-        # start at critical_fraction x the sweep's critical batch
+        # start at the operating fraction (sample_tolerance) x the sweep's critical batch
         start = cfg.replace(batch=min(batches))
         policy = policy_config(start, batches=batches, critical_batch=crit)
     else:

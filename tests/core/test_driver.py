@@ -17,11 +17,11 @@ from rlvr_schedule.synthetic import SyntheticEnvironment
 # failure_exponent > 0 with an absolute threshold: the first record with entropy <= 0.5 grows the batch
 CFG = dict(
     initial_batch=8,
-    hysteresis=1,
-    failure_threshold=0.5,
+    hysteresis_samples=1,
+    legacy={"failure_threshold": 0.5},  # an absolute collapse level (an old key, kept)
     forecast_samples=8,
     max_stages=3,
-    min_stage_steps=0,
+    min_stage_samples=0,
     detectors=(),
     failure_exponent=0.5,
 )
@@ -166,7 +166,9 @@ def test_a_step_only_schedule_is_driven_too():
 
 
 def test_the_driver_runs_the_synthetic_task_like_the_schedule_alone():
-    cfg = PolicyConfig(initial_batch="auto", fallback_batch=32, base_batch=64, base_lr=1e-6, auto_records=50)
+    cfg = PolicyConfig(
+        initial_batch="auto", fallback_batch=32, base_batch=64, base_lr=1e-6, legacy={"auto_records": 50}
+    )
     env = SyntheticEnvironment(critical_batch=256, failure_samples=20_000, drift=3.0, seed=3)
     env.run(TwoClockScheduler(cfg), 20_000)
     alone = env.decisions
@@ -240,6 +242,7 @@ def test_the_driver_keeps_the_live_progress_rate_and_feeds_plugin_estimators():
     host = PluginHost(load_entrypoints=False)
     est = Counter(fail_at=3)
     host.register(Plugin(est))
+    # no tracking move within the run (the estimate needs its 100 records first)
     cfg = PolicyConfig(initial_batch=32, base_lr=1e-6, detectors=())
     env = SyntheticEnvironment(critical_batch=256, failure_samples=50_000, drift=0.0, seed=0)
     sched = TwoClockScheduler(cfg)

@@ -328,7 +328,7 @@ def _policy(host: PluginHost | None = None) -> TwoClockScheduler:
             fallback_batch=32,
             base_batch=64,
             base_lr=1e-6,
-            auto_records=50,
+            legacy={"auto_records": 50},  # 50 records: an old key, below the estimate's own horizon (100)
             constraints=BatchConstraints(group_size=8),
         ),
         detectors=host.failure_detectors() if host is not None else (),

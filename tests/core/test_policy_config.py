@@ -179,6 +179,7 @@ def test_numeric_coercion_follows_the_dataclass_fields():
                 "failure_signal",
                 "switch_on_alarm",
                 "track_critical_batch",
+                "legacy",
             ):
                 assert f.name not in _INT_FIELDS | _FLOAT_FIELDS
             else:
@@ -186,14 +187,17 @@ def test_numeric_coercion_follows_the_dataclass_fields():
     s = schedule_from_dict(
         {
             "type": "two_clock",
-            "forecast_window": "50",
-            "min_stage_steps": 4.0,
+            "min_stage_samples": 4.0,
+            "failure": {"forecast_samples": "1024"},
             "base_lr": "1e-6",
             "constraints": {"max_batch": "512"},
         }
     )
-    assert s.config.forecast_window == 50 and s.config.min_stage_steps == 4 and s.config.base_lr == 1e-6
+    assert s.config.min_stage_samples == 4 and s.config.forecast_samples == 1024 and s.config.base_lr == 1e-6
     assert s.config.constraints.max_batch == 512
+    with pytest.warns(FutureWarning):  # old keys are coerced too
+        s = schedule_from_dict({"type": "two_clock", "failure_switch_fraction": 0, "forecast_window": "50"})
+    assert s.config.legacy == {"forecast_window": 50} and s.forecast.window == 50
 
 
 def test_a_v2_schedule_file_still_loads_and_says_what_is_deprecated(tmp_path):
@@ -207,34 +211,124 @@ def test_a_v2_schedule_file_still_loads_and_says_what_is_deprecated(tmp_path):
         "min_stage_steps: 10\nmax_stages: 16\nfailure_signal: entropy\nfailure_fraction: 0.1\n"
         "detectors: [entropy_collapse, reward_crash]\nconstraints:\n  group_size: 16\n  max_batch: 8192\n"
     )
-    msg = r"v2.yaml: schedule key 'margin' is deprecated.*failure_switch_fraction"
-    with pytest.warns(FutureWarning, match=msg):
+    with pytest.warns(FutureWarning) as got:
         s = load_schedule(old)
-    assert s.config.margin == 3.0 and s.config.failure_switch_fraction == 0.25  # old keys apply, new defaults
-    # a full saved config (every key, deprecated ones at their defaults) loads without a warning
+    said = {str(w.message).split("'")[1]: str(w.message) for w in got}
+    assert set(said) == {"margin", "hysteresis", "min_stage_steps"}  # horizon_steps 10: v2's own value
+    assert all(m.startswith(f"{old}: schedule key") for m in said.values())
+    assert "failure_switch_fraction" in said["margin"] and "ignored" in said["margin"]
+    assert "hysteresis_samples" in said["hysteresis"] and "min_stage_samples" in said["min_stage_steps"]
+    # v3 (the new default fraction) drops v2's trigger; the pacing keys keep counting records
+    assert s.config.failure_switch_fraction == 0.25
+    assert s.config.legacy == {"hysteresis": 3, "min_stage_steps": 10}
+    assert (s.config.hysteresis_samples, s.config.min_stage_samples) == (1, 0)
+    assert s.current.batch == 176
+
+
+def _old_dump() -> dict:
+    """PolicyConfig().to_dict() as main wrote it before issue 12's items 3-4 (a checkpoint's config)."""
+    return {
+        "initial_batch": "auto", "base_lr": 1e-6, "base_batch": None, "lr_rule": "sqrt", "growth": 2.0,
+        "margin": None, "horizon_steps": None, "hysteresis": 3, "min_samples_between": 0, "max_stages": 16,
+        "failure_signal": "entropy", "failure_threshold": None, "failure_fraction": None,
+        "forecast_window": None, "forecast_samples": 2048, "min_stage_steps": 10,
+        "detectors": ["entropy_collapse", "reward_crash"], "critical_batch": None, "critical_batch_lr": None,
+        "critical_fraction": None, "sample_tolerance": 0.1, "track_step": 2.0**0.25, "failure_exponent": 0.0,
+        "failure_switch_fraction": 0.25, "failure_lr_exponent": 0.0, "fallback_batch": None,
+        "auto_records": 100, "track_critical_batch": True, "switch_on_alarm": True,
+        "constraints": {"group_size": 1, "min_batch": 1, "max_batch": None, "divisor": None},
+    }  # fmt: skip
+
+
+def test_an_old_saved_config_loads_with_its_old_meaning_and_the_new_one_round_trips():
     import warnings
 
     from rlvr_schedule.policy import PolicyConfig
 
+    with pytest.warns(FutureWarning) as got:
+        cfg = PolicyConfig.from_dict(_old_dump())
+    assert {str(w.message).split("'")[1] for w in got} == {"hysteresis", "min_stage_steps", "auto_records"}
+    assert cfg.legacy == {"hysteresis": 3, "min_stage_steps": 10, "auto_records": 100}
+    assert (cfg.hysteresis_samples, cfg.min_stage_samples, cfg.estimate_samples) == (1, 0, 0)
+    # this version's dump loads quietly and equal, legacy and all
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
-        PolicyConfig.from_dict(PolicyConfig().to_dict())
-    assert s.current.batch == 176
+        assert PolicyConfig.from_dict(cfg.to_dict()) == cfg
+        assert PolicyConfig.from_dict(PolicyConfig().to_dict()) == PolicyConfig()
+    assert "legacy" not in PolicyConfig().to_dict()
+    # groups as mappings, and their mistakes named
+    grouped = PolicyConfig.from_dict({"pacing": {"hysteresis_samples": 96}, "start": {"initial_batch": 64}})
+    assert (grouped.hysteresis_samples, grouped.initial_batch) == (96, 64)
+    with pytest.raises(ConfigError) as err:
+        PolicyConfig.from_dict({"pacing": {"growth": 2.0}})
+    assert err.value.field == "pacing.growth"
 
 
 @pytest.mark.parametrize(
-    ("key", "value", "says"),
+    ("key", "value", "says", "then"),
     [
-        ("forecast_window", 50, "counted in records"),
-        ("horizon_steps", 4, "horizon trigger"),
-        ("critical_fraction", 0.25, "sample_tolerance = f / \\(2 - f\\)"),
+        ("forecast_window", 50, "counted in records.*ignored", {}),
+        ("horizon_steps", 4, "horizon trigger.*ignored", {}),
+        ("critical_fraction", 0.25, "sample_tolerance f / \\(2 - f\\)", {}),
+        ("failure_threshold", 0.5, "failure_fraction", {"failure_threshold": 0.5}),
+        ("auto_records", 20, "estimate_samples", {"auto_records": 20}),
     ],
 )
-def test_old_keys_of_issue_12_load_with_a_warning_naming_them(tmp_path, key, value, says):
+def test_old_keys_of_issue_12_load_with_a_warning_naming_them(tmp_path, key, value, says, then):
     old = tmp_path / "old.yaml"
     old.write_text(f"type: two_clock\ninitial_batch: 64\n{key}: {value}\n")
     with pytest.warns(FutureWarning, match=rf"old.yaml: schedule key '{key}' is deprecated.*{says}"):
         s = load_schedule(old)
-    assert getattr(s.config, key) == value
+    assert s.config.legacy == then
     # the v3 forecast ignores the record-counted window and the horizon; v2 (fraction 0) still uses them
     assert s.forecast.min_samples == 2048
+
+
+def test_translated_keys_give_the_same_decisions(tmp_path):
+    from rlvr_schedule.policy import PolicyConfig
+
+    with pytest.warns(FutureWarning, match="critical_fraction"):
+        old = PolicyConfig.from_dict(
+            {"critical_batch": 1000, "critical_fraction": 0.5, "constraints": {"group_size": 16}}
+        )
+    assert old.operating_fraction == 0.5 and TwoClockScheduler(old).current.batch == 496
+    with pytest.warns(FutureWarning, match="min_samples_between.*min_stage_samples"):
+        old = PolicyConfig.from_dict({"min_samples_between": 500})
+    assert old.min_stage_samples == 500 and old.legacy == {}
+    with pytest.raises(ConfigError) as err:
+        PolicyConfig.from_dict({"min_samples_between": 500, "min_stage_samples": 200})
+    assert err.value.field == "min_samples_between"
+    with pytest.raises(ConfigError) as err, pytest.warns(FutureWarning):
+        PolicyConfig.from_dict({"hysteresis": 0})
+    assert err.value.field == "hysteresis"
+
+
+def test_an_old_checkpoint_resumes_exactly_under_its_old_config(caplog):
+    """A state saved before items 3-4 (no rollout counters, the old keys in its config) loads into
+    the policy built from that old config and continues as the uninterrupted run, quietly."""
+    import json
+    import warnings
+
+    from rlvr_schedule.policy import PolicyConfig
+    from rlvr_schedule.synthetic import SyntheticEnvironment
+
+    old = dict(_old_dump(), fallback_batch=32, base_batch=64, constraints={"group_size": 8, "max_batch": 512})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        cfg = PolicyConfig.from_dict(old)
+    env = SyntheticEnvironment(critical_batch=256, failure_samples=20_000, drift=3.0, seed=1)
+    run = env.run(TwoClockScheduler(cfg), 30_000)
+    full = env.decisions
+    assert sum(d.switched for d in full) >= 3
+    for k in (60, 200):
+        a = TwoClockScheduler(cfg)
+        head = [a.step(r) for r in run.records[:k]]
+        state = json.loads(json.dumps(a.state_dict()))
+        for key in ("streak_samples", "samples", "noise_samples"):  # what version 2 did not save
+            del state[key]
+        state["version"], state["config"] = 2, old
+        b = TwoClockScheduler(cfg)
+        with caplog.at_level("WARNING", logger="rlvr_schedule.policy"):
+            b.load_state_dict(state)
+        assert "another config" not in caplog.text  # the old dump is the same config, read as now
+        assert head + [b.step(r) for r in run.records[k:]] == full

@@ -80,7 +80,11 @@ def test_switches_before_the_collapse_of_the_run_that_collapses():
 
 def test_a_forecast_needs_its_evidence_window_in_rollouts():
     # the same records with the evidence window shortened to the old ~300 rollouts switch early again
+    # (at the old hysteresis of 3 records, 24 rollouts at batch 8)
     recs = records("b8_s0")
-    early = failure_switches(demo_policy(initial_batch=8, forecast_samples=256), recs)
+    early = failure_switches(demo_policy(initial_batch=8, forecast_samples=256, hysteresis_samples=24), recs)
     late = failure_switches(demo_policy(initial_batch=8), recs)
     assert early and late and early[0] < 1000 < 2048 <= late[0]
+    # the default hysteresis of 48 rollouts (6 records at batch 8) alone also holds the early trigger
+    held = failure_switches(demo_policy(initial_batch=8, forecast_samples=256), recs)
+    assert held and held[0] > 2048

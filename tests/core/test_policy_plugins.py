@@ -10,15 +10,15 @@ from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
 from rlvr_schedule.records import StepRecord
 
-# hysteresis 1 and an absolute threshold: the first record with entropy <= 0.5 triggers a switch
+# hysteresis_samples 1 and an absolute threshold: the first record with entropy <= 0.5 triggers a switch
 # (failure_exponent > 0: growing the batch postpones the failure, so the failure trigger grows it)
 CFG = dict(
     initial_batch=8,
-    hysteresis=1,
-    failure_threshold=0.5,
+    hysteresis_samples=1,
+    legacy={"failure_threshold": 0.5},  # an absolute collapse level (an old key, kept)
     forecast_samples=8,
     max_stages=3,
-    min_stage_steps=0,
+    min_stage_samples=0,
     detectors=(),
     failure_exponent=0.5,
 )

@@ -47,7 +47,11 @@ def test_is_a_batch_schedule_and_starts_at_initial_batch():
 
 def test_auto_starts_below_a_known_critical_batch():
     s = TwoClockScheduler(
-        PolicyConfig(critical_batch=1000, critical_fraction=0.5, constraints=BatchConstraints(group_size=16))
+        PolicyConfig(
+            critical_batch=1000,
+            sample_tolerance=PolicyConfig.tolerance_for(0.5),
+            constraints=BatchConstraints(group_size=16),
+        )
     )
     assert s.current.batch == 496 and s.current.batch < 1000
 
@@ -55,7 +59,7 @@ def test_auto_starts_below_a_known_critical_batch():
 @pytest.mark.parametrize(
     "kw, batch",
     [
-        ({"critical_fraction": 0.5}, 296),  # 0.5 x 600, whole groups
+        ({"sample_tolerance": PolicyConfig.tolerance_for(0.5)}, 296),  # 0.5 x 600, whole groups
         ({}, 104),  # default tolerance 0.10: 2 x 0.1/1.1 x 600 = 109
         ({"sample_tolerance": 0.25}, 240),
     ],
@@ -66,7 +70,7 @@ def test_auto_starts_below_the_gradient_noise_estimate(kw, batch):
         fallback_batch=32,
         base_batch=32,
         base_lr=1e-6,
-        auto_records=10,
+        legacy={"auto_records": 10},  # 10 records: an old key, below the estimate's own horizon (100)
         constraints=BatchConstraints(group_size=8),
         **kw,
     )
@@ -86,7 +90,9 @@ def test_operating_fraction_follows_the_rollout_tolerance():
         f = PolicyConfig(sample_tolerance=tol).operating_fraction
         samples_ratio = 1 / (1 - f / 2)
         assert samples_ratio == pytest.approx(1 + tol)
-    assert PolicyConfig(sample_tolerance=0.1, critical_fraction=0.3).operating_fraction == 0.3
+    for f in (0.25, 0.3, 0.5, 1.0):  # the inverse, exact where a float allows, never below
+        assert PolicyConfig(sample_tolerance=PolicyConfig.tolerance_for(f)).operating_fraction >= f
+    assert PolicyConfig(sample_tolerance=PolicyConfig.tolerance_for(0.5)).operating_fraction == 0.5
     with pytest.raises(Exception, match="sample_tolerance"):
         PolicyConfig(sample_tolerance=1.5)
 
@@ -117,8 +123,8 @@ def test_follows_a_rising_critical_batch_in_fine_steps():
         initial_batch="auto",
         fallback_batch=16,
         base_batch=16,
-        auto_records=10,
-        critical_fraction=0.25,
+        legacy={"auto_records": 10},  # 10 records: an old key, below the estimate's own horizon (100)
+        sample_tolerance=PolicyConfig.tolerance_for(0.25),
         constraints=BatchConstraints(group_size=8),
         max_stages=20,
     )
@@ -136,8 +142,8 @@ def test_known_critical_batch_is_tracked_relative_to_the_gradient_noise_start():
     cfg = PolicyConfig(
         initial_batch="auto",
         critical_batch=800,
-        critical_fraction=0.25,
-        auto_records=10,
+        sample_tolerance=PolicyConfig.tolerance_for(0.25),
+        legacy={"auto_records": 10},  # 10 records: an old key, below the estimate's own horizon (100)
         constraints=BatchConstraints(group_size=8),
         max_stages=20,
     )
@@ -155,7 +161,7 @@ def test_switches_to_larger_batch_before_the_failure():
         initial_batch=64,
         base_lr=1e-6,
         growth=2,
-        hysteresis=3,
+        hysteresis_samples=192,  # 3 records at batch 64
         max_stages=3,
         failure_exponent=0.5,
         failure_lr_exponent=0.5,
@@ -178,7 +184,7 @@ def test_default_switch_holds_the_lr_on_a_sample_clock_and_restarts_the_forecast
         initial_batch=64,
         base_lr=1e-6,
         growth=2,
-        hysteresis=3,
+        hysteresis_samples=192,  # 3 records at batch 64
         max_stages=3,
         constraints=BatchConstraints(group_size=8, max_batch=1024),
     )
@@ -203,10 +209,10 @@ def test_no_failure_in_sight_means_no_switch():
 def test_hysteresis_needs_consecutive_triggers():
     cfg = PolicyConfig(
         initial_batch=8,
-        hysteresis=4,
-        failure_threshold=0.5,
+        hysteresis_samples=32,  # 4 records at batch 8
+        legacy={"failure_threshold": 0.5},  # an absolute collapse level (an old key, kept)
         forecast_samples=16,
-        min_stage_steps=0,
+        min_stage_samples=0,
         failure_exponent=1.0,
     )
     s = TwoClockScheduler(cfg)
@@ -223,12 +229,16 @@ def test_hysteresis_needs_consecutive_triggers():
         if d.switched:
             break
     assert d.switched
-    assert [r.split(":")[0] for r in reasons[-4:-1]] == ["trigger 1/4", "trigger 2/4", "trigger 3/4"]
+    assert [r.split(":")[0] for r in reasons[-4:-1]] == [
+        "trigger 8/32 rollouts",
+        "trigger 16/32 rollouts",
+        "trigger 24/32 rollouts",
+    ]
 
 
 def test_at_max_batch_the_lr_is_divided_instead():
     cfg = PolicyConfig(
-        initial_batch=64, hysteresis=1, max_stages=3, constraints=BatchConstraints(max_batch=64)
+        initial_batch=64, hysteresis_samples=1, max_stages=3, constraints=BatchConstraints(max_batch=64)
     )
     _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)
     sw = [d for d in decs if d.switched]
@@ -241,7 +251,7 @@ def test_at_max_batch_the_lr_is_divided_instead():
 def test_held_at_max_batch_says_why_under_v2():
     cfg = PolicyConfig(
         initial_batch=64,
-        hysteresis=1,
+        hysteresis_samples=1,
         failure_exponent=0.5,
         failure_switch_fraction=0.0,
         failure_lr_exponent=0.5,
@@ -258,7 +268,7 @@ configs = st.builds(
     initial_groups=st.integers(1, 8),
     max_groups=st.one_of(st.none(), st.integers(8, 64)),
     growth=st.floats(1.1, 4.0),
-    hysteresis=st.integers(1, 5),
+    hysteresis=st.integers(1, 400),
     min_between=st.integers(0, 20_000),
     max_stages=st.integers(1, 6),
     margin=st.floats(0.5, 4.0),
@@ -279,14 +289,14 @@ def _make(c):
     return PolicyConfig(
         initial_batch="auto" if c["auto"] else first,
         fallback_batch=first,
-        auto_records=10,
         base_batch=first,
         base_lr=1e-6,
         growth=c["growth"],
-        hysteresis=c["hysteresis"],
-        min_samples_between=c["min_between"],
+        hysteresis_samples=c["hysteresis"],
+        min_stage_samples=c["min_between"],
         max_stages=c["max_stages"],
-        margin=c["margin"],
+        # old keys: 10 records of gradient noise; v2's horizon trigger
+        legacy={"auto_records": 10, **({"margin": c["margin"]} if c["frac"] == 0 else {})},
         failure_exponent=c["alpha"],
         failure_lr_exponent=c["lr_exp"],
         failure_switch_fraction=c["frac"],
@@ -313,14 +323,18 @@ def test_invariants_hold_for_any_config(c, seed, noise, failure):
     assert len(sw) <= cfg.max_stages - 1 and len(s.stages) == len(sw) + 1
     assert all(cfg.constraints.is_valid(d.batch) for d in decs)
     for a, b in itertools.pairwise(sw):
-        assert b.samples - a.samples >= cfg.min_samples_between
+        assert b.samples - a.samples >= cfg.min_stage_samples
     prev = (s.stages[0].batch, s.stages[0].lr)
     for d in decs:  # switched exactly when batch or lr change
         assert d.switched == ((d.batch, d.lr) != prev)
         prev = (d.batch, d.lr)
     idx = [i for i, d in enumerate(decs) if d.switched and not d.reason.startswith("auto")]
-    for i in idx:  # the trigger held for `hysteresis` consecutive records (the one auto pick aside)
-        assert all(decs[j].reason for j in range(i - cfg.hysteresis + 1, i))
+    for i in idx:  # the trigger held on consecutive records of `hysteresis_samples` rollouts (auto aside)
+        j, held = i, recs[i].batch
+        while held < cfg.hysteresis_samples:
+            j -= 1
+            assert decs[j].reason
+            held += recs[j].batch
 
 
 @settings(max_examples=25, deadline=None)

@@ -159,13 +159,11 @@ TWO_CLOCK = {
     "initial_batch": 8,
     "base_lr": 1e-3,
     "growth": 2.0,
-    "margin": 1000.0,
-    "horizon_steps": 1,
-    "hysteresis": 1,
-    "min_stage_steps": 1,
+    "hysteresis_samples": 1,
+    "min_stage_samples": 1,
     "max_stages": 2,
     "failure_signal": "entropy",
-    "failure_threshold": 0.5,
+    "legacy": {"failure_threshold": 0.5},  # an absolute collapse level (an old key, kept)
     "forecast_samples": 16,  # v3's forecast evidence in rollouts (default 2048)
     "failure_exponent": 0.5,
     "failure_lr_exponent": 0.5,  # a square-root switch (policy v3's default holds the LR)

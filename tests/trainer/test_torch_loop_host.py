@@ -107,7 +107,7 @@ def test_the_online_noise_estimate_forms_and_matches_brute_force():
     cfg = PolicyConfig(
         initial_batch=64,
         base_lr=1e-3,
-        auto_records=20,
+        estimate_samples=1280,  # 20 updates at batch 64 (and the estimate's own 100 records)
         detectors=(),
         constraints=BatchConstraints(divisor=MICRO, max_batch=1024),
     )

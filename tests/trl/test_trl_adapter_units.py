@@ -163,8 +163,8 @@ def test_two_clock_switch_is_applied_through_the_driver():
         "base_lr": 1e-3,
         "lr_rule": "sqrt",
         "max_stages": 2,
-        "hysteresis": 1,
-        "failure_threshold": 1.0,
+        "hysteresis_samples": 1,
+        "legacy": {"failure_threshold": 1.0},  # an absolute collapse level (an old key, kept)
         "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
         "failure_lr_exponent": 0.5,
@@ -189,8 +189,8 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
         "base_lr": 1e-3,
         "growth": 1.5,
         "max_stages": 2,
-        "hysteresis": 1,
-        "failure_threshold": 1.0,
+        "hysteresis_samples": 1,
+        "legacy": {"failure_threshold": 1.0},  # an absolute collapse level (an old key, kept)
         "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
         "failure_lr_exponent": 0.5,
@@ -221,9 +221,15 @@ def test_largest_reachable_batch_of_the_two_clock_policy():
     # ... and B* tracking moves to wherever the estimate goes: only max_batch bounds it
     assert _two(max_stages=4).largest_reachable_batch() == math.inf
     assert _two(max_stages=4, constraints={"group_size": 4, "max_batch": 40}).largest_reachable_batch() == 40
-    # each switch waits min_stage_steps (10) records: 12 updates reach 16 at most, 10 reach nothing
-    assert _two(**grow).largest_reachable_batch(12, noise_estimate=False) == 16
-    assert _two(**grow).largest_reachable_batch(10, noise_estimate=False) is None
+    # each stage runs min_stage_samples (160) rollouts first: 20 updates at 8, then 10 at 16, 5 at 32
+    assert _two(**grow).largest_reachable_batch(21, noise_estimate=False) == 16
+    assert _two(**grow).largest_reachable_batch(20, noise_estimate=False) is None
+    assert _two(**grow).largest_reachable_batch(36, noise_estimate=False) == 64
+    assert _two(**grow).largest_reachable_batch(35, noise_estimate=False) == 32
+    # an old file's record-counted limit keeps its meaning: 10 updates at every batch
+    with pytest.warns(FutureWarning, match="min_stage_steps"):
+        old = _two(**grow, min_stage_steps=10)
+    assert old.largest_reachable_batch(31, noise_estimate=False) == 64
     assert _two(max_stages=1, failure_exponent=0.5).largest_reachable_batch() is None
     assert reachable_batches(StaticSchedule([Stage(8, 1e-3)]), 5) is None
 
@@ -243,7 +249,15 @@ class _AlarmPlugin:
         return [_AlwaysAlarm()]
 
 
-@pytest.mark.parametrize("extra", [{}, {"min_samples_between": 200, "hysteresis": 12, "min_stage_steps": 4}])
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # the old keys of the last case
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {},
+        {"min_stage_samples": 200, "hysteresis_samples": 96},
+        {"min_samples_between": 200, "hysteresis": 12, "min_stage_steps": 4},
+    ],
+)
 def test_reachable_batches_are_what_the_policy_does_when_every_record_triggers(extra):
     host = PluginHost()
     host.register(_AlarmPlugin())
@@ -282,6 +296,7 @@ def _check(spec, *, remaining, micro_per_epoch, noise_updates=0):
     cb = RlvrScheduleCallback(spec)
     cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)
     cb.schedule.noise.n_updates = noise_updates  # > 0: the logs carry micro-batch gradient norms
+    cb.schedule._noise_samples = 8 * noise_updates  # ... of records at batch 8
     state = SimpleNamespace(max_steps=remaining, global_step=0, num_train_epochs=1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -300,25 +315,27 @@ def test_may_end_early_warning_fires_exactly_when_the_data_cannot_hold_the_reach
         "failure_exponent": 0.5,
         "constraints": {"group_size": 4, "divisor": 8},
     }
-    # 25 updates: at most 10 x 8, 10 x 16, 5 x 32 rollouts = 10 x 2 + 10 x 4 + 5 x 8 = 100 micro-steps
-    assert _check(spec, remaining=25, micro_per_epoch=100) == []
-    assert _check(spec, remaining=25, micro_per_epoch=93) == []  # the 25th update starts (cut short)
-    (msg,) = _check(spec, remaining=25, micro_per_epoch=92)
-    assert "to 32 rollouts" in msg and "only 24 of 25" in msg and "400 completions" in msg
-    # 10 updates cannot reach a switch (min_stage_steps 10): the plan at 8 is all there is, so no
-    # warning however little room the data leaves (the old x growth^stages bound warned here)
-    assert _check(spec, remaining=10, micro_per_epoch=20) == []
+    # 35 updates: at most 20 x 8, 10 x 16, 5 x 32 rollouts (160 a stage) = 40 + 40 + 40 = 120 micro-steps
+    assert _check(spec, remaining=35, micro_per_epoch=120) == []
+    assert _check(spec, remaining=35, micro_per_epoch=113) == []  # the 35th update starts (cut short)
+    (msg,) = _check(spec, remaining=35, micro_per_epoch=112)
+    assert "to 32 rollouts" in msg and "only 34 of 35" in msg and "480 completions" in msg
+    # 20 updates cannot reach a switch (min_stage_samples 160 = 20 x 8): the plan at 8 is all there
+    # is, so no warning however little room the data leaves (the old x growth^stages bound warned here)
+    assert _check(spec, remaining=20, micro_per_epoch=40) == []
     # a sample clock (failure_exponent 0) under square-root switches (failure_lr_exponent 0.5) never
     # grows without a B* estimate, which TRL cannot feed
     sqrt_switch = {"failure_exponent": 0.0, "failure_lr_exponent": 0.5}
     assert _check({**spec, **sqrt_switch}, remaining=25, micro_per_epoch=50) == []
     # ... unless the logs carry one: then tracking may go anywhere below max_batch
+    sqrt_switch["estimate_samples"] = 800
     (msg,) = _check({**spec, **sqrt_switch}, remaining=25, micro_per_epoch=50, noise_updates=95)
     assert "without bound" in msg
     capped = {**spec, **sqrt_switch, "constraints": {"group_size": 4, "divisor": 8, "max_batch": 64}}
-    # estimate ready at record 5 (95 + 5 = auto_records 100), tracking from record 10: 10 x 8 + 15 x 64
-    assert _check(capped, remaining=25, micro_per_epoch=20 + 15 * 16, noise_updates=95) == []
-    (msg,) = _check(capped, remaining=25, micro_per_epoch=20 + 14 * 16, noise_updates=95)
+    # estimate ready at record 5 (95 + 5 = the estimate's 100 records, 760 + 40 = estimate_samples
+    # 800 rollouts), tracking from record 20 (min_stage_samples 160): 20 x 8 + 5 x 64
+    assert _check(capped, remaining=25, micro_per_epoch=20 * 2 + 5 * 16, noise_updates=95) == []
+    (msg,) = _check(capped, remaining=25, micro_per_epoch=20 * 2 + 4 * 16, noise_updates=95)
     assert "to 64 rollouts" in msg
 
 

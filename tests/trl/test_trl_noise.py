@@ -75,7 +75,7 @@ def test_online_b_simple_matches_brute_force(tiny_model, tmp_path):
         "lr_rule": "constant",
         "track_critical_batch": False,
         "detectors": [],
-        "auto_records": 5,
+        "estimate_samples": 0,
         "constraints": {"group_size": 4, "divisor": PER_DEVICE * GA},
     }
     cb = RlvrScheduleCallback(spec, strict=True)

@@ -70,8 +70,8 @@ def two_clock(host):
     cfg = PolicyConfig(
         initial_batch=32,
         base_lr=1e-6,
-        hysteresis=1,
-        min_stage_steps=0,
+        hysteresis_samples=1,
+        min_stage_samples=0,
         max_stages=3,
         failure_exponent=0.5,
         failure_lr_exponent=0.5,  # a square-root switch (policy v3 knob)

@@ -328,13 +328,11 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
         initial_batch: 32
         base_lr: 1.0e-6
         lr_rule: sqrt
-        hysteresis: 1
-        min_stage_steps: 0
-        horizon_steps: 2
-        margin: 1.0
+        hysteresis_samples: 1
+        min_stage_samples: 0
         max_stages: 2
         failure_signal: entropy
-        failure_threshold: 0.2
+        legacy: {failure_threshold: 0.2}
         forecast_samples: 64
         failure_exponent: 0.5
         failure_lr_exponent: 0.5

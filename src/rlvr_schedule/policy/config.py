@@ -12,11 +12,12 @@ Two kinds, told apart by ``type`` (default: "static" when ``stages`` is present)
       - {batch: 256, until_samples: 200000}
       - {batch: 1024, until_samples: null}
 
-    # two_clock: the fields of PolicyConfig
+    # two_clock: the fields of PolicyConfig, at the top level or by group
     type: two_clock
     initial_batch: auto
     critical_batch: 900
     base_lr: 1.0e-6
+    pacing: {hysteresis_samples: 48, min_stage_samples: 160}
     constraints: {group_size: 8, max_batch: 4096}
 
 Every invalid case raises :class:`~rlvr_schedule.errors.ConfigError` naming the file and the
@@ -36,7 +37,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.policy.constraints import BatchConstraints
-from rlvr_schedule.policy.scheduler import PolicyConfig, TwoClockScheduler
+from rlvr_schedule.policy.scheduler import (
+    GROUPS,
+    LEGACY_COUNTS,
+    LEGACY_FLOATS,
+    PolicyConfig,
+    TwoClockScheduler,
+)
 from rlvr_schedule.policy.static import StaticSchedule
 from rlvr_schedule.records import BatchSchedule, Stage
 from rlvr_schedule.theory.scaling import RULES, lr_for_batch
@@ -69,6 +76,8 @@ def _numeric_fields(*classes: type) -> tuple[frozenset[str], frozenset[str]]:
 #: What numeric strings and integral floats are coerced to, per key: the fields of the config classes
 #: (static files use Stage's fields and PolicyConfig's base_lr / base_batch).
 _INT_FIELDS, _FLOAT_FIELDS = _numeric_fields(PolicyConfig, BatchConstraints, Stage)
+_INT_FIELDS |= LEGACY_COUNTS  # old files' keys (PolicyConfig.from_dict translates them)
+_FLOAT_FIELDS |= LEGACY_FLOATS
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
@@ -147,8 +156,9 @@ def schedule_from_dict(
     if kind == "static":
         return _static(d, source)
     body = {k: v for k, v in d.items() if k != "type"}
-    if isinstance(body.get("constraints"), Mapping):
-        body["constraints"] = _coerce_map(body["constraints"], "constraints.", source)
+    for group in GROUPS:  # constraints, and any group given as a mapping
+        if isinstance(body.get(group), Mapping):
+            body[group] = _coerce_map(body[group], f"{group}.", source)
     config = PolicyConfig.from_dict(_coerce_map(body, "", source), source=source)
     return TwoClockScheduler(config, detectors=plugins.failure_detectors() if plugins is not None else ())
 

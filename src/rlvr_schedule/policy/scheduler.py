@@ -2,7 +2,7 @@
 
 Progress clock: rollouts to a given progress grow as E(B)/E(0) = 1/(1 - B/2B*) (THEORY section 3),
 so the operating point follows the user's rollout tolerance: ``sample_tolerance`` 0.10 gives
-B = 2B* x 0.1/1.1 = 0.18 B* (``critical_fraction`` overrides it). B* is a known value (e.g.
+B = 2B* x 0.1/1.1 = 0.18 B*. B* is a known value (e.g.
 ``fit_sweep``'s) or the online gradient-noise estimate B_simple; since B_simple is LR-free while
 B* ~ 1/lr, B_simple serves as a *relative* tracker (its ratio to its first value times the known
 B*). As B* rises the batch follows a continuous target (fraction x estimate, snapped), moving
@@ -16,9 +16,11 @@ remaining failure from F to F k^(alpha + e - q) rollouts (k the batch factor, e 
 exponent, 1/2 for "sqrt", alpha = ``failure_exponent``): with q = 0 a sample clock (alpha = 0) is
 postponed too, which a square-root switch (q = e) cannot do; where the exponent is <= 0 the
 policy holds and says so ("failure forecast: hold").
-Every trigger must hold for ``hysteresis`` records, and switches respect ``min_samples_between``,
-``min_stage_steps`` and ``max_stages``. Each record costs O(1) amortised work; the state is a
-bounded window plus at most ``max_stages`` stages.
+Every trigger must hold for ``hysteresis_samples`` rollouts of consecutive records, a stage runs
+``min_stage_samples`` rollouts before the next switch, and there are at most ``max_stages``: every
+rate limit counts rollouts, so it lasts as long in data at every batch (old files' record-counted
+limits keep their meaning, :attr:`PolicyConfig.legacy`). Each record costs O(1) amortised work;
+the state is a bounded window plus at most ``max_stages`` stages.
 """
 
 from __future__ import annotations
@@ -57,56 +59,69 @@ SIGNALS = ("entropy", "reward_mean", "kl", "grad_norm", "clip_frac", "frac_zero_
 DETECTORS = {c.name: c for c in (EntropyCollapse, RewardCrash, GradNormSpike, KLBlowup, ZeroVarianceGroups)}
 
 
-#: Keys kept for old schedule files (they still apply) and what replaces each: duplicated or
-#: overlapping triggers and rate limits.
 _V2_ONLY = (
-    "applies only to policy v2 (failure_switch_fraction 0); v3's one forecast trigger is "
+    "it applies only to policy v2 (failure_switch_fraction 0); v3's one forecast trigger is "
     "failure_switch_fraction (the part of the stage's failure clock left, in rollouts, once "
     "forecast_samples rollouts back a confident forecast)"
 )
-DEPRECATED = {
-    "margin": "the horizon trigger (margin x horizon_steps x the next batch) " + _V2_ONLY,
-    "horizon_steps": "the horizon trigger (margin x horizon_steps x the next batch) " + _V2_ONLY,
-    "forecast_window": "a window counted in records " + _V2_ONLY,
-    "min_samples_between": "pace switches with min_stage_steps and hysteresis",
-    "critical_fraction": "it duplicates sample_tolerance: give sample_tolerance = f / (2 - f) for the "
-    "same operating fraction f of B* (it still applies and overrides sample_tolerance)",
-    "failure_threshold": "give the collapse level relative to the early level with failure_fraction",
+#: Keys of earlier versions that keep their old meaning when a file (or a saved config) gives them:
+#: they land in :attr:`PolicyConfig.legacy`, with a ``FutureWarning`` naming the replacement.
+LEGACY = {
+    "hysteresis": "it counts records; give hysteresis_samples, which counts rollouts "
+    "(3 records at batch 16 = 48, the default)",
+    "min_stage_steps": "it counts updates; give min_stage_samples, which counts rollouts "
+    "(10 updates at batch 16 = 160, the default)",
+    "auto_records": "it counts records; give estimate_samples, which counts rollouts "
+    "(100 records at batch 16 = 1600, the default)",
+    "failure_threshold": "it is an absolute collapse level; give failure_fraction, the level "
+    "relative to the signal's median over its first 512 rollouts",
+    "margin": "the horizon trigger (margin x horizon_steps x the next batch): " + _V2_ONLY,
+    "horizon_steps": "the horizon trigger (margin x horizon_steps x the next batch): " + _V2_ONLY,
+    "forecast_window": "a forecast window counted in records: " + _V2_ONLY,
 }
-#: Values of deprecated keys that a saved config of an earlier version holds by default: loading
-#: one stays quiet.
-_OLD_DEFAULTS: dict[str, Any] = {
-    "margin": 2.0,
-    "horizon_steps": 10,
-    "forecast_window": 200,
-    "min_samples_between": 0,
-    "failure_threshold": None,
-    "critical_fraction": None,
+#: Keys of earlier versions translated exactly into a v3 knob on load (with a ``FutureWarning``).
+TRANSLATED = {
+    "critical_fraction": "it duplicated sample_tolerance: a fraction f of B* is sample_tolerance "
+    "f / (2 - f) (PolicyConfig.tolerance_for(f)); translated",
+    "min_samples_between": "rate limits merged: it is min_stage_samples (rollouts a stage runs "
+    "before the next switch); translated",
 }
+#: Policy v2's values of its horizon trigger and window (used when a v2 file leaves them out).
+V2_DEFAULTS: dict[str, Any] = {"margin": 2.0, "horizon_steps": 10, "forecast_window": 200}
+#: Old keys by kind, for the file loader's number coercion.
+LEGACY_COUNTS = frozenset(
+    {
+        "hysteresis",
+        "min_stage_steps",
+        "auto_records",
+        "horizon_steps",
+        "forecast_window",
+        "min_samples_between",
+    }
+)
+LEGACY_FLOATS = frozenset({"margin", "failure_threshold", "critical_fraction"})
 #: Rollouts over which the forecast's early level is taken (as :class:`EntropyCollapse`'s).
 REFERENCE_SAMPLES = 512
 #: Records the forecast's window holds at most (its memory bound).
 FORECAST_RECORDS = 1000
 
-#: The knobs by what they set, for docs and files: start, tracking, failure, pacing, constraints.
+#: The knobs by what they set (start, tracking, failure, pacing, constraints). A file may give a
+#: group as a mapping (``pacing: {hysteresis_samples: 48}``) or its knobs at the top level.
 GROUPS = {
     "start": (
         "initial_batch",
         "critical_batch",
         "critical_batch_lr",
         "sample_tolerance",
-        "critical_fraction",
         "fallback_batch",
-        "auto_records",
         "base_lr",
         "base_batch",
         "lr_rule",
     ),
-    "tracking": ("track_critical_batch", "track_step"),
+    "tracking": ("track_critical_batch", "track_step", "estimate_samples"),
     "failure": (
         "failure_signal",
         "failure_fraction",
-        "failure_threshold",
         "failure_switch_fraction",
         "failure_lr_exponent",
         "failure_exponent",
@@ -115,30 +130,39 @@ GROUPS = {
         "detectors",
         "switch_on_alarm",
     ),
-    "pacing": ("hysteresis", "min_stage_steps", "min_samples_between", "max_stages"),
+    "pacing": ("hysteresis_samples", "min_stage_samples", "max_stages"),
     "constraints": ("constraints",),
 }
 
 
+def _count(v: Any, *, zero: bool) -> bool:
+    return not isinstance(v, bool) and isinstance(v, int) and v >= (0 if zero else 1)
+
+
+def _finite(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
 @dataclass
 class PolicyConfig:
-    """Settings of :class:`TwoClockScheduler` (all sample counts in rollouts), by group (:data:`GROUPS`).
+    """Settings of :class:`TwoClockScheduler`, by group (:data:`GROUPS`); every count is in rollouts.
 
     Start (progress clock: where on E(B)/E(0) = 1/(1 - B/2B*) the run begins)
     initial_batch: an int, or "auto": the operating fraction x the critical batch, taken from
         ``critical_batch`` when given (e.g. ``fit_sweep``'s), else from the online gradient-noise
-        estimate B_simple after ``auto_records`` records that carry both grad norms (running
-        ``fallback_batch`` until then).
-    sample_tolerance: extra rollouts accepted against B -> 0 (0.10: 10%); the operating fraction
-        of B* is 2 x tol / (1 + tol): larger spends rollouts (progress clock) to save updates; on
-        the LR rule it leaves the failure clock per rollout unchanged. critical_fraction
-        (deprecated, a duplicate): that fraction given directly (overrides it).
+        estimate B_simple once ``estimate_samples`` rollouts feed it (running ``fallback_batch``
+        until then).
+    critical_batch, critical_batch_lr: a known B* and the LR at ``base_batch`` it was measured at
+        (None: ``base_lr``); B* ~ 1/r, so the policy uses critical_batch x critical_batch_lr / base_lr.
+    sample_tolerance: extra rollouts accepted against B -> 0 (0.10: 10%), i.e. how far along the
+        progress clock's cost curve the batch sits: the operating fraction of B* is
+        2 x tol / (1 + tol) (:meth:`tolerance_for` inverts it). Larger spends rollouts to save
+        updates; on the LR rule it leaves the failure clock per rollout unchanged.
+    fallback_batch: the batch before the estimate is ready (``initial_batch: auto``, no B* known):
+        where on the progress clock the run sits while B_simple is measured.
     base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
         scales with batch on tracking switches ("sqrt" for Adam, "linear" for SGD, "constant"); on
         the rule, drift per rollout (the failure clock's rate) is batch-invariant.
-
-    critical_batch_lr: the LR at ``base_batch`` at which ``critical_batch`` was measured (None:
-        ``base_lr``); B* ~ 1/r, so the policy uses critical_batch x critical_batch_lr / base_lr.
 
     Tracking (progress clock: stay at the same fraction of a B* that moves)
     track_critical_batch: move the batch to the fraction x the current B* estimate once that
@@ -149,16 +173,23 @@ class PolicyConfig:
         gradient-noise EMA's values at their mean rollout positions, extrapolated back to 0),
         divided by the LR's ratio to the rule (B* ~ 1/r). Moves the progress clock only; on the
         rule it leaves the failure clock per rollout unchanged.
+    estimate_samples: rollouts of records carrying both gradient norms before the B* estimate is
+        used (by ``auto`` and tracking; 1600). The estimate also waits for its EMA's horizon in
+        records (1 / (1 - beta) = 100 at the default beta 0.99): the micro-batch half of the
+        two-batch estimate does not sharpen with the batch, and on the synthetic tasks a start
+        taken after 20-50 records of a larger batch landed at 0.3-4.5x its target. So at batch 16
+        and above the horizon decides (100 records, as before), below it the rollouts do.
+        Larger: a steadier start, a later first move.
 
     Failure (failure clock: switch before it runs out)
     failure_signal, failure_fraction: the forecast (:class:`rlvr_schedule.clocks.FailureForecast`)
-        follows this signal to ``failure_fraction`` x its early level (default 0.1 for falling
-        signals such as entropy, 10 for rising ones such as kl). failure_threshold (deprecated):
-        an absolute level instead.
+        follows this signal to ``failure_fraction`` x its level over the first 512 rollouts
+        (default 0.1 for falling signals such as entropy, 10 for rising ones such as kl): where
+        the failure clock runs out.
     failure_switch_fraction: switch once the signal's fitted trend has less than this fraction of
         the way left from its level at the last (re)start to the collapse level (0.25). Larger:
         earlier, more switches. 0 gives policy v2: this trigger off, no forecast restart and no
-        LR division at the largest batch.
+        LR division at the largest batch (with v2's horizon trigger, see ``legacy``).
     growth: batch factor per switch. failure_lr_exponent: q, the LR x growth^q at a failure switch.
         0 (default): the LR held, so per-rollout drift falls by growth^-(e - q) (e: the rule's
         exponent, 1/2 for sqrt) and the failure clock is postponed; q = e leaves the drift per
@@ -173,59 +204,85 @@ class PolicyConfig:
         of those rollouts (an early transient leaves the window) and must also be confident: the
         slope's 90% band excludes a flat trend. Larger: fewer false alarms, later switches (a
         failure clock shorter than about 4x this cannot be caught in time).
-    margin, horizon_steps, forecast_window (deprecated): policy v2's forecast (window in records,
-        default 200) and horizon trigger (rollouts to failure < margin x horizon_steps x the next
-        batch, default 2 x 10), kept so that ``failure_switch_fraction: 0`` replays v2 exactly; v3
-        ignores them (the horizon trigger fired on ~300 rollouts of evidence, 20x too early).
     detectors: built-in :mod:`rlvr_schedule.clocks` detectors to run (by name); with
-        ``switch_on_alarm`` their alarms, and those of plugin detectors, are failure triggers too.
+        ``switch_on_alarm`` their alarms, and those of plugin detectors, are failure triggers too:
+        a failure switch on an alarm, where the failure clock ran out faster than forecast.
 
-    Pacing (neither clock: how fast the policy may react)
-    hysteresis: a trigger must hold for this many consecutive records. min_stage_steps: updates a
-        stage runs before the next switch (the forecast needs fresh records at the new batch).
-        min_samples_between (deprecated): rollouts between switches.
-    max_stages: stages in all, the initial one included (so at most max_stages - 1 switches).
+    Pacing (neither clock: how fast the policy may react; each limit counts rollouts, so it
+    lasts as long in data at every batch)
+    hysteresis_samples: a trigger must hold on consecutive records carrying this many rollouts
+        (48: 3 updates at batch 16, 1 at 64). min_stage_samples: rollouts a stage runs before the
+        next switch (160), so the forecast and the noise estimate see the new batch first.
+    max_stages: stages in all, the initial one included (so at most max_stages - 1 switches, of
+        either clock): once spent, neither clock moves the batch or the LR again. Fine tracking
+        steps spend them fast (on the drift-15 synthetic tasks tracking used them up before the
+        failure clock ran out: 15.0 switches per run at the default 16).
 
     Constraints: :class:`BatchConstraints` (group size, divisor, min and max batch).
+
+    legacy: keys of earlier versions kept with their old meaning (:data:`LEGACY`: the pacing
+        limits counted in records or updates, an absolute ``failure_threshold``, and policy v2's
+        ``margin``, ``horizon_steps``, ``forecast_window``); :meth:`from_dict` fills it from old
+        files and saved configs, so old runs replay exactly. An old ``hysteresis`` or
+        ``auto_records`` replaces its rollout counterpart (and the estimate's horizon); an old
+        ``min_stage_steps`` applies besides ``min_stage_samples``. Not a knob to tune.
     """
 
+    # start
     initial_batch: int | str = "auto"
+    critical_batch: float | None = None
+    critical_batch_lr: float | None = None
+    sample_tolerance: float = 0.10
+    fallback_batch: int | None = None
     base_lr: float = 1e-6
     base_batch: int | None = None
     lr_rule: str = "sqrt"
-    growth: float = 2.0
-    margin: float | None = None
-    horizon_steps: int | None = None
-    hysteresis: int = 3
-    min_samples_between: int = 0
-    max_stages: int = 16
-    failure_signal: str = "entropy"
-    failure_threshold: float | None = None
-    failure_fraction: float | None = None
-    forecast_window: int | None = None
-    forecast_samples: int = 2048
-    min_stage_steps: int = 10
-    detectors: tuple[str, ...] = ("entropy_collapse", "reward_crash")
-    critical_batch: float | None = None
-    critical_batch_lr: float | None = None
-    critical_fraction: float | None = None
-    sample_tolerance: float = 0.10
+    # tracking
+    track_critical_batch: bool = True
     track_step: float = 2.0**0.25
-    failure_exponent: float = 0.0
+    estimate_samples: int = 1600
+    # failure
+    failure_signal: str = "entropy"
+    failure_fraction: float | None = None
     failure_switch_fraction: float = 0.25
     failure_lr_exponent: float = 0.0
-    fallback_batch: int | None = None
-    auto_records: int = 100
-    track_critical_batch: bool = True
+    failure_exponent: float = 0.0
+    growth: float = 2.0
+    forecast_samples: int = 2048
+    detectors: tuple[str, ...] = ("entropy_collapse", "reward_crash")
     switch_on_alarm: bool = True
+    # pacing
+    hysteresis_samples: int = 48
+    min_stage_samples: int = 160
+    max_stages: int = 16
+    # constraints
     constraints: BatchConstraints = field(default_factory=BatchConstraints)
+    # old keys with their old meaning (from_dict)
+    legacy: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.constraints, Mapping):
             self.constraints = BatchConstraints.from_dict(self.constraints)
         if isinstance(self.detectors, list):
             self.detectors = tuple(self.detectors)
+        self.legacy = dict(self.legacy or {})
         self.validate()
+
+    @staticmethod
+    def tolerance_for(fraction: float) -> float:
+        """The ``sample_tolerance`` whose operating fraction of B* is ``fraction``: f / (2 - f),
+        moved by up to 4 ulps so that :attr:`operating_fraction` gives f back exactly, or else the
+        nearest value above it (a batch of exactly f x B* then snaps to itself, not one step down)."""
+        f = float(fraction)
+        t0 = lo = hi = f / (2.0 - f)
+        cands = [t0]
+        for _ in range(4):
+            lo, hi = math.nextafter(lo, -math.inf), math.nextafter(hi, math.inf)
+            cands += [lo, hi]
+        above = [t for t in cands if 2.0 * t / (1.0 + t) >= f]
+        if not above:
+            return t0
+        return min(above, key=lambda t: (2.0 * t / (1.0 + t) - f, abs(t - t0)))
 
     @property
     def falling(self) -> bool:
@@ -234,9 +291,7 @@ class PolicyConfig:
 
     @property
     def operating_fraction(self) -> float:
-        """Batch / B*: ``critical_fraction`` if set, else from E(B)/E(0) = 1/(1 - B/2B*) = 1 + tol."""
-        if self.critical_fraction is not None:
-            return float(self.critical_fraction)
+        """Batch / B*, from E(B)/E(0) = 1/(1 - B/2B*) = 1 + ``sample_tolerance``."""
         return 2.0 * self.sample_tolerance / (1.0 + self.sample_tolerance)
 
     @property
@@ -253,6 +308,11 @@ class PolicyConfig:
             return self.failure_fraction
         return 0.1 if self.falling else 10.0
 
+    @property
+    def v2(self) -> bool:
+        """Policy v2: the failure-clock trigger off (``failure_switch_fraction`` 0)."""
+        return self.failure_switch_fraction == 0
+
     def validate(self, *, source: str | None = None) -> None:
         """ConfigError naming the first invalid field."""
 
@@ -262,18 +322,13 @@ class PolicyConfig:
         def pos_int(name: str, v: Any, *, zero: bool = False, optional: bool = False) -> None:
             if v is None and optional:
                 return
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if zero else 1):
+            if not _count(v, zero=zero):
                 raise bad(name, f"must be a {'non-negative' if zero else 'positive'} integer, got {v!r}")
 
         def pos_num(name: str, v: Any, *, zero: bool = False, optional: bool = False) -> None:
             if v is None and optional:
                 return
-            if (
-                isinstance(v, bool)
-                or not isinstance(v, (int, float))
-                or not math.isfinite(v)
-                or (v < 0 if zero else v <= 0)
-            ):
+            if not _finite(v) or (v < 0 if zero else v <= 0):
                 raise bad(
                     name, f"must be a finite {'non-negative' if zero else 'positive'} number, got {v!r}"
                 )
@@ -287,26 +342,27 @@ class PolicyConfig:
                     f"{self.initial_batch} is not a multiple of {c.multiple} "
                     f"(group_size x divisor) within [{c.lowest}, {c.highest}]",
                 )
+        pos_num("critical_batch", self.critical_batch, optional=True)
+        pos_num("critical_batch_lr", self.critical_batch_lr, optional=True)
+        pos_num("sample_tolerance", self.sample_tolerance)
+        if self.sample_tolerance > 1:
+            raise bad(
+                "sample_tolerance", f"must be at most 1 (batch at most B*), got {self.sample_tolerance!r}"
+            )
+        pos_int("fallback_batch", self.fallback_batch, optional=True)
         pos_num("base_lr", self.base_lr)
         pos_int("base_batch", self.base_batch, optional=True)
         if self.lr_rule not in RULES:
             raise bad("lr_rule", f"must be one of {', '.join(RULES)}, got {self.lr_rule!r}")
-        pos_num("growth", self.growth)
-        if self.growth <= 1:
-            raise bad("growth", f"must be > 1 (the batch grows at each switch), got {self.growth!r}")
-        pos_num("margin", self.margin, optional=True)
-        pos_int("horizon_steps", self.horizon_steps, optional=True)
-        pos_int("hysteresis", self.hysteresis)
-        pos_int("min_samples_between", self.min_samples_between, zero=True)
-        pos_int("max_stages", self.max_stages)
+        for name in ("switch_on_alarm", "track_critical_batch"):
+            if not isinstance(getattr(self, name), bool):
+                raise bad(name, f"must be true or false, got {getattr(self, name)!r}")
+        pos_num("track_step", self.track_step)
+        if self.track_step <= 1:
+            raise bad("track_step", f"must be > 1 (a tracking move grows the batch), got {self.track_step!r}")
+        pos_int("estimate_samples", self.estimate_samples, zero=True)
         if self.failure_signal not in SIGNALS:
             raise bad("failure_signal", f"must be one of {', '.join(SIGNALS)}, got {self.failure_signal!r}")
-        if self.failure_threshold is not None and (
-            isinstance(self.failure_threshold, bool)
-            or not isinstance(self.failure_threshold, (int, float))
-            or not math.isfinite(self.failure_threshold)
-        ):
-            raise bad("failure_threshold", f"must be a finite number or null, got {self.failure_threshold!r}")
         pos_num("failure_fraction", self.failure_fraction, optional=True)
         if self.failure_fraction is not None and (self.failure_fraction < 1) != self.falling:
             raise bad(
@@ -315,28 +371,6 @@ class PolicyConfig:
                 f"{self.failure_signal} (it {'falls' if self.falling else 'rises'} towards collapse), "
                 f"got {self.failure_fraction!r}",
             )
-        pos_int("forecast_window", self.forecast_window, optional=True)
-        pos_int("forecast_samples", self.forecast_samples)
-        pos_int("min_stage_steps", self.min_stage_steps, zero=True)
-        if not isinstance(self.detectors, (tuple, list)) or any(d not in DETECTORS for d in self.detectors):
-            raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {self.detectors!r}")
-        pos_num("critical_batch", self.critical_batch, optional=True)
-        pos_num("critical_batch_lr", self.critical_batch_lr, optional=True)
-        pos_num("critical_fraction", self.critical_fraction, optional=True)
-        pos_num("sample_tolerance", self.sample_tolerance)
-        if self.sample_tolerance > 1:
-            raise bad(
-                "sample_tolerance", f"must be at most 1 (batch at most B*), got {self.sample_tolerance!r}"
-            )
-        pos_num("track_step", self.track_step)
-        if self.track_step <= 1:
-            raise bad("track_step", f"must be > 1 (a tracking move grows the batch), got {self.track_step!r}")
-        if (
-            isinstance(self.failure_exponent, bool)
-            or not isinstance(self.failure_exponent, (int, float))
-            or not math.isfinite(self.failure_exponent)
-        ):
-            raise bad("failure_exponent", f"must be a finite number, got {self.failure_exponent!r}")
         pos_num("failure_switch_fraction", self.failure_switch_fraction, zero=True)
         if self.failure_switch_fraction >= 1:
             raise bad(
@@ -344,50 +378,116 @@ class PolicyConfig:
                 f"must be below 1 (the part of the failure clock left at "
                 f"a switch), got {self.failure_switch_fraction!r}",
             )
-        q = self.failure_lr_exponent
-        if isinstance(q, bool) or not isinstance(q, (int, float)) or not math.isfinite(q):
-            raise bad("failure_lr_exponent", f"must be a finite number, got {self.failure_lr_exponent!r}")
-        pos_int("fallback_batch", self.fallback_batch, optional=True)
-        pos_int("auto_records", self.auto_records)
-        for name in ("switch_on_alarm", "track_critical_batch"):
-            if not isinstance(getattr(self, name), bool):
-                raise bad(name, f"must be true or false, got {getattr(self, name)!r}")
+        for name in ("failure_lr_exponent", "failure_exponent"):
+            if not _finite(getattr(self, name)):
+                raise bad(name, f"must be a finite number, got {getattr(self, name)!r}")
+        pos_num("growth", self.growth)
+        if self.growth <= 1:
+            raise bad("growth", f"must be > 1 (the batch grows at each switch), got {self.growth!r}")
+        pos_int("forecast_samples", self.forecast_samples)
+        if not isinstance(self.detectors, (tuple, list)) or any(d not in DETECTORS for d in self.detectors):
+            raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {self.detectors!r}")
+        pos_int("hysteresis_samples", self.hysteresis_samples)
+        pos_int("min_stage_samples", self.min_stage_samples, zero=True)
+        pos_int("max_stages", self.max_stages)
         if not isinstance(self.constraints, BatchConstraints):
             raise bad("constraints", "must be a BatchConstraints or a mapping")
+        if not isinstance(self.legacy, Mapping):
+            raise bad("legacy", f"must be a mapping of old keys, got {self.legacy!r}")
+        for k, v in self.legacy.items():  # named as the old file named them
+            if k not in LEGACY:
+                raise bad(f"legacy.{k}", f"not an old key (old keys: {', '.join(LEGACY)})")
+            if k == "failure_threshold":
+                if not _finite(v):
+                    raise bad(k, f"must be a finite number or null, got {v!r}")
+            elif k == "margin":
+                pos_num(k, v)
+            else:
+                pos_int(k, v, zero=k == "min_stage_steps")
 
     def to_dict(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Every knob by name (``legacy`` only when it holds old keys): what :meth:`from_dict` reads."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "legacy"}
         d["constraints"] = self.constraints.to_dict()
         d["detectors"] = list(self.detectors)
+        if self.legacy:
+            d["legacy"] = dict(self.legacy)
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> PolicyConfig:
-        """From a config mapping; unknown keys and invalid values raise ConfigError naming them.
+        """From a config mapping (a file's, or :meth:`to_dict`'s of this or an earlier version);
+        unknown keys and invalid values raise ConfigError naming them.
 
-        Deprecated keys (:data:`DEPRECATED`) still apply; set to other than their default they give
-        a ``FutureWarning`` naming the file, the key and what replaces it."""
-        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
-        for k in d:
-            # a saved full config (to_dict, this version's or an earlier one's) stays quiet
-            if k in DEPRECATED and d[k] != defaults[k] and d[k] != _OLD_DEFAULTS.get(k):
-                where = f"{source}: " if source else ""
-                warnings.warn(
-                    f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; "
-                    f"{DEPRECATED[k]}",
-                    FutureWarning,
-                    stacklevel=2,
+        Groups may come as mappings (``failure: {growth: 2}``). Old keys (:data:`LEGACY`,
+        :data:`TRANSLATED`) give a ``FutureWarning`` naming the file, the key and what replaces it:
+        translated ones become their v3 knob exactly; the others keep their old meaning in
+        ``legacy`` (the pacing limits count records again, and turn their rollout counterparts
+        off unless given). Keys only policy v2 read (``margin``, ``horizon_steps``,
+        ``forecast_window``) are kept under ``failure_switch_fraction: 0`` and dropped otherwise,
+        as v3 never read them; at v2's own values (a saved config's) they stay quiet."""
+        kw = _flatten_groups(d, source)
+        legacy = dict(kw.pop("legacy", None) or {})
+        v2 = kw.get("failure_switch_fraction", cls.failure_switch_fraction) == 0
+
+        def warn(k: str, why: str) -> None:
+            where = f"{source}: " if source else ""
+            warnings.warn(
+                f"{where}schedule key {k!r} is deprecated (policy v3) and will be removed; {why}",
+                FutureWarning,
+                stacklevel=3,
+            )
+
+        old = {k: kw.pop(k) for k in list(kw) if k in LEGACY or k in TRANSLATED}
+        old = {k: v for k, v in old.items() if v is not None}  # None: an earlier to_dict's "unset"
+        if "critical_fraction" in old:
+            f = old.pop("critical_fraction")
+            if not _finite(f) or not 0 < f <= 1:
+                raise ConfigError(
+                    f"must be a number in (0, 1] (the operating fraction of B*), got {f!r}",
+                    source=source,
+                    field="critical_fraction",
                 )
-        names = {f.name for f in dataclasses.fields(cls)}
-        for k in d:
+            warn("critical_fraction", TRANSLATED["critical_fraction"])
+            kw["sample_tolerance"] = cls.tolerance_for(f)  # it overrode sample_tolerance
+        between = old.pop("min_samples_between", 0)
+        if between:
+            if "min_stage_samples" in kw and kw["min_stage_samples"] != between:
+                raise ConfigError(
+                    "give min_stage_samples alone (min_samples_between is its old name)",
+                    source=source,
+                    field="min_samples_between",
+                )
+            warn("min_samples_between", TRANSLATED["min_samples_between"])
+            kw["min_stage_samples"] = between
+        # the old pacing limits keep counting records, and their rollout counterparts step aside
+        for k, new, off in (
+            ("hysteresis", "hysteresis_samples", 1),
+            ("min_stage_steps", "min_stage_samples", between),
+            ("auto_records", "estimate_samples", 0),
+        ):
+            if k in old:
+                warn(k, LEGACY[k] + "; kept, counting records as before")
+                legacy[k] = old.pop(k)
+                kw.setdefault(new, off)
+        if "failure_threshold" in old:
+            warn("failure_threshold", LEGACY["failure_threshold"] + "; kept as before")
+            legacy["failure_threshold"] = old.pop("failure_threshold")
+        for k, v in old.items():  # v2's horizon trigger and window
+            if v != V2_DEFAULTS[k]:
+                warn(k, LEGACY[k] + ("; kept (v2)" if v2 else "; ignored, as v3 always did"))
+            if v2:
+                legacy[k] = v
+        names = {f.name for f in dataclasses.fields(cls)} - {"legacy"}
+        for k in kw:
             if k not in names:
                 raise ConfigError(
                     f"unknown key (allowed: {', '.join(sorted(names))})", source=source, field=str(k)
                 )
-        kw = dict(d)
-        kw["constraints"] = BatchConstraints.from_dict(d.get("constraints"), source=source)
+        kw["constraints"] = BatchConstraints.from_dict(kw.get("constraints"), source=source)
         if isinstance(kw.get("detectors"), list):
             kw["detectors"] = tuple(kw["detectors"])
+        kw["legacy"] = legacy
         cfg = object.__new__(cls)
         for f in dataclasses.fields(cls):
             val = (
@@ -398,6 +498,26 @@ class PolicyConfig:
             setattr(cfg, f.name, val)
         cfg.validate(source=source)
         return cfg
+
+
+def _flatten_groups(d: Mapping[str, Any], source: str | None) -> dict[str, Any]:
+    """A config with its groups (``pacing: {...}``) merged into the top level."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if k in GROUPS and k != "constraints" and isinstance(v, Mapping):
+            for kk, vv in v.items():
+                if kk not in GROUPS[k]:
+                    raise ConfigError(
+                        f"not a {k} knob (its knobs: {', '.join(GROUPS[k])})",
+                        source=source,
+                        field=f"{k}.{kk}",
+                    )
+                if kk in d:
+                    raise ConfigError(f"given twice (also as {kk})", source=source, field=f"{k}.{kk}")
+                out[kk] = vv
+        else:
+            out[k] = v
+    return out
 
 
 class TwoClockScheduler(Schedule):
@@ -411,17 +531,31 @@ class TwoClockScheduler(Schedule):
     """
 
     kind = _STATE_KIND
-    version = 2
+    version = 3
 
     def __init__(self, config: PolicyConfig | None = None, *, detectors: Sequence[Any] = ()) -> None:
         self.config = cfg = config if config is not None else PolicyConfig()
         cfg.validate()
-        self._v2 = cfg.failure_switch_fraction == 0
+        self._v2 = cfg.v2
+        old = cfg.legacy
+        # the old pacing limits, counted in records (0: off). An old hysteresis or auto_records
+        # replaces its rollout counterpart; an old min_stage_steps adds to min_stage_samples (which
+        # then holds the old min_samples_between, as from_dict translates it)
+        self._hyst_records = int(old.get("hysteresis", 0))
+        self._stage_records = int(old.get("min_stage_steps", 0))
+        self._est_records = int(old.get("auto_records", 0))
+        self._hyst_samples = 1 if "hysteresis" in old else int(cfg.hysteresis_samples)
+        self._est_samples = 0 if "auto_records" in old else int(cfg.estimate_samples)
+        threshold = old.get("failure_threshold")
         if self._v2:  # v2's forecast, as it was: a window of records, the early level of 10 updates
-            win = cfg.forecast_window or 200
+            win = int(old.get("forecast_window", V2_DEFAULTS["forecast_window"]))
+            self._horizon = (
+                float(old.get("margin", V2_DEFAULTS["margin"])),
+                int(old.get("horizon_steps", V2_DEFAULTS["horizon_steps"])),
+            )
             self.forecast = FailureForecast(
                 cfg.failure_signal,
-                threshold=cfg.failure_threshold,
+                threshold=threshold,
                 fraction=cfg.fraction,
                 window=win,
                 min_points=min(20, win),
@@ -430,7 +564,7 @@ class TwoClockScheduler(Schedule):
         else:
             self.forecast = FailureForecast(
                 cfg.failure_signal,
-                threshold=cfg.failure_threshold,
+                threshold=threshold,
                 fraction=cfg.fraction,
                 window=FORECAST_RECORDS,
                 min_points=3,  # evidence is counted in rollouts (min_samples) and by the slope's band
@@ -439,6 +573,8 @@ class TwoClockScheduler(Schedule):
                 recent=0.5,
             )
         self.noise = GradientNoiseScale()
+        if "auto_records" not in old:  # the EMA's own horizon in records (100 at beta 0.99)
+            self._est_records = math.ceil(1.0 / (1.0 - self.noise.beta) - 1e-9)
         self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
         self._n_builtin = len(self.detectors)
         self.detectors += list(detectors)
@@ -462,8 +598,12 @@ class TwoClockScheduler(Schedule):
         self._failure_switch = False  # the last proposal was a failure switch (restart the forecast)
         self._scale = 1.0
         self._expo = cfg.postpone_exponent
-        self._streak = 0
+        self._streak = 0  # consecutive records with a trigger
+        self._streak_samples = 0  # their rollouts
         self._records = 0
+        self._samples = 0  # rollouts consumed, as of the last record
+        self._noise_samples = 0  # rollouts of the records that fed the gradient-noise estimate
+        self._warm = False  # the estimate has its records and rollouts (estimate_samples)
         self._last_switch = 0
         self._last_switch_step = 0
         self._bs_ref = math.nan  # B_simple when first estimated: the reference of the relative tracker
@@ -477,6 +617,7 @@ class TwoClockScheduler(Schedule):
 
     def propose(self, record: StepRecord) -> Decision:
         self._records += 1
+        self._samples = record.samples
         stf = self.forecast.update(record)
         n0 = self.noise.n_updates
         b_simple = self.noise.update(record)
@@ -484,6 +625,7 @@ class TwoClockScheduler(Schedule):
             beta = self.noise.beta
             self._ps = beta * self._ps + (1 - beta) * float(record.samples)
             self._pw = beta * self._pw + (1 - beta)
+            self._noise_samples += record.batch
         alarm, faulted = self._run_detectors(record) if self.detectors else (None, False)
         cur = self._stages[-1]
         target, reason = self._propose(record, cur, stf, b_simple, alarm)
@@ -574,7 +716,11 @@ class TwoClockScheduler(Schedule):
         c = cfg.constraints
         frac = cfg.operating_fraction
         room = len(self._stages) < cfg.max_stages
-        estimated = self.noise.n_updates >= cfg.auto_records and math.isfinite(b_simple) and b_simple > 0
+        if not self._warm:  # both counts only grow: checked until they pass
+            self._warm = (
+                self._noise_samples >= self._est_samples and self.noise.n_updates >= self._est_records
+            )
+        estimated = self._warm and math.isfinite(b_simple) and b_simple > 0
         if estimated and math.isnan(self._bs_ref):
             self._bs_ref, self._pos_ref = b_simple, self._pos
         if estimated and not self._v2:  # v2 (failure_switch_fraction 0) kept its one-value anchor
@@ -604,8 +750,8 @@ class TwoClockScheduler(Schedule):
                 f"< {cfg.failure_switch_fraction:g} (collapse in {stf:.4g} rollouts, on "
                 f"{fc.samples - fc.start_samples} rollouts of evidence)"
             )
-        elif self._v2 and stf < (cfg.margin or 2.0) * (cfg.horizon_steps or 10) * (nxt or cur.batch):
-            m, h = cfg.margin or 2.0, cfg.horizon_steps or 10
+        elif self._v2 and stf < self._horizon[0] * self._horizon[1] * (nxt or cur.batch):
+            m, h = self._horizon
             failure = f"forecast failure in {stf:.4g} samples < {m:g} x {h} x {nxt}"
         elif alarm is not None and cfg.switch_on_alarm:
             failure = alarm
@@ -657,21 +803,25 @@ class TwoClockScheduler(Schedule):
                     )
         self._failure_switch = failure_switch
         if not trigger:
-            self._streak = 0
+            if self._streak:
+                self._streak = self._streak_samples = 0
             return None, hold
         if hold:
             trigger = f"{trigger}; {hold}"
         self._streak += 1
-        if self._streak < cfg.hysteresis:
-            return None, f"trigger {self._streak}/{cfg.hysteresis}: {trigger}"
+        self._streak_samples += record.batch
+        if self._streak < self._hyst_records:  # an old file's hysteresis, in records
+            return None, f"trigger {self._streak}/{self._hyst_records}: {trigger}"
+        if self._streak_samples < self._hyst_samples:
+            return None, f"trigger {self._streak_samples}/{self._hyst_samples} rollouts: {trigger}"
         if not room:
             return None, f"held: max_stages {cfg.max_stages} reached ({trigger})"
         if target is None:
             return None, f"held: batch at its maximum ({trigger})"
-        if record.samples - self._last_switch < cfg.min_samples_between:
-            return None, f"held: min_samples_between {cfg.min_samples_between} ({trigger})"
-        if self._records - self._last_switch_step < cfg.min_stage_steps:
-            return None, f"held: min_stage_steps {cfg.min_stage_steps} ({trigger})"
+        if record.samples - self._last_switch < cfg.min_stage_samples:
+            return None, f"held: min_stage_samples {cfg.min_stage_samples} ({trigger})"
+        if self._records - self._last_switch_step < self._stage_records:  # an old file's, in updates
+            return None, f"held: min_stage_steps {self._stage_records} ({trigger})"
         return target, trigger
 
     def _next_batch(self, batch: int) -> int | None:
@@ -688,7 +838,7 @@ class TwoClockScheduler(Schedule):
         return float(lr_for_batch(batch, self.base_batch, cfg.base_lr, rule=cfg.lr_rule))
 
     def _committed(self, d: Decision) -> None:
-        self._streak = 0
+        self._streak = self._streak_samples = 0
         self._last_switch = d.samples
         self._last_switch_step = self._records
         self._auto_pending = False
@@ -709,9 +859,10 @@ class TwoClockScheduler(Schedule):
 
         What a host checks its data plan against before the run. The rules, one record per update
         (the most a host can feed): a switch decided on an update's record applies from the next
-        update; at most ``max_stages`` stages; between switches ``min_stage_steps`` records, a
-        ``hysteresis`` streak and ``min_samples_between`` rollouts (``samples``: rollouts consumed so
-        far; None: taken as met). Where a switch may go:
+        update; at most ``max_stages`` stages; between switches ``min_stage_samples`` rollouts and a
+        ``hysteresis_samples`` streak, each update carrying the batch in effect (and an old file's
+        record-counted limits, :attr:`PolicyConfig.legacy`). ``samples``: rollouts consumed so far
+        (None: the policy's own count, from the records it has seen). Where a switch may go:
 
         - failure trigger: ``growth`` x the batch (snapped up), only where a switch postpones the
           failure (:attr:`PolicyConfig.postpone_exponent` > 0: the default);
@@ -719,8 +870,8 @@ class TwoClockScheduler(Schedule):
           bounds but ``constraints.max_batch``, once that is ``track_step`` x the batch;
         - the one-off ``initial_batch: auto`` switch: any batch, at the first estimated record.
 
-        Tracking and ``auto`` need the gradient-noise estimate: ``auto_records`` records carrying
-        ``grad_norm_micro`` and ``micro_batch``; ``noise_estimate=False`` says the host's records
+        Tracking and ``auto`` need the gradient-noise estimate: ``estimate_samples`` rollouts of records
+        carrying ``grad_norm_micro`` and ``micro_batch``; ``noise_estimate=False`` says the host's records
         never carry them (so only the failure trigger can grow the batch).
 
         Failure switches may use up the stages before tracking is ready, or never come; the answer
@@ -740,8 +891,10 @@ class TwoClockScheduler(Schedule):
         hi = float(cons.highest) if cons.highest is not None else math.inf
         records0 = self._records
         last, streak, auto = self._last_switch_step, self._streak, self._auto_pending
-        noise0 = int(self.noise.n_updates)
-        since = math.inf if samples is None else float(samples) - float(self._last_switch)
+        streak_s = float(self._streak_samples)
+        noise0, noise_s = int(self.noise.n_updates), float(self._noise_samples)
+        now = self._samples if samples is None else samples
+        since = float(now) - float(self._last_switch)
         left = int(cfg.max_stages) - len(self._stages)
         cur = float(self.current.batch)
         out: list[float] = []
@@ -750,14 +903,25 @@ class TwoClockScheduler(Schedule):
             k = records0 + i + 1
             since += cur
             streak += 1
+            streak_s += cur
+            noise_s += cur
             if left <= 0:
                 continue
-            estimated = noise_estimate and noise0 + (k - records0) >= cfg.auto_records
+            estimated = (
+                noise_estimate
+                and noise0 + (k - records0) >= self._est_records
+                and noise_s >= self._est_samples
+            )
             target = cur
             if auto and estimated:  # the auto switch skips hysteresis and the stage minimums
                 auto, target = False, hi
             elif (
-                min(k - last - cfg.min_stage_steps, streak - cfg.hysteresis, since - cfg.min_samples_between)
+                min(
+                    k - last - self._stage_records,
+                    streak - self._hyst_records,
+                    since - cfg.min_stage_samples,
+                    streak_s - self._hyst_samples,
+                )
                 >= 0
             ):
                 if failure and cfg.postpone_exponent > 0 and math.isfinite(cur):
@@ -765,7 +929,7 @@ class TwoClockScheduler(Schedule):
                 if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
                     target = max(target, hi)
             if target > cur:
-                cur, last, streak, since, left, auto = target, k, 0, 0.0, left - 1, False
+                cur, last, streak, streak_s, since, left, auto = target, k, 0, 0.0, 0.0, left - 1, False
         return out
 
     def largest_reachable_batch(
@@ -776,9 +940,20 @@ class TwoClockScheduler(Schedule):
         when it cannot grow. See :meth:`reachable_batches`."""
         cfg = self.config
         if steps is None:
-            # every remaining stage, each switch as late as the rules make it at most
-            per_switch = max(int(cfg.min_stage_steps), int(cfg.hysteresis), 1) + int(cfg.min_samples_between)
-            steps = int(cfg.auto_records) + (int(cfg.max_stages) + 1) * per_switch + 1
+            # every remaining stage, each switch as late as the rules make it at most (at the
+            # smallest batch, the rollout limits take the most updates)
+            low = max(int(cfg.constraints.lowest), 1)
+            per_switch = max(
+                self._stage_records,
+                self._hyst_records,
+                -(-max(cfg.min_stage_samples, self._hyst_samples) // low),
+                1,
+            )
+            steps = (
+                max(self._est_records, -(-self._est_samples // low))
+                + (int(cfg.max_stages) + 1) * per_switch
+                + 1
+            )
         plan = self.reachable_batches(steps, samples=samples, noise_estimate=noise_estimate)
         if not plan:
             return None
@@ -817,7 +992,10 @@ class TwoClockScheduler(Schedule):
             "stages": [s.to_dict() for s in self._stages],
             "base_batch": self.base_batch,
             "streak": self._streak,
+            "streak_samples": self._streak_samples,
             "records": self._records,
+            "samples": self._samples,
+            "noise_samples": self._noise_samples,
             "last_switch": self._last_switch,
             "last_switch_step": self._last_switch_step,
             "auto_pending": self._auto_pending,
@@ -836,6 +1014,13 @@ class TwoClockScheduler(Schedule):
     def _load_state(self, state: Mapping[str, Any]) -> None:
         saved_cfg = state.get("config")
         mine = decode_floats(encode_floats(self.config.to_dict()))
+        if saved_cfg is not None and saved_cfg != mine:  # an earlier version's keys: as they load now
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", FutureWarning)
+                    saved_cfg = decode_floats(encode_floats(PolicyConfig.from_dict(saved_cfg).to_dict()))
+            except ConfigError:
+                pass
         if saved_cfg is not None and saved_cfg != mine:
             changed = sorted(k for k, v in mine.items() if saved_cfg.get(k) != v)
             log.warning(
@@ -847,8 +1032,16 @@ class TwoClockScheduler(Schedule):
         self.base_batch = int(state["base_batch"])
         self._streak = int(state["streak"])
         self._records = int(state["records"])
+        # states before version 3 counted records only: their rollouts at the stage's batch
+        batch = int(self._stages[-1].batch)
+        self._streak_samples = int(state.get("streak_samples", self._streak * batch))
+
         self._last_switch = int(state["last_switch"])
         self._last_switch_step = int(state["last_switch_step"])
+        # (the records since the last switch ran at the stage's batch)
+        self._samples = int(
+            state.get("samples", self._last_switch + (self._records - self._last_switch_step) * batch)
+        )
         self._auto_pending = bool(state["auto_pending"])
         self._bs_ref = float(state.get("bs_ref", math.nan))  # version 1 states: re-referenced
         self._pos_ref = float(state.get("pos_ref", math.nan))
@@ -860,6 +1053,8 @@ class TwoClockScheduler(Schedule):
         self._scale = self._lr_scale(self.current)
         self.forecast.load_state_dict(state["forecast"])
         self.noise.load_state_dict(state["noise"])
+        self._noise_samples = int(state.get("noise_samples", int(self.noise.n_updates) * batch))
+        self._warm = self._noise_samples >= self._est_samples and self.noise.n_updates >= self._est_records
         saved = state.get("detectors", {})
         for i, det in enumerate(self.detectors):
             key = f"{i}:{getattr(det, 'name', type(det).__name__)}"
