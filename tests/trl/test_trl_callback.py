@@ -157,10 +157,9 @@ def test_two_clock_scheduler_initial_stage_is_applied_through_the_driver(tiny_mo
     }
     cb = RlvrScheduleCallback(spec, strict=True)
     assert cb.driver.plugins is cb.host
-    # policy v2 cannot switch within 3 updates (min_stage_steps 10), and without failure_exponent > 0
-    # or a B* estimate it cannot grow at all; with max_steps 3 < auto_records the estimate cannot form
-    # either: the set-up check must not warn that the run may end early (the old growth^max_stages
-    # bound did)
+    # the policy cannot switch within 3 updates of 16 (min_stage_samples 160), no failure forecast has
+    # its 2048 rollouts of evidence, and the B* estimate needs 100 records (estimate_samples): the
+    # set-up check must not warn that the run may end early (the old growth^max_stages bound did)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         _, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=3)
