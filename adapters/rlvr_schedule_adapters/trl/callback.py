@@ -46,7 +46,13 @@ from rlvr_schedule_adapters._common import (
     warn_setup,
 )
 from rlvr_schedule_adapters.trl.checks import check_plan
-from rlvr_schedule_adapters.trl.data_order import SamplerSite, find_sampler, generator_state, restore_order
+from rlvr_schedule_adapters.trl.data_order import (
+    SamplerSite,
+    detach_loader_seed,
+    find_sampler,
+    generator_state,
+    restore_order,
+)
 from rlvr_schedule_adapters.trl.epochs import BatchUnit
 from rlvr_schedule_adapters.trl.noise import grad_norm, mean_over_ranks
 
@@ -321,6 +327,9 @@ class _ScheduleCallbackCore:
         self._micro = 0
         self._micro_per_epoch = micro_per_epoch
         self._site = find_sampler(train_dataloader) if train_dataloader is not None else None
+        if train_dataloader is not None and not self.advisory:
+            # in every run, so that a resumed run's sampling RNG matches the uninterrupted run's
+            detach_loader_seed(train_dataloader, int(getattr(args, "seed", 0) or 0))
         if state.global_step == 0 and self.last_step > 0:
             log.warning(
                 "the callback is reused for a new run: its counters restart, but the schedule keeps its "

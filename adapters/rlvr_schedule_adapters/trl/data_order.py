@@ -24,7 +24,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SamplerSite", "ShiftedOnce", "find_sampler", "generator_state", "restore_order"]
+__all__ = [
+    "SamplerSite",
+    "ShiftedOnce",
+    "detach_loader_seed",
+    "find_sampler",
+    "generator_state",
+    "restore_order",
+]
 
 log = logging.getLogger("rlvr_schedule.adapters.trl")
 
@@ -122,4 +129,22 @@ def restore_order(site: SamplerSite, *, rng: str | None, trainer_pos: int, true_
     site.batch_sampler.sampler = ShiftedOnce(
         _base(site.sampler), drop=trainer_pos * per, resume_at=true_pos * per
     )
+    return True
+
+
+def detach_loader_seed(dataloader: Any, seed: int) -> bool:
+    """Give the train dataloader its own ``torch.Generator`` for the worker base seed that each new
+    iterator draws, so that starting an epoch no longer draws from the global torch RNG.
+
+    Why: a resumed Trainer loads the checkpoint's RNG states either before the epoch's iterator is
+    made (its count of micro-steps is 0) or after the first fetch (otherwise). With the draw on the
+    global RNG, the sampling after a resume then matched the uninterrupted run's only when the
+    Trainer's count and the run's true position were both 0 or both not. The drawn seed only seeds
+    worker processes. Returns whether a generator was set (not when the loader already has one)."""
+    import torch
+
+    base = getattr(dataloader, "base_dataloader", dataloader)  # accelerate's DataLoaderShard wraps one
+    if not hasattr(base, "generator") or base.generator is not None:
+        return False
+    base.generator = torch.Generator().manual_seed(int(seed))
     return True
