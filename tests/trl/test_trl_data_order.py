@@ -60,7 +60,7 @@ def test_restored_order_is_the_uninterrupted_runs_after_the_trainers_skip(traine
 
 def test_a_detached_loader_starts_epochs_without_drawing_from_the_global_rng():
     """Making an epoch's iterator draws the workers' base seed: from the global torch RNG by default
-    (what put a resumed run's sampling one draw off), from the loader's own generator once detached."""
+    (what put a resumed run's sampling one draw off), from the loader's own generator while detached."""
     import torch
     from accelerate.data_loader import DataLoaderShard
 
@@ -73,9 +73,12 @@ def test_a_detached_loader_starts_epochs_without_drawing_from_the_global_rng():
     plain = _loader()
     assert after_an_epoch(plain) != untouched
     shard = DataLoaderShard(list(range(16)), batch_size=8, sampler=_loader().sampler)
-    assert detach_loader_seed(shard, 0) and shard.base_dataloader.generator is not None
+    undo = detach_loader_seed(shard, 0)
+    assert undo is not None and shard.base_dataloader.generator is not None
     assert after_an_epoch(shard) == untouched
-    assert not detach_loader_seed(shard, 0)  # a loader's own generator is left alone
+    assert detach_loader_seed(shard, 0) is None  # a loader's own generator is left alone
+    undo()
+    assert shard.base_dataloader.generator is None and after_an_epoch(shard) != untouched
 
 
 @pytest.mark.parametrize("rank", [0, 1])

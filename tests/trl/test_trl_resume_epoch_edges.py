@@ -4,8 +4,8 @@ A resumed Trainer (transformers 5.x) loads the checkpoint's RNG states before ma
 iterator when its own count of micro-steps in the epoch is 0, and after the first fetch otherwise.
 The uninterrupted run stood mid-epoch (iterator made) or at an epoch start (iterator not yet made).
 Making an iterator draws the workers' base seed, from the global torch RNG unless the loader has a
-generator; the callback gives it one (``data_order.detach_loader_seed``), so both orders give the
-same sampling.
+generator. Where the Trainer's count is 0 but the run's position is not, the callback gives the
+loader one for that epoch (``data_order.detach_loader_seed``), so the sampling is the run's.
 
 The run: 8 prompts (8 micro-steps per epoch), GA 2 for two updates, then GA 4. Epoch 0 ends after
 update 3 (2 + 2 + 4 micro-steps); the Trainer, counting ``global_step % 4 x 2``, thinks otherwise.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,19 +132,24 @@ def restore_order(site: SamplerSite, *, rng: str | None, trainer_pos: int, true_
     return True
 
 
-def detach_loader_seed(dataloader: Any, seed: int) -> bool:
+def detach_loader_seed(dataloader: Any, seed: int) -> Callable[[], None] | None:
     """Give the train dataloader its own ``torch.Generator`` for the worker base seed that each new
-    iterator draws, so that starting an epoch no longer draws from the global torch RNG.
+    iterator draws, so that making the next iterator does not draw from the global torch RNG.
+    Returns the undo (back to the global RNG), or None where the loader already has a generator.
 
-    Why: a resumed Trainer loads the checkpoint's RNG states either before the epoch's iterator is
-    made (its count of micro-steps is 0) or after the first fetch (otherwise). With the draw on the
-    global RNG, the sampling after a resume then matched the uninterrupted run's only when the
-    Trainer's count and the run's true position were both 0 or both not. The drawn seed only seeds
-    worker processes. Returns whether a generator was set (not when the loader already has one)."""
+    Why: a resumed Trainer loads the checkpoint's RNG states before making the epoch's iterator when
+    its own count of micro-steps in the epoch is 0, and after the first fetch otherwise. When the
+    Trainer's count is 0 but the run stood mid-epoch (its iterator already made), that draw puts the
+    sampling one draw off the uninterrupted run's; the callback detaches the seed for that one
+    iterator. The drawn seed itself only seeds worker processes."""
     import torch
 
     base = getattr(dataloader, "base_dataloader", dataloader)  # accelerate's DataLoaderShard wraps one
     if not hasattr(base, "generator") or base.generator is not None:
-        return False
+        return None
     base.generator = torch.Generator().manual_seed(int(seed))
-    return True
+
+    def undo() -> None:
+        base.generator = None
+
+    return undo
