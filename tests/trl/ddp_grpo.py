@@ -1,10 +1,11 @@
 """A scheduled GRPO run in 2 processes on CPU (torch.distributed with gloo): the child of ``test_trl_ddp``.
 
-    python -m torch.distributed.run --nproc_per_node 2 tests/trl/ddp_grpo.py MODEL_DIR OUT
+    python -m torch.distributed.run --nproc_per_node 2 tests/trl/ddp_grpo.py MODEL_DIR OUT [CHECKPOINT]
 
 Each rank writes ``OUT/rank<r>.json``: the records its callback fed the schedule (samples, batch,
-grad_norm_micro), its decisions, the completions its reward function scored per update, the
-accumulation it ran.
+grad_norm_micro), its decisions, and per update the completions its reward function scored (count,
+prompts, texts), the LR ``step()`` used and the accumulation it ran. The run saves a checkpoint after
+every update (with the callback's state); with CHECKPOINT it resumes from there.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ def main() -> None:
     from trl import GRPOTrainer
 
     from rlvr_schedule.plugins import PluginHost, hookimpl
-    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback, find_callback
 
     model_dir, out = sys.argv[1], Path(sys.argv[2])
+    resume = sys.argv[3] if len(sys.argv) > 3 else None
     rank = int(os.environ.get("RANK", "0"))
     tok = PreTrainedTokenizerFast.from_pretrained(model_dir)
     records = []
@@ -55,11 +57,19 @@ def main() -> None:
         model=model_dir,
         reward_funcs=m.reward,
         processing_class=tok,
-        args=grpo_args(out / "trainer", max_steps=STEPS, ddp_backend="gloo"),
+        args=grpo_args(
+            out / "trainer",
+            max_steps=STEPS,
+            ddp_backend="gloo",
+            save_strategy="steps",
+            save_steps=1,
+            restore_callback_states_from_checkpoint=True,
+        ),
         train_dataset=prompts(128),
         callbacks=[cb, _Probe(m)],
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=resume)
+    cb = find_callback(trainer)  # a restored checkpoint's callback state makes a new instance
     (out / f"rank{rank}.json").write_text(
         json.dumps(
             {
@@ -67,6 +77,9 @@ def main() -> None:
                 "records": records,
                 "decisions": [d.to_dict() for d in cb.decisions],
                 "completions": m.completions,
+                "lr": m.lr,
+                "prompts": m.prompts,
+                "texts": m.texts,
                 "ga": m.ga,
                 "errors": cb.errors,
             }

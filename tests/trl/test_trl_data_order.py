@@ -10,7 +10,13 @@ from __future__ import annotations
 import pytest
 from trl_harness import run_grpo
 
-from rlvr_schedule_adapters.trl.data_order import ShiftedOnce, find_sampler, generator_state, restore_order
+from rlvr_schedule_adapters.trl.data_order import (
+    ShiftedOnce,
+    detach_loader_seed,
+    find_sampler,
+    generator_state,
+    restore_order,
+)
 
 
 def test_shifted_once_moves_the_first_pass_only():
@@ -50,6 +56,29 @@ def test_restored_order_is_the_uninterrupted_runs_after_the_trainers_skip(traine
     assert site is not None and site.indices_per_micro == 8
     restore_order(site, rng=rng, trainer_pos=trainer_pos, true_pos=true_pos)
     assert _batches(skip_first_batches(resumed, trainer_pos)) == epoch1[true_pos:]
+
+
+def test_a_detached_loader_starts_epochs_without_drawing_from_the_global_rng():
+    """Making an epoch's iterator draws the workers' base seed: from the global torch RNG by default
+    (what put a resumed run's sampling one draw off), from the loader's own generator while detached."""
+    import torch
+    from accelerate.data_loader import DataLoaderShard
+
+    def after_an_epoch(loader):
+        torch.manual_seed(1)
+        _batches(loader)
+        return torch.rand(1).item()
+
+    untouched = (torch.manual_seed(1), torch.rand(1).item())[1]
+    plain = _loader()
+    assert after_an_epoch(plain) != untouched
+    shard = DataLoaderShard(list(range(16)), batch_size=8, sampler=_loader().sampler)
+    undo = detach_loader_seed(shard, 0)
+    assert undo is not None and shard.base_dataloader.generator is not None
+    assert after_an_epoch(shard) == untouched
+    assert detach_loader_seed(shard, 0) is None  # a loader's own generator is left alone
+    undo()
+    assert shard.base_dataloader.generator is None and after_an_epoch(shard) != untouched
 
 
 @pytest.mark.parametrize("rank", [0, 1])

@@ -1,6 +1,7 @@
 """Two processes on CPU (torch.distributed, gloo): rollouts counted across ranks, the micro-batch
 gradient norm averaged over ranks so every rank feeds its schedule the same record, the switch taken
-by both ranks at the same update."""
+by both ranks at the same update, and a resume after the switch that each rank runs as the
+uninterrupted run did."""
 
 from __future__ import annotations
 
@@ -19,30 +20,25 @@ pytestmark = pytest.mark.slow
 CHILD = Path(__file__).resolve().parent / "ddp_grpo.py"
 
 
-def test_two_processes_count_rollouts_across_ranks_and_agree(tmp_path):
-    model = tmp_path / "model"
-    make_tiny_model(model)
+def _torchrun(model: Path, out: Path, port: int, *extra: str) -> list[dict]:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            "2",
-            "--master_port",
-            "29531",
-            str(CHILD),
-            str(model),
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port)]
+    done = subprocess.run(
+        [*cmd, str(CHILD), str(model), str(out), *extra], capture_output=True, text=True, timeout=600, env=env
     )
-    assert out.returncode == 0, out.stderr[-4000:]
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
+    assert done.returncode == 0, done.stderr[-4000:]
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in (0, 1)]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ddp")
+    make_tiny_model(tmp / "model")
+    return tmp, _torchrun(tmp / "model", tmp / "full", 29531)
+
+
+def test_two_processes_count_rollouts_across_ranks_and_agree(uninterrupted):
+    _, ranks = uninterrupted
     assert all(r["world"] == 2 and r["errors"] == [] for r in ranks)
     # 4 per device x 2 ranks x GA: 16 rollouts per update; the switch to 32 decided at 48 rollouts
     # (6 micro-steps into the epoch) waits one update for a boundary the new GA 4 divides
@@ -54,3 +50,20 @@ def test_two_processes_count_rollouts_across_ranks_and_agree(tmp_path):
     # the same records and decisions on both ranks (the micro norm is averaged over them)
     assert ranks[0]["records"] == ranks[1]["records"] and ranks[0]["decisions"] == ranks[1]["decisions"]
     assert all(math.isfinite(x["grad_norm_micro"]) and x["micro_batch"] == 4 for x in ranks[0]["records"])
+
+
+@pytest.mark.parametrize("ckpt", [4, 5])
+def test_two_processes_resume_across_the_switch_as_the_uninterrupted_run(uninterrupted, ckpt):
+    """Checkpoint 4: the switch decided, waiting for its boundary; checkpoint 5: the first update of
+    GA 4 done, 12 micro-steps into the epoch while the Trainer counts 5 x 2 = 10. Each rank must pick
+    its own batches up at the run's position (``BatchSamplerShard``: a micro-step takes 2 batches)."""
+    tmp, full = uninterrupted
+    saved = str(tmp / "full" / "trainer" / f"checkpoint-{ckpt}")
+    ranks = _torchrun(tmp / "model", tmp / f"resumed-{ckpt}", 29532 + ckpt, saved)
+    assert all(r["errors"] == [] for r in ranks)
+    for r, f in zip(ranks, full, strict=True):  # per rank, measured at its reward function and optimizer
+        assert r["completions"] == f["completions"][ckpt:] == {4: [16, 16], 5: [16]}[ckpt]
+        assert r["lr"] == f["lr"][ckpt:]
+        assert r["prompts"] == f["prompts"][ckpt:]
+        assert r["texts"] == f["texts"][ckpt:]
+    assert ranks[0]["decisions"] == full[0]["decisions"][ckpt:]

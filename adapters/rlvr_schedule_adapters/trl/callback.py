@@ -46,7 +46,13 @@ from rlvr_schedule_adapters._common import (
     warn_setup,
 )
 from rlvr_schedule_adapters.trl.checks import check_plan
-from rlvr_schedule_adapters.trl.data_order import SamplerSite, find_sampler, generator_state, restore_order
+from rlvr_schedule_adapters.trl.data_order import (
+    SamplerSite,
+    detach_loader_seed,
+    find_sampler,
+    generator_state,
+    restore_order,
+)
 from rlvr_schedule_adapters.trl.epochs import BatchUnit
 from rlvr_schedule_adapters.trl.noise import grad_norm, mean_over_ranks
 
@@ -155,6 +161,8 @@ class _ScheduleCallbackCore:
         self._micro_per_epoch: int | None = None
         self._offset = 0  # micro-steps done in this epoch minus the Trainer's count of them (resume)
         self._trainer_pos = 0  # the Trainer's count of them at the resume
+        self._loader: Any = None  # the train dataloader (on_train_begin)
+        self._reattach_seed: Callable[[], None] | None = None  # undo of data_order.detach_loader_seed
         self._warned_spec = False
         self._grad_norm_micro = math.nan  # of the last update's first micro-batch (GA >= 2)
         self._micro_batch: int | None = None
@@ -321,6 +329,7 @@ class _ScheduleCallbackCore:
         self._micro = 0
         self._micro_per_epoch = micro_per_epoch
         self._site = find_sampler(train_dataloader) if train_dataloader is not None else None
+        self._loader = train_dataloader
         if state.global_step == 0 and self.last_step > 0:
             log.warning(
                 "the callback is reused for a new run: its counters restart, but the schedule keeps its "
@@ -438,6 +447,10 @@ class _ScheduleCallbackCore:
             self._errors.append(f"on_train_begin: data order: {type(exc).__name__}: {exc}")
             log.exception("resume: the data order could not be restored; the Trainer's own skip applies")
             return
+        if moved and self._trainer_pos == 0 and self._loader is not None:
+            # the Trainer loads the RNG states before making the epoch's iterator (the run stood
+            # after it): that iterator must not draw its worker seed from the global RNG
+            self._reattach_seed = detach_loader_seed(self._loader, int(getattr(args, "seed", 0) or 0))
         if moved:
             log.info(
                 "resume: the data stream is moved from the Trainer's micro-step %s to the run's %s",
@@ -477,6 +490,9 @@ class _ScheduleCallbackCore:
 
     @_guarded
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._reattach_seed is not None:  # later epochs draw from the global RNG, as the run did
+            self._reattach_seed()
+            self._reattach_seed = None
         if self._offset:  # a new epoch: the Trainer's count and the callback's agree again
             self._offset = 0
             if self._args is not None:

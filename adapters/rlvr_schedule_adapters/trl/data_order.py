@@ -20,11 +20,18 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SamplerSite", "ShiftedOnce", "find_sampler", "generator_state", "restore_order"]
+__all__ = [
+    "SamplerSite",
+    "ShiftedOnce",
+    "detach_loader_seed",
+    "find_sampler",
+    "generator_state",
+    "restore_order",
+]
 
 log = logging.getLogger("rlvr_schedule.adapters.trl")
 
@@ -123,3 +130,26 @@ def restore_order(site: SamplerSite, *, rng: str | None, trainer_pos: int, true_
         _base(site.sampler), drop=trainer_pos * per, resume_at=true_pos * per
     )
     return True
+
+
+def detach_loader_seed(dataloader: Any, seed: int) -> Callable[[], None] | None:
+    """Give the train dataloader its own ``torch.Generator`` for the worker base seed that each new
+    iterator draws, so that making the next iterator does not draw from the global torch RNG.
+    Returns the undo (back to the global RNG), or None where the loader already has a generator.
+
+    Why: a resumed Trainer loads the checkpoint's RNG states before making the epoch's iterator when
+    its own count of micro-steps in the epoch is 0, and after the first fetch otherwise. When the
+    Trainer's count is 0 but the run stood mid-epoch (its iterator already made), that draw puts the
+    sampling one draw off the uninterrupted run's; the callback detaches the seed for that one
+    iterator. The drawn seed itself only seeds worker processes."""
+    import torch
+
+    base = getattr(dataloader, "base_dataloader", dataloader)  # accelerate's DataLoaderShard wraps one
+    if not hasattr(base, "generator") or base.generator is not None:
+        return None
+    base.generator = torch.Generator().manual_seed(int(seed))
+
+    def undo() -> None:
+        base.generator = None
+
+    return undo
