@@ -169,11 +169,8 @@ def run_schedule(args: argparse.Namespace, seed: int, name: str, bstar: float | 
         settings = {"schedule": name, "repr": repr(sched), "t0": args.t0, "t1": args.t1}
         if _prepare(d, cfg, settings):
             return
-        trainer = Trainer(cfg, d, schedule=sched, progress=False)
-        try:
+        with Trainer(cfg, d, schedule=sched, progress=False) as trainer:
             trainer.train(resume=True)
-        finally:
-            trainer.close()
     print(f"  {name} seed {seed}: {time.perf_counter() - t:.0f} s", flush=True)
 
 

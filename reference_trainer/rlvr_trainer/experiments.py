@@ -93,11 +93,8 @@ def run_one(
         from rlvr_schedule.policy import TwoClockScheduler
 
         schedule = TwoClockScheduler(policy)
-    trainer = Trainer(cfg, out_dir, schedule=schedule, progress=progress, desc=desc)
-    try:
+    with Trainer(cfg, out_dir, schedule=schedule, progress=progress, desc=desc) as trainer:
         trainer.train(resume=resume)
-    finally:
-        trainer.close()
     return read_run(out_dir, desc, schedule=policy is not None)
 
 

@@ -98,7 +98,8 @@ def _make_task(cfg: TrainConfig) -> Task:
 
 
 class Trainer:
-    """One GRPO run writing ``metrics.jsonl``, ``decisions.jsonl`` and ``checkpoint.pt`` to ``out_dir``.
+    """One GRPO run writing ``metrics.jsonl``, ``decisions.jsonl`` and ``checkpoint.pt`` to ``out_dir``;
+    a context manager that closes its rollout engine (``with Trainer(cfg, out) as t: t.train()``).
 
     ``schedule`` defaults to a constant batch (``cfg.batch``); pass a
     :class:`~rlvr_schedule.policy.TwoClockScheduler` to run the two-clock policy live. ``plugins``:
@@ -303,9 +304,16 @@ class Trainer:
         return records
 
     def close(self) -> None:
+        """Shut the rollout engine down (its memory and, with vLLM, its worker state)."""
         if self.engine is not None:
             self.engine.close()
             self.engine = None
+
+    def __enter__(self) -> Trainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def train_step(self, engine) -> StepRecord:
         """One rollout batch and its optimizer update(s); returns the canonical record."""

@@ -120,21 +120,12 @@ def test_overlap_resume_is_exact_and_the_switch_lags_one_update(tiny_model_dir, 
         seed=2,
         overlap=True,
     )
-    full = Trainer(cfg, tmp_path / "full", schedule=_two_stage(cfg))
-    try:
+    with Trainer(cfg, tmp_path / "full", schedule=_two_stage(cfg)) as full:
         full.train()
-    finally:
-        full.close()
-    part = Trainer(cfg, tmp_path / "part", schedule=_two_stage(cfg))
-    try:
+    with Trainer(cfg, tmp_path / "part", schedule=_two_stage(cfg)) as part:
         part.train(max_steps=3)  # killed with the batch of update 4 sampled by update 3's weights
-    finally:
-        part.close()
-    resumed = Trainer(cfg, tmp_path / "part", schedule=_two_stage(cfg))
-    try:
+    with Trainer(cfg, tmp_path / "part", schedule=_two_stage(cfg)) as resumed:
         resumed.train(resume=True)
-    finally:
-        resumed.close()
 
     d_full, d_part = (
         _rows(tmp_path / "full" / "decisions.jsonl"),

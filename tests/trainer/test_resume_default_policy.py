@@ -51,24 +51,15 @@ def test_resume_across_the_default_policys_switch(tiny_model_dir, tmp_path):
         micro_batch=4,  # below the batch: the micro-batch gradient norm feeds the noise estimate
         seed=3,
     )
-    full = Trainer(cfg, tmp_path / "full", schedule=_policy(cfg))
-    try:
+    with Trainer(cfg, tmp_path / "full", schedule=_policy(cfg)) as full:
         full.train()
         w_full = {k: v.clone() for k, v in full.model.state_dict().items()}
-    finally:
-        full.close()
-    part = Trainer(cfg, tmp_path / "part", schedule=_policy(cfg))
-    try:
+    with Trainer(cfg, tmp_path / "part", schedule=_policy(cfg)) as part:
         part.train(max_steps=60)  # interrupted 40 records before the switch
-    finally:
-        part.close()
-    resumed = Trainer(cfg, tmp_path / "part", schedule=_policy(cfg))
-    try:
+    with Trainer(cfg, tmp_path / "part", schedule=_policy(cfg)) as resumed:
         resumed.train(resume=True)
         w_part = resumed.model.state_dict()
         assert all(torch.equal(w_full[k], w_part[k]) for k in w_full)
-    finally:
-        resumed.close()
 
     d_full, d_part = (
         _rows(tmp_path / "full" / "decisions.jsonl"),

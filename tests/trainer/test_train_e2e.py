@@ -31,11 +31,8 @@ def test_short_run_raises_reward_on_an_easy_task(tiny_model_dir, tmp_path):
         micro_batch=64,
         seed=1,
     )
-    trainer = Trainer(cfg, tmp_path / "easy")
-    try:
+    with Trainer(cfg, tmp_path / "easy") as trainer:
         records = trainer.train()
-    finally:
-        trainer.close()
     reward = np.array([r.reward_mean for r in records])
     k = len(reward) // 4
     first, last = reward[:k].mean(), reward[-k:].mean()
@@ -86,22 +83,13 @@ def test_resume_gives_the_same_decisions_and_samples(tiny_model_dir, tmp_path):
         micro_batch=8,
         seed=2,
     )
-    full = Trainer(cfg, tmp_path / "full", schedule=_two_stage(cfg))
-    try:
+    with Trainer(cfg, tmp_path / "full", schedule=_two_stage(cfg)) as full:
         full.train()
-    finally:
-        full.close()
-    part = Trainer(cfg, tmp_path / "part", schedule=_two_stage(cfg))
-    try:
+    with Trainer(cfg, tmp_path / "part", schedule=_two_stage(cfg)) as part:
         part.train(max_steps=3)  # interrupted before the switch at 64 samples
-    finally:
-        part.close()
     assert len(_rows(tmp_path / "part" / "metrics.jsonl")) == 3
-    resumed = Trainer(cfg, tmp_path / "part", schedule=_two_stage(cfg))
-    try:
+    with Trainer(cfg, tmp_path / "part", schedule=_two_stage(cfg)) as resumed:
         resumed.train(resume=True)
-    finally:
-        resumed.close()
 
     d_full, d_part = (
         _rows(tmp_path / "full" / "decisions.jsonl"),
