@@ -64,9 +64,10 @@ _VAL_PREFIXES = ("val-core/", "val-aux/", "val/", "test_score/")
 
 
 def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str]]:
-    """``(line number, Ray prefix, text)`` with colour codes removed."""
+    """``(line number, Ray prefix, text)`` with colour codes removed. Lines end at ``\n`` only, so
+    the numbers are those of ``grep -n`` and editors; tqdm's ``\r`` redraws stay in the line."""
     try:
-        with open_text(path) as fh:
+        with open_text(path, newline="\n") as fh:
             for lineno, raw in enumerate(fh, start=1):
                 text = _ANSI.sub("", raw.rstrip("\r\n"))
                 prefix, rest = split_ray_prefix(text)
@@ -335,6 +336,8 @@ _METRIC_DICT = re.compile(
     r"^\{\s*(['\"])(?:loss|reward|rewards/|learning_rate|grad_norm|train_runtime|eval_|epoch)"
 )
 _BARE_NONFINITE = re.compile(r"(?<=[:\[,(]\s)(-?)(nan|inf|NaN|Infinity)(?=\s*[,}\])])")
+#: a dict broken over more lines than this is an error, not a wrapped line
+_MAX_DICT_LINES = 3
 _SUMMARY_KEYS = (
     "train_runtime",
     "train_samples_per_second",
@@ -417,10 +420,28 @@ def _trl_segments(path: str | os.PathLike[str], source: str) -> tuple[list[_Segm
     notes: list[str] = []
     lines = list(_lines(path))
     last_text_line = max((ln for ln, _, t in lines if t.strip()), default=0)
+    pending: tuple[int, str] | None = None  # a dict broken over lines: (its first line, text so far)
+    broken: tuple[int, str] | None = None  # a dict that never closed: fine only before a restart or EOF
     for lineno, _prefix, text in lines:
+        if pending is not None:
+            start, buf = pending
+            joined = buf + text
+            d = _parse_dict(joined)
+            if d is not None or lineno - start < _MAX_DICT_LINES:
+                pending = None if d is not None else (start, joined)
+                if d is not None:
+                    _add_dict(segments[-1], start, d)
+                continue
+            pending, broken = None, (start, buf)
         for part in text.split("\r"):
             seg = segments[-1]
             if _HEADER_START.search(part):
+                if broken is not None:  # killed mid-dict, then started again
+                    notes.append(
+                        f"{source}:{broken[0]}: a metrics dict cut short before the run restarts at "
+                        f"line {lineno}: 1 record dropped"
+                    )
+                    broken = None
                 if seg.dicts:
                     segments.append(_Segment(lineno))
                     seg = segments[-1]
@@ -450,25 +471,39 @@ def _trl_segments(path: str | os.PathLike[str], source: str) -> tuple[list[_Segm
                             f"{source}:{lineno}: the last line is a metrics dict cut short (a killed "
                             "run?): 1 record dropped"
                         )
-                        continue
+                    else:  # maybe broken over lines: joined with the next ones, else an error
+                        pending = (lineno, m.group(1))
+                    continue
+                if broken is not None:
                     raise IngestError(
-                        f"cannot read this metrics dict ({m.group(1)[:80]!r}...)", source=source, line=lineno
+                        f"cannot read this metrics dict ({broken[1][:80]!r}...)",
+                        source=source,
+                        line=broken[0],
                     )
-                seg.end_line = lineno
-                if any(k in d for k in _SUMMARY_KEYS) and "reward" not in d:
-                    seg.finished = True
-                    continue  # the end-of-training summary
-                if all(str(k).startswith(("eval_", "eval/")) or k == "epoch" for k in d):
-                    seg.evals += 1
-                    continue  # an evaluation
-                seg.dicts.append((lineno, _numeric(d), seg.last_counter))
+                _add_dict(seg, lineno, d)
                 continue
             for done, total in _PROGRESS.findall(part):
                 if seg.max_steps is None or int(total) == seg.max_steps:
                     seg.last_counter = int(done)
                     if seg.max_steps is not None and int(done) == seg.max_steps:
                         seg.finished = True
+    cut = pending or broken
+    if cut is not None:
+        notes.append(
+            f"{source}:{cut[0]}: the log ends inside a metrics dict (a killed run?): 1 record dropped"
+        )
     return segments, notes
+
+
+def _add_dict(seg: _Segment, lineno: int, d: dict[str, Any]) -> None:
+    """File one parsed dict: the end-of-training summary and evaluations are noted, not records."""
+    seg.end_line = lineno
+    if any(k in d for k in _SUMMARY_KEYS) and "reward" not in d:
+        seg.finished = True
+    elif all(str(k).startswith(("eval_", "eval/")) or k == "epoch" for k in d):
+        seg.evals += 1
+    else:
+        seg.dicts.append((lineno, _numeric(d), seg.last_counter))
 
 
 def _dedupe_ranks(dicts: list[tuple[int, dict[str, Any], int | None]]) -> tuple[list[Any], int]:
@@ -513,6 +548,13 @@ def _interval(seg: _Segment, n: int, opts: ReadOptions, source: str) -> tuple[in
                     stacklevel=3,
                 )
             return hi, f"{n} dicts against {what}"
+        warnings.warn(
+            f"{source}: {n} metrics dicts do not fit {what} at any logging interval (dicts missing "
+            "from the log?): taken as one optimizer step apart (pass --logging-steps N otherwise)",
+            IngestWarning,
+            stacklevel=3,
+        )
+        return 1, f"assumed 1 ({n} dicts do not fit {what})"
     warnings.warn(
         f"{source}: {n} metrics dict(s) and no total or progress-bar step to count them against: "
         "taken as one optimizer step apart (pass --logging-steps N otherwise)",
