@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlvr_schedule.errors import IngestError, IngestWarning
-from rlvr_schedule.ingest import load_run
+from rlvr_schedule.ingest import ReadOptions, load_run
 
 HEADER = (
     "***** Running training *****\n"
@@ -241,3 +241,45 @@ def test_records_do_not_depend_on_how_the_bars_interleave(tmp_path_factory, case
     assert [r.step for r in run.records] == [interval * k for k in range(1, n + 1)]
     assert [r.reward_mean for r in run.records] == pytest.approx([0.1 * k for k in range(1, n + 1)])
     assert run.records[-1].samples == interval * n * 8
+
+
+def test_a_summary_dict_with_trls_merged_metric_means_is_not_a_record(tmp_path: Path) -> None:
+    """TRL's GRPOTrainer.log merges its metric means into the end-of-training summary."""
+    body = _steady().replace(SUMMARY, SUMMARY[:-1] + ", 'reward': 0.9, 'loss': 0.0}")
+    run = _read(_log(tmp_path, body))
+    assert [r.step for r in run.records] == [2, 4, 6, 8, 10, 12] and run.records[
+        -1
+    ].reward_mean == pytest.approx(0.6)
+
+
+SET_ASIDE = Path(__file__).resolve().parents[1] / "data" / "real" / "formats" / "trl_dapo_markdown"
+
+
+@pytest.mark.parametrize(
+    ("run", "n", "steps"),
+    [
+        ("20251022_120223", 4, [11, 22, 33, 44]),
+        ("20251022_120531", 49, None),
+        ("20251022_181457", 4, [10, 20, 30, 40]),
+    ],
+)
+def test_the_set_aside_source_reads_with_the_batch_its_script_sets(
+    run: str, n: int, steps: list[int] | None
+) -> None:
+    """JuncyLu/trl_DAPO terminal logs in Markdown: no header (log level warning), so --batch 2
+    (dapo.sh: 1 x 2 accumulation, 2 generations); interval from the dict count against the bar."""
+    p = SET_ASIDE / f"{run}_run_terminal.md.gz"
+    with pytest.raises(IngestError, match="--batch"):
+        _read(p)
+    got = _read(p, options=ReadOptions(batch=2))
+    assert len(got.records) == n and got.batch == 2
+    if steps is not None:
+        assert [r.step for r in got.records] == steps
+
+
+def test_the_set_aside_run_that_never_logged_says_so() -> None:
+    p = SET_ASIDE / "20251022_120051_run_terminal.md.gz"
+    with pytest.raises(IngestError, match="unknown log format"):  # nothing in it looks like a log
+        _read(p, options=ReadOptions(batch=2))
+    with pytest.raises(IngestError, match="no metrics dict lines"):
+        _read(p, options=ReadOptions(batch=2, format="trl-console"))

@@ -498,7 +498,9 @@ def _trl_segments(path: str | os.PathLike[str], source: str) -> tuple[list[_Segm
 def _add_dict(seg: _Segment, lineno: int, d: dict[str, Any]) -> None:
     """File one parsed dict: the end-of-training summary and evaluations are noted, not records."""
     seg.end_line = lineno
-    if any(k in d for k in _SUMMARY_KEYS) and "reward" not in d:
+    if "train_runtime" in d or (any(k in d for k in _SUMMARY_KEYS) and "reward" not in d):
+        # the end-of-training summary; TRL's GRPOTrainer merges into it the means of its metrics
+        # since the last log (a 'reward' too): not an update of its own
         seg.finished = True
     elif all(str(k).startswith(("eval_", "eval/")) or k == "epoch" for k in d):
         seg.evals += 1
