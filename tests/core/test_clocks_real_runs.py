@@ -1,10 +1,10 @@
 """The failure clock on public logs of real runs (tests/data/real/runs; origins in ORIGIN.md).
 
-Assertions are on the held-out *test* runs of SPLIT.json only (the split was committed before any
-threshold was tuned): no failure on a healthy run; on a collapsed run a failure no later than the
-point from which its reward stays below half its best, and not at an earlier dip it recovered
-from. The collected real runs are all healthy (no usable step log of a collapsing run was found,
-see ORIGIN.md), so the collapse side is also checked on the held-out real runs with a collapse
+Every run is its raw published log read by the product's reader (``real_runs.load_real``; no
+converter). Assertions are on the held-out *test* runs of SPLIT.json only (the split was committed
+before any threshold was tuned): no failure on a healthy run; on a collapsed run a failure no later
+than the point from which its reward stays below half its best, and not at an earlier dip it
+recovered from. The collapse side is also checked on the held-out healthy runs with a collapse
 spliced into their real, noisy reward (labelled as such below).
 """
 
