@@ -283,3 +283,10 @@ def test_the_set_aside_run_that_never_logged_says_so() -> None:
         _read(p, options=ReadOptions(batch=2))
     with pytest.raises(IngestError, match="no metrics dict lines"):
         _read(p, options=ReadOptions(batch=2, format="trl-console"))
+
+
+def test_a_metrics_dict_starting_with_another_key_is_read_and_config_dicts_are_not(tmp_path: Path) -> None:
+    body = _steady().replace("{'loss'", "{'completion_length': 100.0, 'loss'")
+    body = "{'bos_token_id': None, 'eos_token_id': 2}\n" + body
+    run = _read(_log(tmp_path, body))
+    assert [r.step for r in run.records] == [2, 4, 6, 8, 10, 12] and run.records[0].response_length == 100.0

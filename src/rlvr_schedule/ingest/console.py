@@ -335,6 +335,8 @@ _DICT_LINE = re.compile(r"^\s*(?:\[[\w.:-]+\]:?\s*)?(\{\s*(['\"])[^'\"]+\2\s*:.*
 _METRIC_DICT = re.compile(
     r"^\{\s*(['\"])(?:loss|reward|rewards/|learning_rate|grad_norm|train_runtime|eval_|epoch)"
 )
+_REWARD_KEY = re.compile(r"['\"](?:reward|rewards/[^'\"]*)['\"]\s*:")
+_METRIC_KEYS = frozenset({"loss", "reward", "learning_rate", "grad_norm", "train_runtime", "epoch", "kl"})
 _BARE_NONFINITE = re.compile(r"(?<=[:\[,(]\s)(-?)(nan|inf|NaN|Infinity)(?=\s*[,}\])])")
 #: a dict broken over more lines than this is an error, not a wrapped line
 _MAX_DICT_LINES = 3
@@ -380,6 +382,14 @@ def _parse_dict(text: str) -> dict[str, Any] | None:
             except json.JSONDecodeError:
                 return None
     return obj if isinstance(obj, dict) else None
+
+
+def _is_metrics(d: Mapping[str, Any] | None) -> bool:
+    """A Trainer log dict, whatever key it starts with (not a config or token-id dict)."""
+    if not d:
+        return False
+    keys = {str(k) for k in d}
+    return bool(keys & _METRIC_KEYS) or any(k.startswith(("eval_", "rewards/", "train/")) for k in keys)
 
 
 def _numeric(d: Mapping[str, Any]) -> dict[str, Any]:
@@ -463,8 +473,10 @@ def _trl_segments(path: str | os.PathLike[str], source: str) -> tuple[list[_Segm
             if rs:
                 seg.resume_step = int(rs.group(1))
             m = _DICT_LINE.match(part)
-            if m and _METRIC_DICT.match(m.group(1)):
-                d = _parse_dict(m.group(1))
+            d = _parse_dict(m.group(1)) if m else None
+            if m and (
+                _METRIC_DICT.match(m.group(1)) or _is_metrics(d) or (d is None and _REWARD_KEY.search(part))
+            ):
                 if d is None:
                     if lineno == last_text_line:
                         notes.append(
