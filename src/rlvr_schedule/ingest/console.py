@@ -653,8 +653,8 @@ def read_trl_console(
         batch = seg.batch
         if batch is not None:
             batch_source = (
-                f"header: {seg.batch_text} (completions per update if num_iterations is 1 and "
-                "per_device_train_batch_size counts completions, as in TRL >= 0.15; the console does not say)"
+                f"header: {seg.batch_text} (= completions per update if num_iterations is 1 "
+                "and TRL >= 0.15; the console cannot tell)"
             )
         if opts.batch is not None:
             warn_batch_conflict(source, seg.batch, opts.batch, "Total train batch size")
