@@ -13,7 +13,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from real_runs import ROOT, load_real, read_options
+from real_runs import ROOT, RUNS, load_real, read_options
 
 from rlvr_schedule.errors import IngestWarning
 from rlvr_schedule.ingest import ReadOptions, detect_format, load_run
@@ -116,9 +116,7 @@ def test_rollouts_per_record_are_the_40_and_8_of_origin() -> None:
     assert all(x == int(x) for x in rewards)  # multiples of 1/8: 8 completions a step
 
 
-@pytest.mark.parametrize(
-    "name", ["trl_exp1a_rho3p00_seed44", "trl_exp2_adabalance_seed42", "trl_gates_gate1_adq_seed42"]
-)
+@pytest.mark.parametrize("name", sorted(n for n in RUNS if n.startswith("trl_")))
 def test_full_trl_logs_read_every_dict(name: str) -> None:
     """No record lost: the dicts the file holds (grep) are the records read (the issue's buffered
     dicts and dicts after the last bar were read as 'logged again' and dropped)."""
