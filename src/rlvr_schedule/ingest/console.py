@@ -8,13 +8,17 @@ actor_rollout_ref.rollout.n`` of the config verl prints at start (a pprint of a 
 ``actor_rollout_ref.actor.optim.lr`` through its linear warm-up (``Total steps: T, num_warmup_steps:
 W``, printed by the workers). A validation line at a training step is merged into that step.
 
-TRL / transformers (:func:`read_trl_console`): one Python dict per log (``{'loss': ..., 'reward':
-...}``), tqdm progress bars and, at log level info, the Trainer's ``***** Running training *****``
-header whose ``Total train batch size`` is the completions per optimizer update of a GRPO run with
-``num_iterations=1`` (TRL's default; the console cannot tell otherwise). Each dict's optimizer step is
-``global_step/max_steps`` in the dict (ms-swift), else its ``epoch`` times the header's ``Num update
-steps per epoch`` when the printed digits pin the step down, else the progress counter shown when it
-was printed (``12/24 [``), else its rank times ``logging_steps``.
+TRL / transformers / Unsloth (:func:`read_trl_console`): one Python dict per log (``{'loss': ...,
+'reward': ...}``, values may be strings, ``nan``, ``inf``), tqdm progress bars redrawn with ``\r``
+and, at log level info, the Trainer's ``***** Running training *****`` header (or Unsloth's banner)
+whose ``Total train batch size`` (``Total batch size (a x b x c) = N``) is the completions per
+optimizer update of a GRPO run with ``num_iterations=1`` (the console cannot tell otherwise). Each
+dict's optimizer step is its own ``step`` (ms-swift: ``global_step/max_steps``), else its ``epoch``
+times the header's ``Num update steps per epoch`` when the printed digits leave one whole step for
+every dict, else its rank times the logging interval, inferred from the dict count against the
+run's total steps (a finished run) or the last step its progress bar reached. The bar shown when a
+dict was printed is not used: with stdout buffered several dicts follow one bar. A file holding a
+second run is read as its last run (warned, lines named); a resumed run continues the earlier one.
 """
 
 from __future__ import annotations
