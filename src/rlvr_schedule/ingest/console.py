@@ -353,9 +353,9 @@ _SUMMARY_KEYS = (
 )
 
 
-def _epoch_step(epoch: Any, steps_per_epoch: int | None) -> int | None:
-    """The optimizer step an ``epoch`` value pins down: the one whole step within the rounding of
-    its printed digits (``epoch x steps per epoch``), else None (two steps print the same epoch)."""
+def _epoch_range(epoch: Any, steps_per_epoch: int | None) -> tuple[int, int] | None:
+    """The whole optimizer steps an ``epoch`` value allows, within the rounding of its printed
+    digits (``epoch x steps per epoch``), as ``(lo, hi)``; None when it says nothing."""
     if steps_per_epoch is None or epoch is None or isinstance(epoch, bool):
         return None
     text = epoch if isinstance(epoch, str) else repr(float(epoch))
@@ -367,9 +367,21 @@ def _epoch_step(epoch: Any, steps_per_epoch: int | None) -> int | None:
         return None
     decimals = len(text.split(".")[1]) if "." in text else 0
     half = 0.5 * 10.0 ** (-decimals)
-    lo = math.ceil((value - half) * steps_per_epoch - 1e-6)
-    hi = math.floor((value + half) * steps_per_epoch + 1e-6)
-    return lo if lo == hi and lo >= 0 else None
+    # the Trainer's epoch is micro-batches / len(dataloader), and steps per epoch is that length over
+    # the accumulation rounded up: epoch x steps per epoch runs up to one part in it above the step
+    spe = steps_per_epoch
+    lo = math.ceil((value - half) * spe * spe / (spe + 1) - 1e-6)
+    hi = math.floor((value + half) * spe + 1e-6)
+    return (max(lo, 0), hi) if hi >= max(lo, 0) else None
+
+
+def _epoch_step(epoch: Any, steps_per_epoch: int | None, after: int = -1) -> int | None:
+    """The one optimizer step after ``after`` that an ``epoch`` value allows, else None."""
+    r = _epoch_range(epoch, steps_per_epoch)
+    if r is None:
+        return None
+    lo, hi = max(r[0], after + 1), r[1]
+    return lo if lo == hi else None
 
 
 def _parse_dict(text: str) -> dict[str, Any] | None:
@@ -598,8 +610,15 @@ def _steps(
     if all(s is not None for s in own):
         return [int(s) for s in own if s is not None], "the dicts' own step", None
     if seg.steps_per_epoch is not None:
-        ep = [_epoch_step(d.get("epoch"), seg.steps_per_epoch) for _, d, _ in dicts]
-        if all(s is not None for s in ep) and all(b > a for a, b in zip(ep, ep[1:], strict=False)):  # type: ignore[operator]
+        ep: list[int | None] = []
+        prev = seg.resume_step
+        for _, d, _ in dicts:  # each the one step its epoch allows after the previous dict's
+            step = _epoch_step(d.get("epoch"), seg.steps_per_epoch, after=prev)
+            ep.append(step)
+            if step is None:
+                break
+            prev = step
+        if all(s is not None for s in ep) and len(ep) == len(dicts):
             return (
                 [int(s) for s in ep if s is not None],
                 (f"epoch x Num update steps per epoch {seg.steps_per_epoch}"),
