@@ -186,14 +186,15 @@ def _reward_forecast_lead(run, failure_samples: float) -> float:
 
 
 def bench_real() -> None:
-    """The failure clock on the committed real runs (tests/data/real/runs, SPLIT.json)."""
-    import json
+    """The failure clock on the committed real runs (tests/data/real/runs, SPLIT.json), each raw log
+    read by the product's own reader (``load_run``; tests/core/real_runs.py maps a name to its file)."""
+    import sys
     from pathlib import Path
 
-    from rlvr_schedule.records import Run
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
+    from real_runs import SPLIT as split
+    from real_runs import load_real
 
-    root = Path(__file__).resolve().parents[1] / "tests" / "data" / "real" / "runs"
-    split = json.loads((root / "SPLIT.json").read_text())
     print(
         "\n| split | run | label | collapse step | failure step (signal) | diverging | warnings | "
         "first warning: step (lead, rollouts) | reward-forecast lead (rollouts) |"
@@ -205,9 +206,7 @@ def bench_real() -> None:
         leads_w, leads_f = [], []
         for name in split[part]:
             lab = split["labels"][name]
-            lines = (root / f"{name}.jsonl").read_text().splitlines()
-            recs = [StepRecord.from_dict(json.loads(x)) for x in lines]
-            run = Run(recs, name=name)
+            run = load_real(name)
             fc = FailureClock(stop_at_failure=False).fit(run)
             step_of = {r.step: r.samples for r in run}
             if lab["label"] == "healthy":

@@ -252,6 +252,9 @@ def _run_rows(runs: Sequence[Any], d: dict[str, Any]) -> list[dict[str, Any]]:
         info = run.meta.get("lr_info")
         r = dict(r)
         r["batch_source"] = run.meta.get("batch_source")
+        if run.meta.get("step_rule"):  # console logs: how each record's step was found
+            r["step_rule"] = run.meta["step_rule"]
+            r["logging_interval"] = run.meta.get("logging_interval")
         if info is not None:
             r["lr"] = info.lr if math.isfinite(info.lr) else None
             r["lr_first"] = info.first_lr if math.isfinite(info.first_lr) else None
@@ -297,7 +300,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
             [
                 r.get("name"),
                 r.get("batch"),
-                r.get("batch_source") or "-",
+                (r.get("batch_source") or "-")
+                + (
+                    f"; a record every {r['logging_interval']} steps"
+                    if (r.get("logging_interval") or 1) > 1
+                    else ""
+                ),
                 r.get("lr"),
                 r.get("lr_schedule") or "-",
                 r.get("rate"),

@@ -8,13 +8,17 @@ actor_rollout_ref.rollout.n`` of the config verl prints at start (a pprint of a 
 ``actor_rollout_ref.actor.optim.lr`` through its linear warm-up (``Total steps: T, num_warmup_steps:
 W``, printed by the workers). A validation line at a training step is merged into that step.
 
-TRL / transformers (:func:`read_trl_console`): one Python dict per log (``{'loss': ..., 'reward':
-...}``), tqdm progress bars and, at log level info, the Trainer's ``***** Running training *****``
-header whose ``Total train batch size`` is the completions per optimizer update of a GRPO run with
-``num_iterations=1`` (TRL's default; the console cannot tell otherwise). Each dict's optimizer step is
-``global_step/max_steps`` in the dict (ms-swift), else its ``epoch`` times the header's ``Num update
-steps per epoch`` when the printed digits pin the step down, else the progress counter shown when it
-was printed (``12/24 [``), else its rank times ``logging_steps``.
+TRL / transformers / Unsloth (:func:`read_trl_console`): one Python dict per log (``{'loss': ...,
+'reward': ...}``, values may be strings, ``nan``, ``inf``), tqdm progress bars redrawn with ``\r``
+and, at log level info, the Trainer's ``***** Running training *****`` header (or Unsloth's banner)
+whose ``Total train batch size`` (``Total batch size (a x b x c) = N``) is the completions per
+optimizer update of a GRPO run with ``num_iterations=1`` (the console cannot tell otherwise). Each
+dict's optimizer step is its own ``step`` (ms-swift: ``global_step/max_steps``), else its ``epoch``
+times the header's ``Num update steps per epoch`` when the printed digits leave one whole step for
+every dict, else its rank times the logging interval, inferred from the dict count against the
+run's total steps (a finished run) or the last step its progress bar reached. The bar shown when a
+dict was printed is not used: with stdout buffered several dicts follow one bar. A file holding a
+second run is read as its last run (warned, lines named); a resumed run continues the earlier one.
 """
 
 from __future__ import annotations
@@ -64,9 +68,10 @@ _VAL_PREFIXES = ("val-core/", "val-aux/", "val/", "test_score/")
 
 
 def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str]]:
-    """``(line number, Ray prefix, text)`` with colour codes removed."""
+    """``(line number, Ray prefix, text)`` with colour codes removed. Lines end at ``\n`` only, so
+    the numbers are those of ``grep -n`` and editors; tqdm's ``\r`` redraws stay in the line."""
     try:
-        with open_text(path) as fh:
+        with open_text(path, newline="\n") as fh:
             for lineno, raw in enumerate(fh, start=1):
                 text = _ANSI.sub("", raw.rstrip("\r\n"))
                 prefix, rest = split_ray_prefix(text)
@@ -322,16 +327,35 @@ def _verl_setup(cfg: dict[str, Any] | None, overrides: Mapping[str, str]) -> dic
 
 # -- TRL / transformers ---------------------------------------------------------------------------
 
-_DICT_START = re.compile(r"\{['\"]")
 _PROGRESS = re.compile(r"(\d+)/(\d+) \[")
+_HEADER_START = re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*|Unsloth - 2x faster free finetuning")
 _HEADER_BATCH = re.compile(r"Total train batch size[^=]*=\s*([\d,]+)")
-_HEADER_STEPS = re.compile(r"Total optimization steps\s*=\s*([\d,]+)")
+_UNSLOTH_BATCH = re.compile(r"Total batch size \(([^)]*)\)\s*=\s*([\d,]+)")
+_HEADER_STEPS = re.compile(r"Total (?:optimization )?steps\s*=\s*([\d,]+)")
 _HEADER_SPE = re.compile(r"Num update steps per epoch\s*=\s*([\d,]+)")
+_RESUME = re.compile(r"Continuing training from global step (\d+)")
+#: a metrics dict as the Trainer prints it, after an optional rank prefix (``[rank0]:``, ``[default0]:``)
+_DICT_LINE = re.compile(r"^\s*(?:\[[\w.:-]+\]:?\s*)?(\{\s*(['\"])[^'\"]+\2\s*:.*)$")
+_METRIC_DICT = re.compile(
+    r"^\{\s*(['\"])(?:loss|reward|rewards/|learning_rate|grad_norm|train_runtime|eval_|epoch)"
+)
+_REWARD_KEY = re.compile(r"['\"](?:reward|rewards/[^'\"]*)['\"]\s*:")
+_METRIC_KEYS = frozenset({"loss", "reward", "learning_rate", "grad_norm", "train_runtime", "epoch", "kl"})
+_BARE_NONFINITE = re.compile(r"(?<=[:\[,(]\s)(-?)(nan|inf|NaN|Infinity)(?=\s*[,}\])])")
+#: a dict broken over more lines than this is an error, not a wrapped line
+_MAX_DICT_LINES = 3
+_SUMMARY_KEYS = (
+    "train_runtime",
+    "train_samples_per_second",
+    "train_steps_per_second",
+    "train_loss",
+    "total_flos",
+)
 
 
-def _epoch_step(epoch: Any, steps_per_epoch: int | None) -> int | None:
-    """The optimizer step an ``epoch`` value pins down exactly (``epoch x steps per epoch`` when its
-    printed digits are fine enough to tell neighbouring steps apart), else None."""
+def _epoch_range(epoch: Any, steps_per_epoch: int | None) -> tuple[int, int] | None:
+    """The whole optimizer steps an ``epoch`` value allows, within the rounding of its printed
+    digits (``epoch x steps per epoch``), as ``(lo, hi)``; None when it says nothing."""
     if steps_per_epoch is None or epoch is None or isinstance(epoch, bool):
         return None
     text = epoch if isinstance(epoch, str) else repr(float(epoch))
@@ -342,33 +366,270 @@ def _epoch_step(epoch: Any, steps_per_epoch: int | None) -> int | None:
     if not math.isfinite(value) or value < 0 or "e" in text.lower():
         return None
     decimals = len(text.split(".")[1]) if "." in text else 0
-    if steps_per_epoch * 0.5 * 10.0 ** (-decimals) >= 0.5:
-        return None  # rounded too coarsely: two steps could print the same epoch
-    return int(round(value * steps_per_epoch))
+    half = 0.5 * 10.0 ** (-decimals)
+    # the Trainer's epoch is micro-batches / len(dataloader), and steps per epoch is that length over
+    # the accumulation rounded up: epoch x steps per epoch runs up to one part in it above the step
+    spe = steps_per_epoch
+    lo = math.ceil((value - half) * spe * spe / (spe + 1) - 1e-6)
+    hi = math.floor((value + half) * spe + 1e-6)
+    return (max(lo, 0), hi) if hi >= max(lo, 0) else None
 
 
-_SUMMARY_KEYS = (
-    "train_runtime",
-    "train_samples_per_second",
-    "train_steps_per_second",
-    "train_loss",
-    "total_flos",
-)
+def _epoch_step(epoch: Any, steps_per_epoch: int | None, after: int = -1) -> int | None:
+    """The one optimizer step after ``after`` that an ``epoch`` value allows, else None."""
+    r = _epoch_range(epoch, steps_per_epoch)
+    if r is None:
+        return None
+    lo, hi = max(r[0], after + 1), r[1]
+    return lo if lo == hi else None
 
 
 def _parse_dict(text: str) -> dict[str, Any] | None:
-    m = _DICT_START.search(text)
-    if not m or not text.rstrip().endswith("}"):
-        return None
-    body = text[m.start() :].strip()
+    """The dict of one console part (``nan``/``inf`` as printed by Python allowed), else None."""
+    body = text.strip()
     try:
         obj = ast.literal_eval(body)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         try:
-            obj = json.loads(body)
-        except json.JSONDecodeError:
-            return None
+            obj = ast.literal_eval(_BARE_NONFINITE.sub(r"'\1\2'", body))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            try:
+                obj = json.loads(body)
+            except json.JSONDecodeError:
+                return None
     return obj if isinstance(obj, dict) else None
+
+
+def _is_metrics(d: Mapping[str, Any] | None) -> bool:
+    """A Trainer log dict, whatever key it starts with (not a config or token-id dict)."""
+    if not d:
+        return False
+    keys = {str(k) for k in d}
+    return bool(keys & _METRIC_KEYS) or any(k.startswith(("eval_", "rewards/", "train/")) for k in keys)
+
+
+def _numeric(d: Mapping[str, Any]) -> dict[str, Any]:
+    """String-valued numbers (``'0.125'``, ``'nan'``) as floats; other strings kept as they are."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, str):
+            try:
+                out[k] = float(v)
+                continue
+            except ValueError:
+                pass
+        out[k] = v
+    return out
+
+
+class _Segment:
+    """One training run's part of a console log: from a ``Running training`` header (or the file's
+    start) to the next header that follows metrics dicts."""
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+        self.batch: int | None = None
+        self.batch_text: str | None = None
+        self.max_steps: int | None = None
+        self.steps_per_epoch: int | None = None
+        self.resume_step = 0
+        self.last_counter: int | None = None
+        self.finished = False
+        self.dicts: list[tuple[int, dict[str, Any], int | None]] = []  # (line, dict, bar counter)
+        self.evals = 0
+        self.end_line = line
+
+
+def _trl_segments(path: str | os.PathLike[str], source: str) -> tuple[list[_Segment], list[str]]:
+    """Split the log into training runs and collect each run's header values and metric dicts."""
+    segments = [_Segment(1)]
+    notes: list[str] = []
+    lines = list(_lines(path))
+    last_text_line = max((ln for ln, _, t in lines if t.strip()), default=0)
+    pending: tuple[int, str] | None = None  # a dict broken over lines: (its first line, text so far)
+    broken: tuple[int, str] | None = None  # a dict that never closed: fine only before a restart or EOF
+    for lineno, _prefix, text in lines:
+        if pending is not None:
+            start, buf = pending
+            joined = buf + text
+            d = _parse_dict(joined)
+            if d is not None or lineno - start < _MAX_DICT_LINES:
+                pending = None if d is not None else (start, joined)
+                if d is not None:
+                    _add_dict(segments[-1], start, d)
+                continue
+            pending, broken = None, (start, buf)
+        for part in text.split("\r"):
+            seg = segments[-1]
+            if _HEADER_START.search(part):
+                if broken is not None:  # killed mid-dict, then started again
+                    notes.append(
+                        f"{source}:{broken[0]}: a metrics dict cut short before the run restarts at "
+                        f"line {lineno}: 1 record dropped"
+                    )
+                    broken = None
+                if seg.dicts:
+                    segments.append(_Segment(lineno))
+                    seg = segments[-1]
+            hb = _HEADER_BATCH.search(part)
+            if hb:
+                seg.batch = int(hb.group(1).replace(",", ""))
+                seg.batch_text = f"Total train batch size {seg.batch}"
+            ub = _UNSLOTH_BATCH.search(part)
+            if ub:
+                seg.batch = int(ub.group(2).replace(",", ""))
+                seg.batch_text = f"Total batch size ({ub.group(1).strip()}) = {seg.batch} (Unsloth's banner)"
+            hs = _HEADER_STEPS.search(part)
+            if hs:
+                seg.max_steps = int(hs.group(1).replace(",", ""))
+            he = _HEADER_SPE.search(part)
+            if he:
+                seg.steps_per_epoch = int(he.group(1).replace(",", ""))
+            rs = _RESUME.search(part)
+            if rs:
+                seg.resume_step = int(rs.group(1))
+            m = _DICT_LINE.match(part)
+            d = _parse_dict(m.group(1)) if m else None
+            if m and (
+                _METRIC_DICT.match(m.group(1)) or _is_metrics(d) or (d is None and _REWARD_KEY.search(part))
+            ):
+                if d is None:
+                    if lineno == last_text_line:
+                        notes.append(
+                            f"{source}:{lineno}: the last line is a metrics dict cut short (a killed "
+                            "run?): 1 record dropped"
+                        )
+                    else:  # maybe broken over lines: joined with the next ones, else an error
+                        pending = (lineno, m.group(1))
+                    continue
+                if broken is not None:
+                    raise IngestError(
+                        f"cannot read this metrics dict ({broken[1][:80]!r}...)",
+                        source=source,
+                        line=broken[0],
+                    )
+                _add_dict(seg, lineno, d)
+                continue
+            for done, total in _PROGRESS.findall(part):
+                if seg.max_steps is None or int(total) == seg.max_steps:
+                    seg.last_counter = int(done)
+                    if seg.max_steps is not None and int(done) == seg.max_steps:
+                        seg.finished = True
+    cut = pending or broken
+    if cut is not None:
+        notes.append(
+            f"{source}:{cut[0]}: the log ends inside a metrics dict (a killed run?): 1 record dropped"
+        )
+    return segments, notes
+
+
+def _add_dict(seg: _Segment, lineno: int, d: dict[str, Any]) -> None:
+    """File one parsed dict: the end-of-training summary and evaluations are noted, not records."""
+    seg.end_line = lineno
+    if "train_runtime" in d or (any(k in d for k in _SUMMARY_KEYS) and "reward" not in d):
+        # the end-of-training summary; TRL's GRPOTrainer merges into it the means of its metrics
+        # since the last log (a 'reward' too): not an update of its own
+        seg.finished = True
+    elif all(str(k).startswith(("eval_", "eval/")) or k == "epoch" for k in d):
+        seg.evals += 1
+    else:
+        seg.dicts.append((lineno, _numeric(d), seg.last_counter))
+
+
+def _dedupe_ranks(dicts: list[tuple[int, dict[str, Any], int | None]]) -> tuple[list[Any], int]:
+    """Dicts printed once per rank (every dict repeated W >= 2 times in a row) counted once."""
+    if len(dicts) < 2:
+        return dicts, 1
+    runs: list[int] = []
+    i = 0
+    while i < len(dicts):
+        j = i + 1
+        while j < len(dicts) and dicts[j][1] == dicts[i][1]:
+            j += 1
+        runs.append(j - i)
+        i = j
+    w = runs[0]
+    if w >= 2 and all(r == w for r in runs):
+        return dicts[::w], w
+    return dicts, 1
+
+
+def _interval(seg: _Segment, n: int, opts: ReadOptions, source: str) -> tuple[int, str]:
+    """Optimizer steps between two dicts: the option, else the dict count against the run's total
+    steps (finished run), else against the last step its progress bar reached, else 1 (warned)."""
+    if opts.logging_steps is not None:
+        return opts.logging_steps, "option --logging-steps"
+    end, what = None, ""
+    if seg.max_steps is not None and seg.finished:
+        end, what = seg.max_steps, f"Total optimization steps {seg.max_steps} (the run finished)"
+    elif seg.last_counter is not None:
+        end, what = seg.last_counter, f"the last progress-bar step {seg.last_counter}"
+    if end is not None and end - seg.resume_step >= n:
+        span = end - seg.resume_step
+        # n = floor(span / I): I in (span / (n + 1), span / n]
+        hi = span // n
+        lo = span // (n + 1) + 1
+        if lo <= hi:
+            if lo < hi:
+                warnings.warn(
+                    f"{source}: {n} metrics dicts over {span} steps fit a logging interval of "
+                    f"{lo}..{hi}: taking {hi} (pass --logging-steps N otherwise)",
+                    IngestWarning,
+                    stacklevel=3,
+                )
+            return hi, f"{n} dicts against {what}"
+        warnings.warn(
+            f"{source}: {n} metrics dicts do not fit {what} at any logging interval (dicts missing "
+            "from the log?): taken as one optimizer step apart (pass --logging-steps N otherwise)",
+            IngestWarning,
+            stacklevel=3,
+        )
+        return 1, f"assumed 1 ({n} dicts do not fit {what})"
+    warnings.warn(
+        f"{source}: {n} metrics dict(s) and no total or progress-bar step to count them against: "
+        "taken as one optimizer step apart (pass --logging-steps N otherwise)",
+        IngestWarning,
+        stacklevel=3,
+    )
+    return 1, "assumed 1 (no total steps or progress bar in the log)"
+
+
+def _steps(
+    seg: _Segment, dicts: list[Any], opts: ReadOptions, source: str
+) -> tuple[list[int], str, int | None]:
+    """Each dict's optimizer step: its own ``step`` (or ms-swift's ``global_step/max_steps``), else
+    its ``epoch`` x the header's steps per epoch when that pins every step down, else its rank
+    times the logging interval (inferred). Returns (steps, rule, interval)."""
+    own: list[int | None] = []
+    for _, d, _ in dicts:
+        step = _int(d.get("step")) if "step" in d else None
+        gs = d.get("global_step/max_steps")
+        if step is None and isinstance(gs, str) and "/" in gs:
+            step = _int(gs.split("/")[0])
+        own.append(step)
+    if all(s is not None for s in own):
+        return [int(s) for s in own if s is not None], "the dicts' own step", None
+    if seg.steps_per_epoch is not None:
+        ep: list[int | None] = []
+        prev = seg.resume_step
+        for _, d, _ in dicts:  # each the one step its epoch allows after the previous dict's
+            step = _epoch_step(d.get("epoch"), seg.steps_per_epoch, after=prev)
+            ep.append(step)
+            if step is None:
+                break
+            prev = step
+        if all(s is not None for s in ep) and len(ep) == len(dicts):
+            return (
+                [int(s) for s in ep if s is not None],
+                (f"epoch x Num update steps per epoch {seg.steps_per_epoch}"),
+                None,
+            )
+    interval, why = _interval(seg, len(dicts), opts, source)
+    return (
+        [seg.resume_step + (k + 1) * interval for k in range(len(dicts))],
+        f"logging interval {interval} ({why})",
+        interval,
+    )
 
 
 def read_trl_console(
@@ -378,85 +639,79 @@ def read_trl_console(
     aliases: Mapping[str, str] | None = None,
     options: ReadOptions | None = None,
 ) -> Run:
-    """Read a TRL / transformers console log (plain or .gz) into a :class:`Run`."""
+    """Read a TRL / transformers / Unsloth console log (plain or .gz) into a :class:`Run`."""
     source = str(path)
     opts = options or ReadOptions()
-    header_batch = max_steps = steps_per_epoch = None
-    counter: int | None = None
-    rows: list[tuple[int, int | None, dict[str, Any]]] = []
-    for lineno, _prefix, text in _lines(path):
-        for part in text.split("\r"):
-            hb = _HEADER_BATCH.search(part)
-            if hb:
-                header_batch = int(hb.group(1).replace(",", ""))
-            hs = _HEADER_STEPS.search(part)
-            if hs:
-                max_steps = int(hs.group(1).replace(",", ""))
-            he = _HEADER_SPE.search(part)
-            if he:
-                steps_per_epoch = int(he.group(1).replace(",", ""))
-            d = _parse_dict(part)
-            if d is not None:
-                step = None
-                gs = d.get("global_step/max_steps")
-                if isinstance(gs, str) and "/" in gs:
-                    step = _int(gs.split("/")[0])
-                if step is None:
-                    # the bar can lag the step when steps are faster than tqdm redraws (0.1 s):
-                    # an epoch printed finely enough is exact
-                    step = _epoch_step(d.get("epoch"), steps_per_epoch)
-                rows.append((lineno, step if step is not None else counter, d))
-                continue
-            for done, total in _PROGRESS.findall(part):
-                if max_steps is None or int(total) == max_steps:
-                    counter = int(done)
-    if not rows:
+    segments, notes = _trl_segments(path, source)
+    for note in notes:
+        warnings.warn(note, IngestWarning, stacklevel=2)
+    with_dicts = [s for s in segments if s.dicts]
+    if not with_dicts:
         raise IngestError("no metrics dict lines ({'loss': ..., 'reward': ...})", source=source)
-    batch, batch_source = header_batch, None
-    if header_batch is not None:
-        batch_source = (
-            f"header: Total train batch size {header_batch} (completions per update if "
-            "num_iterations is 1; the console does not say)"
-        )
-    if opts.batch is not None:
-        warn_batch_conflict(source, header_batch, opts.batch, "Total train batch size")
-        batch, batch_source = opts.batch, "option --batch"
-    if batch is None:
-        raise IngestError(
-            "the completions per optimizer update are not in this log (no '***** Running "
-            "training *****' header: run with log_level='info'): pass --batch N",
-            source=source,
-            field="batch",
-        )
-    interval = opts.logging_steps
-    stream = RecordStream(name=name or _stem(path), source=source, aliases=aliases)
-    no_counter = 0
-    k = 0
-    for lineno, step, d in rows:
-        if any(key in d for key in _SUMMARY_KEYS) and "reward" not in d:
-            continue  # the end-of-training summary
-        if all(str(key).startswith(("eval_", "eval/")) or key == "epoch" for key in d):
-            continue  # an evaluation
-        k += 1
-        if step is None:
-            no_counter += 1
-            step = k * (interval or 1)
-        row = apply_options(
-            {key: v for key, v in d.items() if key != "global_step/max_steps"},
-            ReadOptions(base_lr=opts.base_lr),
-            stream.aliases,
-        )
-        row["step"] = step
-        row["batch"] = batch
-        stream.append(row, line=lineno)
-    if no_counter and interval is None:
+    # a second run in the same file: keep the last run; a resumed one continues the earlier run
+    keep = [with_dicts[-1]]
+    for seg in reversed(with_dicts[:-1]):
+        if keep[0].resume_step == 0:
+            break
+        keep.insert(0, seg)
+    dropped_segments = [s for s in with_dicts if s not in keep]
+    if dropped_segments:
+        first, last = dropped_segments[0], dropped_segments[-1]
+        n_drop = sum(len(s.dicts) for s in dropped_segments)
         warnings.warn(
-            f"{source}: {no_counter} metrics dict(s) with no progress counter before them: "
-            "taken as one optimizer step apart (pass --logging-steps N otherwise)",
+            f"{source}: the file holds {len(dropped_segments) + 1} training runs (a new "
+            f"'Running training' header at line {keep[0].line}, not a resume): reading the last one; "
+            f"{n_drop} metrics dict(s) of lines {first.dicts[0][0]}-{last.dicts[-1][0]} dropped",
             IngestWarning,
             stacklevel=2,
         )
+    stream = RecordStream(name=name or _stem(path), source=source, aliases=aliases)
+    meta: dict[str, Any] = {"format": "trl-console", "runs_dropped": len(dropped_segments)}
+    batch_source = None
+    ranks = 1
+    for seg in keep:
+        dicts, w = _dedupe_ranks(seg.dicts)
+        ranks = max(ranks, w)
+        steps, rule, interval = _steps(seg, dicts, opts, source)
+        batch = seg.batch
+        if batch is not None:
+            batch_source = (
+                f"header: {seg.batch_text} (= completions per update if num_iterations is 1 "
+                "and TRL >= 0.15; the console cannot tell)"
+            )
+        if opts.batch is not None:
+            warn_batch_conflict(source, seg.batch, opts.batch, "Total train batch size")
+            batch, batch_source = opts.batch, "option --batch"
+        if batch is None:
+            raise IngestError(
+                "the completions per optimizer update are not in this log (no '***** Running "
+                "training *****' header with 'Total train batch size', no Unsloth 'Total batch size "
+                "(a x b x c) = N' banner; run with log_level='info'): pass --batch N",
+                source=source,
+                field="batch",
+            )
+        meta["step_rule"] = rule
+        if interval is not None:
+            meta["logging_interval"] = interval
+        for (lineno, d, _), step in zip(dicts, steps, strict=True):
+            row = apply_options(
+                {key: v for key, v in d.items() if key not in ("global_step/max_steps", "step")},
+                ReadOptions(base_lr=opts.base_lr),
+                stream.aliases,
+            )
+            row["step"] = step
+            row["batch"] = batch
+            stream.append(row, line=lineno)
     run = stream.to_run()
-    run.meta.update({"format": "trl-console", "batch_source": batch_source})
+    if ranks > 1:
+        meta["ranks"] = ranks
+        warnings.warn(
+            f"{source}: every metrics dict printed {ranks} times in a row (once per rank): counted once",
+            IngestWarning,
+            stacklevel=2,
+        )
+    meta["batch_source"] = batch_source
+    meta["dropped"] = stream.dropped + len(notes) + sum(len(s.dicts) for s in dropped_segments)
+    run.meta.update(meta)
     describe_sources(run, stream.names, opts)
     return run

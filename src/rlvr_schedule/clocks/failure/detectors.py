@@ -305,7 +305,10 @@ class RewardCrash(Detector):
             return None, math.nan
         r = float(r)
         self._n += 1
-        batch = max(int(record.batch), 1)
+        # the rollouts behind this record's mean: its batch when every update is logged, the
+        # samples since the last record when a console logs every k-th update (TRL logging_steps)
+        prev_samples = self._now[0]
+        batch = max(int(record.samples) - prev_samples, 1) if self._n > 1 else max(int(record.batch), 1)
         self._now = (int(record.samples), batch)
         self._alpha = 2.0 / (max(self.span, self.span_samples / batch) + 1)
         self._alpha_fast = 2.0 / (max(self.span, self.floor_span_samples / batch) + 1)
@@ -422,10 +425,11 @@ class RewardCrash(Detector):
         thr = self._why_now[1]
         if not finite(thr):
             return None
-        span = max(self.span, self.floor_span_samples / max(int(record.batch), 1))
+        per_record = self._now[1]  # rollouts a record covers (see _check)
+        span = max(self.span, self.floor_span_samples / per_record)
         onset = None
         for step, samples, r in reversed(self._recent):
-            if r >= thr or record.samples - samples >= span * max(int(record.batch), 1):
+            if r >= thr or record.samples - samples >= span * per_record:
                 break
             onset = (step, samples, r)
         return onset
