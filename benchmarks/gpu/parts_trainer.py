@@ -34,7 +34,10 @@ def cuda_tests(ctx: Context) -> dict[str, Any]:
         os.environ,
         RLVR_CHECK_DEVICE=ctx.device,
         RLVR_CHECK_FIGURES=str(figs),
-        PYTHONPATH=os.pathsep.join(str(ctx.project / s) for s in ("src", "adapters", "reference_trainer")),
+        PYTHONPATH=os.pathsep.join(
+            [str(ctx.project / s) for s in ("src", "adapters", "reference_trainer")]
+            + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # carried wheels
+        ),
     )
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/trainer/test_cuda.py"]
     t0 = time.perf_counter()
@@ -153,18 +156,20 @@ def vs_trl(ctx: Context) -> dict[str, Any]:
     try:
         out["trl"] = _trl(ctx, bt, model_dir, texts, batch, group, micro, steps, max_tokens)
     except ImportError as exc:
-        out["trl"] = {"error": f"TRL not importable here: {exc!r} (carry its wheels: benchmarks/gpu/README.md)"}
+        out["trl"] = {
+            "error": f"TRL not importable here: {exc!r} (carry its wheels: benchmarks/gpu/README.md)"
+        }
         return out
     o, t = out["ours"], out["trl"]
     out["training_ratio_ours_over_trl"] = round(o["train_s"] / t["train_s"], 3) if t.get("train_s") else None
     out["loop_ratio_ours_over_trl"] = round(o["s_per_update"] / t["s_per_update"], 3)
-    out["target_training_le_half"] = bool(out["training_ratio_ours_over_trl"] <= 0.5) if not ctx.small else None
+    out["target_training_le_half"] = (
+        bool(out["training_ratio_ours_over_trl"] <= 0.5) if not ctx.small else None
+    )
     return out
 
 
 def _ours(ctx, bt, model_dir, texts, batch, group, micro, steps, max_tokens) -> dict[str, Any]:
-    import torch
-
     import rlvr_trainer.train as train_mod
     from rlvr_trainer.config import TrainConfig
     from rlvr_trainer.tasks import Problem
