@@ -73,7 +73,8 @@ def run_child(name: str, small: bool, result: Path, seconds: float) -> None:
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     work = Path(tempfile.mkdtemp(prefix=name.replace(".", "_") + "-"))
-    ctx = Context(device=device, small=small, workdir=work, project=project_root(), seconds=seconds)
+    partial = result.with_name("partial.json")
+    ctx = Context(device, small, work, project_root(), seconds, partial)
     try:
         out = {"status": "ok", **REGISTRY[name].fn(ctx)}
     except Exception as exc:
@@ -105,8 +106,11 @@ def run_part(name: str, small: bool, seconds: float) -> dict:
             out["status"] = status
         elif not out:
             out = {"status": "error", "error": f"child exited {proc.returncode} without a result"}
+        partial = Path(d) / "partial.json"
+        if out["status"] != "ok" and partial.exists():
+            out["partial"] = json.loads(partial.read_text())  # what the part reported before it ended
         tail = (log or "")[-3000:]
-        return {"part": name, **out, "wall_s": round(wall, 1), "limit_s": seconds, "log_tail": tail}
+        return {"part": name, **out, "part_wall_s": round(wall, 1), "limit_s": seconds, "log_tail": tail}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,10 +29,24 @@ class Context:
     workdir: Path
     project: Path
     seconds: float
+    partial: Path | None = None  # where report() keeps the results so far
 
     @property
     def cuda(self) -> bool:
         return self.device.startswith("cuda")
+
+    def report(self, **values: Any) -> None:
+        """Keep results as they come: a part killed at its time limit (or failing later) still
+        returns what it reported, under ``partial``."""
+        import json
+
+        print("[part] " + json.dumps(values, default=str)[:2000], flush=True)
+        if self.partial is None:
+            return
+        old = json.loads(self.partial.read_text()) if self.partial.exists() else {}
+        tmp = self.partial.with_name(self.partial.name + ".tmp")
+        tmp.write_text(json.dumps({**old, **values}, default=str))
+        os.replace(tmp, self.partial)
 
 
 @dataclass

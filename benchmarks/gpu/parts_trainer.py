@@ -26,7 +26,7 @@ from typing import Any
 from harness import Context, part, peak_memory, sync
 
 
-@part("trainer.cuda_tests", seconds=70, small_seconds=300)
+@part("trainer.cuda_tests", seconds=70, small_seconds=300)  # H200: 60 s
 def cuda_tests(ctx: Context) -> dict[str, Any]:
     """tests/trainer/test_cuda.py on the device: bf16 packed vs unpacked log-probs; SIGKILL + resume."""
     figs = ctx.workdir / "figures.jsonl"
@@ -52,7 +52,7 @@ def cuda_tests(ctx: Context) -> dict[str, Any]:
     return out
 
 
-@part("trainer.tiny_run", seconds=60, small_seconds=300)
+@part("trainer.tiny_run", seconds=55, small_seconds=300)  # H200: 44 s
 def tiny_run(ctx: Context) -> dict[str, Any]:
     """Tiny preset on the device, HF engine, static two-stage schedule 8 -> 64 (2,048 rollouts each)."""
     import torch
@@ -97,7 +97,7 @@ def tiny_run(ctx: Context) -> dict[str, Any]:
         "updates_per_stage": [len(st1), len(st2)],
         "switch_applied": bool(st2) and recs[st2[0]].samples == per + b2,
         "lr_per_stage": [recs[st1[0]].lr, recs[st2[0]].lr] if st1 and st2 else None,
-        "wall_s": round(wall, 2),
+        "loop_s": round(wall, 2),
         "stage_wall_s": [round(t_st1, 2) if t_st1 else None, round(t_st2, 2) if t_st2 else None],
         "start_s": round(start_s, 2),
         "s_per_update": [
@@ -137,18 +137,21 @@ def _bench_model(ctx: Context) -> tuple[Any, Any, dict]:
     return bt, path, lengths
 
 
-@part("trainer.vs_trl", seconds=110, small_seconds=600)
+@part("trainer.vs_trl", seconds=135, small_seconds=600)  # H200: > 110 s with 2 timed updates
 def vs_trl(ctx: Context) -> dict[str, Any]:
     """Reference trainer vs TRL GRPOTrainer, both on HF generation, Qwen2.5-0.5B shape, long tail."""
     import torch
 
     bt, model_dir, lengths = _bench_model(ctx)
+    # on an H200 one update with HF generation of up to 384 tokens takes ~10-14 s on either side
     batch, group, micro, steps = (16, 8, 8, 1) if ctx.small else (64, 8, 16, 2)
     max_tokens = lengths["max_tokens"]
     texts = bt.prompts((steps + 2) * batch // group, model_dir)
     out: dict[str, Any] = {"shape": dict(bt.SHAPE), "batch": batch, "group": group, "micro_batch": micro}
     out["timed_updates"], out["max_tokens"], out["eos_p"] = steps, max_tokens, lengths["eos_p"]
+    ctx.report(**out)
     out["ours"] = _ours(ctx, bt, model_dir, texts, batch, group, micro, steps, max_tokens)
+    ctx.report(ours=out["ours"])
     gc.collect()
     if ctx.cuda:
         torch.cuda.empty_cache()
@@ -242,6 +245,8 @@ def _trl(ctx, bt, model_dir, texts, batch, group, micro, steps, max_tokens) -> d
             stamps.append(time.perf_counter())
             if len(stamps) == 2:  # after the warm-up update: peak memory of the timed ones
                 peak_memory(ctx.device, reset=True)
+            upd = [round(b - a, 3) for a, b in zip(stamps[:-1], stamps[1:], strict=False)]
+            ctx.report(trl_update_s=upd, trl_generate_s=[round(x, 3) for x in gen_times])
 
         def on_log(self, args, state, control, logs=None, **kw):
             if logs and "completions/mean_length" in logs:
@@ -305,7 +310,7 @@ def _trl(ctx, bt, model_dir, texts, batch, group, micro, steps, max_tokens) -> d
     }
 
 
-@part("trainer.step_1p5b", seconds=60, small_seconds=300)
+@part("trainer.step_1p5b", seconds=40, small_seconds=300)  # H200: 36 s
 def step_1p5b(ctx: Context) -> dict[str, Any]:
     """One update at the Qwen2.5-Math-1.5B shape, the preset's batch, max-length completions:
     torch.cuda.max_memory_allocated against the --dry-run estimate (target within 20%)."""
