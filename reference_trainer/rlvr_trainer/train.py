@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from rlvr_schedule.driver import ScheduleDriver
+from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.ingest import JsonlWriter
 from rlvr_schedule.plugins import PluginHost
 from rlvr_schedule.records import BatchSchedule, Stage, StepRecord
@@ -120,6 +121,10 @@ class Trainer:
         advisory: bool = False,
     ) -> None:
         self.device = resolve_device(cfg.device)  # ConfigError for CUDA where there is none
+        if cfg.overlap and self.device.type != "cpu":
+            raise ConfigError(
+                "overlap mode runs on the CPU only (its engine process is set up for it)", field="overlap"
+            )
         set_engine_env(self.device)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 

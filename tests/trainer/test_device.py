@@ -151,3 +151,11 @@ def test_hf_resume_is_exact(tiny_model_dir, tmp_path):
     for key in ("reward_mean", "response_length", "entropy", "grad_norm"):
         assert [m[key] for m in m_part] == pytest.approx([m[key] for m in m_full], rel=1e-5), key
     assert all(0 < m["tis_weight_mean"] <= 2.0 for m in m_full)
+
+
+def test_overlap_stays_on_the_cpu(monkeypatch, tmp_path):
+    from rlvr_trainer.train import Trainer
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # refused before any CUDA call
+    with pytest.raises(ConfigError, match="overlap"):
+        Trainer(TrainConfig(device="cuda", overlap=True), tmp_path)
