@@ -7,7 +7,7 @@ on resume, so the resumed run appends exactly the records an uninterrupted one w
 Loading never runs code from the file: it is read with ``torch.load(weights_only=True)``, which
 accepts tensors, numbers, strings, lists, tuples and dicts only. Everything that is not a tensor
 state (schedule state, counters, config, the Python and NumPy RNG states) travels as one JSON
-text; tensor states (model, optimizer, torch RNG) as tensors. A checkpoint from someone else is
+text; tensor states (model, optimizer, torch RNG, and on CUDA every device's RNG) as tensors. A checkpoint from someone else is
 therefore data, not a program: a pickle that would call anything is refused.
 """
 
@@ -46,11 +46,14 @@ def rng_state() -> dict[str, Any]:
     """Python and NumPy streams as JSON-able lists, torch's as its byte tensor."""
     version, internal, gauss = random.getstate()
     key, keys, pos, has_gauss, cached = np.random.get_state()
-    return {
+    out = {
         "python": [version, list(internal), gauss],
         "numpy": [key, keys.tolist(), int(pos), int(has_gauss), float(cached)],
         "torch": torch.get_rng_state(),
     }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        out["cuda"] = torch.cuda.get_rng_state_all()  # one byte tensor per device
+    return out
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
@@ -59,6 +62,8 @@ def set_rng_state(state: dict[str, Any]) -> None:
     key, keys, pos, has_gauss, cached = state["numpy"]
     np.random.set_state((key, np.asarray(keys, dtype=np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(state["torch"])
+    if state.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(list(state["cuda"]))
 
 
 def _has_tensor(obj: Any) -> bool:
@@ -82,6 +87,8 @@ def save_checkpoint(path: str | Path, state: dict[str, Any]) -> Path:
     rng = rng_state()
     tensors = {k: v for k, v in state.items() if _has_tensor(v)}
     tensors["rng_torch"] = rng.pop("torch")
+    if "cuda" in rng:
+        tensors["rng_cuda"] = rng.pop("cuda")
     plain = {k: v for k, v in state.items() if k not in tensors}
     text = json.dumps({"rng": rng, **plain})  # TypeError on anything that is not plain data
     tmp = path.with_name(path.name + ".tmp")
@@ -110,6 +117,8 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     state = json.loads(raw["json"])
     tensors = dict(raw["tensors"])
     state["rng"]["torch"] = tensors.pop("rng_torch")
+    if "rng_cuda" in tensors:
+        state["rng"]["cuda"] = tensors.pop("rng_cuda")
     state.update(tensors)
     return state
 

@@ -16,7 +16,9 @@ from typing import Any
 from rlvr_schedule.errors import ConfigError
 from rlvr_trainer.grpo import LOSS_TYPES
 
-__all__ = ["TrainConfig", "PRESETS", "preset", "QWEN25_MATH_15B"]
+__all__ = ["TrainConfig", "PRESETS", "preset", "QWEN25_MATH_15B", "DTYPES"]
+
+DTYPES = ("float32", "bfloat16", "float16")
 
 
 @dataclass
@@ -55,7 +57,18 @@ class TrainConfig:
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.99)
     rollout: str = "vllm"  # "vllm" or "hf"
+    # the weights' and AdamW state's dtype: fp32 (bf16 weights lose Adam steps at small LRs)
     dtype: str = "float32"
+    # "auto" (CUDA where available, else the CPU), "cpu", "cuda" or "cuda:N"
+    device: str = "auto"
+    # autocast dtype of the forward/backward and the rollout engine's copy; "auto": bf16 on CUDA,
+    # the weights' dtype (fp32) on the CPU
+    compute_dtype: str = "auto"
+    gradient_checkpointing: bool = False  # recompute each layer in the backward (less memory, ~1.3x time)
+    gpu_memory_utilization: float = 0.5  # vLLM on CUDA: its share of the device (weights + KV cache)
+    # truncated importance sampling: weight each token by min(pi_trainer / pi_sampler, tis_cap)
+    # (the sampler's numerics differ from the trainer's); 0 = off
+    tis_cap: float = 0.0
     seed: int = 0
     checkpoint_every: int = 0  # updates between checkpoints (0: only at the end)
     # generate the next batch in a second process while training on this one (one step
@@ -110,6 +123,18 @@ class TrainConfig:
         need(self.warmup_samples >= 0, "warmup_samples", "must be >= 0")
         need(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
         need(isinstance(self.overlap, bool), "overlap", "must be true or false")
+        from rlvr_trainer.device import DEVICE_RE
+
+        need(
+            isinstance(self.device, str) and bool(DEVICE_RE.match(self.device)),
+            "device",
+            "must be 'auto', 'cpu', 'cuda' or 'cuda:N'",
+        )
+        need(self.dtype in DTYPES, "dtype", f"must be one of {DTYPES}")
+        need(self.compute_dtype in ("auto", *DTYPES), "compute_dtype", f"must be 'auto' or one of {DTYPES}")
+        need(isinstance(self.gradient_checkpointing, bool), "gradient_checkpointing", "must be true or false")
+        need(0 < self.gpu_memory_utilization <= 1, "gpu_memory_utilization", "must be in (0, 1]")
+        need(self.tis_cap >= 0, "tis_cap", "must be >= 0 (0: off)")
         need(
             not self.overlap or self.rollout == "vllm",
             "overlap",
@@ -181,7 +206,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "clip_high": 0.28,
         "beta": 0.0,
         "track_kl": False,
-        "dtype": "bfloat16",
+        "dtype": "float32",  # fp32 weights + AdamW state; bf16 compute (autocast) on CUDA
+        "compute_dtype": "auto",
+        "gradient_checkpointing": False,  # --set gradient_checkpointing=true: see --dry-run
+        "gpu_memory_utilization": 0.3,  # vLLM on CUDA (asleep during the step where it can)
         "warmup_samples": 2048,
         "checkpoint_every": 50,
     },

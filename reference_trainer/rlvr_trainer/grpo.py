@@ -104,18 +104,36 @@ def aggregate(
 
 @dataclass
 class LossStats:
-    """Sums over a micro-batch's completion tokens (divide by ``tokens`` for means)."""
+    """Sums over a micro-batch's completion tokens (divide by ``tokens`` for means).
 
-    tokens: float = 0.0
-    clipped: float = 0.0
-    kl: float = 0.0
-    entropy: float = 0.0
+    Inside an update the sums are 0-dim device tensors (adding them never waits for the device);
+    :meth:`item` turns them into floats once per update."""
+
+    tokens: Any = 0.0
+    clipped: Any = 0.0
+    kl: Any = 0.0
+    entropy: Any = 0.0
 
     def add(self, other: LossStats) -> None:
-        self.tokens += other.tokens
-        self.clipped += other.clipped
-        self.kl += other.kl
-        self.entropy += other.entropy
+        self.tokens = self.tokens + other.tokens
+        self.clipped = self.clipped + other.clipped
+        self.kl = self.kl + other.kl
+        self.entropy = self.entropy + other.entropy
+
+    def item(self) -> LossStats:
+        """Floats (one host sync for all four)."""
+        vals = [self.tokens, self.clipped, self.kl, self.entropy]
+        if any(isinstance(v, torch.Tensor) for v in vals):
+            t = torch.stack([torch.as_tensor(v, dtype=torch.float64).to(_dev(vals)) for v in vals])
+            vals = t.tolist()
+        return LossStats(*(float(v) for v in vals))
+
+
+def _dev(vals: list) -> torch.device:
+    for v in vals:
+        if isinstance(v, torch.Tensor):
+            return v.device
+    return torch.device("cpu")
 
 
 def policy_loss(
@@ -133,18 +151,23 @@ def policy_loss(
     ref_logp: torch.Tensor | None = None,
     beta: float = 0.0,
     entropy: torch.Tensor | None = None,
+    token_weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, LossStats]:
     """PPO-clip surrogate with separate low/high ranges, plus ``beta`` x k3 KL to the reference.
 
     Per token: ``-min(ratio A, clip(ratio, 1 - clip_low, 1 + clip_high) A) + beta KL`` with
     ``KL = exp(ref - logp) - (ref - logp) - 1`` (unbiased, non-negative). ``clipped`` counts the
-    tokens where the clipped branch is the one taken (its gradient is zero).
+    tokens where the clipped branch is the one taken (its gradient is zero). ``token_weight``
+    (no gradient) multiplies each token's surrogate: the truncated importance-sampling weight
+    ``min(pi_old / pi_sampler, cap)`` when the sampler's numerics differ from the trainer's.
     """
     ratio = torch.exp(logp - old_logp)
     adv = advantages.unsqueeze(-1)
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high) * adv
     per_token = -torch.minimum(unclipped, clipped)
+    if token_weight is not None:
+        per_token = per_token * token_weight.detach()
     m = mask.to(per_token.dtype)
     kl = None
     if ref_logp is not None:
@@ -153,13 +176,14 @@ def policy_loss(
         if beta:
             per_token = per_token + beta * kl
     loss = aggregate(per_token, mask, loss_type, n_seqs=n_seqs, n_tokens=n_tokens, max_len=max_len)
-    with torch.no_grad():
+    with torch.no_grad():  # 0-dim device tensors: no host sync here (LossStats.item makes floats)
         is_clipped = (clipped < unclipped).to(m.dtype)
+        nan = torch.full((), float("nan"), device=m.device)
         stats = LossStats(
-            tokens=float(m.sum()),
-            clipped=float((is_clipped * m).sum()),
-            kl=float((kl.detach() * m).sum()) if kl is not None else float("nan"),
-            entropy=float((entropy.detach() * m).sum()) if entropy is not None else float("nan"),
+            tokens=m.sum(),
+            clipped=(is_clipped * m).sum(),
+            kl=(kl.detach() * m).sum() if kl is not None else nan,
+            entropy=(entropy.detach() * m).sum() if entropy is not None else nan,
         )
     return loss, stats
 
@@ -192,11 +216,32 @@ class MicroBatch:
     mask: torch.Tensor
     pos_rows: torch.Tensor
     pos_cols: torch.Tensor
+    # built on the host with the rest, so that no step needs a data-dependent shape from the
+    # device (a boolean index or ``nonzero`` would wait for it): the completion targets in
+    # ``pos_rows``/``pos_cols`` order, their flat indices in ``[m * Lc]``, and ``rows`` as a tensor
+    flat_targets: torch.Tensor | None = None
+    flat_idx: torch.Tensor | None = None
+    rows_t: torch.Tensor | None = None
+
+    def __post_init__(self) -> None:
+        if self.flat_idx is None:
+            self.flat_idx = self.mask.reshape(-1).nonzero().squeeze(1)
+        if self.flat_targets is None:
+            self.flat_targets = self.targets.reshape(-1)[self.flat_idx]
+        if self.rows_t is None:
+            self.rows_t = torch.tensor(self.rows, dtype=torch.long)
 
     @property
     def positions(self) -> int:
         """Padded positions the forward runs over (the cost the token budget bounds)."""
         return self.input_ids.numel()
+
+    def to(self, device: Any) -> MicroBatch:
+        """The same micro-batch with its tensors on ``device`` (asynchronous host-to-device copies)."""
+        names = ("input_ids", "attention_mask", "targets", "mask", "pos_rows", "pos_cols")
+        names += ("flat_targets", "flat_idx", "rows_t")
+        moved = {k: getattr(self, k).to(device, non_blocking=True) for k in names}
+        return MicroBatch(self.rows, **moved)
 
 
 @dataclass
@@ -212,6 +257,12 @@ class PackedBatch:
     @property
     def positions(self) -> int:
         return sum(mb.positions for mb in self.micro)
+
+    def to(self, device: Any) -> PackedBatch:
+        """The batch with every micro-batch's tensors on ``device`` (one copy per update, before
+        the micro-batch loop)."""
+        micro = [mb.to(device) for mb in self.micro]
+        return PackedBatch(micro, self.n_seqs, self.n_tokens, self.completion_lengths, self.noise_micro)
 
 
 def _cut(rows: list[int], lengths: Sequence[int], token_budget: int) -> list[list[int]]:
@@ -315,6 +366,7 @@ class _LinearLogprob(torch.autograd.Function):
     chunk's logits instead of keeping them. The entropy comes out without a gradient."""
 
     @staticmethod
+    @torch.amp.custom_fwd(device_type="cuda")
     def forward(ctx, hidden, weight, bias, targets, chunk, with_entropy):  # type: ignore[override]
         n = hidden.shape[0]
         acc = torch.promote_types(hidden.dtype, torch.float32)  # fp32 logits (fp64 when given fp64)
@@ -337,6 +389,7 @@ class _LinearLogprob(torch.autograd.Function):
         return logp, ent
 
     @staticmethod
+    @torch.amp.custom_bwd(device_type="cuda")  # the backward's logits in the forward's precision
     def backward(ctx, grad_logp, _grad_ent):  # type: ignore[override]
         hidden, weight, bias, targets, lse = ctx.saved_tensors
         need_h, need_w, need_b = ctx.needs_input_grad[:3]
@@ -417,20 +470,20 @@ def completion_logprobs(
         hidden = dec(input_ids=mb.input_ids, attention_mask=mb.attention_mask).last_hidden_state
         h = hidden[mb.pos_rows, mb.pos_cols]
         flat, ent = linear_logprobs(
-            h, head.weight, mb.targets[mb.mask > 0], head.bias, chunk=chunk, with_entropy=with_entropy
+            h, head.weight, mb.flat_targets, head.bias, chunk=chunk, with_entropy=with_entropy
         )
     else:
         logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask).logits[
             mb.pos_rows, mb.pos_cols
         ]
-        flat, ent = token_logprobs(logits, mb.targets[mb.mask > 0])
+        flat, ent = token_logprobs(logits, mb.flat_targets)
         if with_entropy:
             with torch.no_grad():
                 lp = torch.log_softmax(logits.detach().float(), -1)
                 ent = -(lp.exp() * lp).sum(-1)
         else:
             ent = None
-    idx = mb.mask.reshape(-1).nonzero().squeeze(1)  # row-major, the order of pos_rows/pos_cols
+    idx = mb.flat_idx  # row-major, the order of pos_rows/pos_cols
     out = flat.new_zeros(m * lc).index_copy(0, idx, flat).view(m, lc)
     ent_out = None
     if ent is not None:
@@ -452,10 +505,20 @@ class UpdateResult:
     # batches only): how stale the batch is; tokens outside the clip range get no gradient
     ratio_mean: float = math.nan
     ratio_max: float = math.nan
+    # |log pi_trainer - log pi_sampler| over completion tokens before the step (the sampler's own
+    # log-probs given): the two numerics' mismatch; and the mean truncated IS weight when applied
+    logp_diff_mean: float = math.nan
+    logp_diff_max: float = math.nan
+    tis_weight_mean: float = math.nan
+
+
+def _grad_norm_t(params: list[torch.Tensor]) -> torch.Tensor:
+    """The gradients' global norm as a 0-dim device tensor (no host sync)."""
+    return torch.sqrt(sum((p.grad.detach().float() ** 2).sum() for p in params if p.grad is not None))
 
 
 def _grad_norm(params: list[torch.Tensor]) -> float:
-    return float(torch.sqrt(sum((p.grad.detach().float() ** 2).sum() for p in params if p.grad is not None)))
+    return float(_grad_norm_t(params))
 
 
 def micro_scale(loss_type: str, n_seqs: int, n_tokens: int, micro_seqs: int, micro_tokens: float) -> float:
@@ -465,27 +528,37 @@ def micro_scale(loss_type: str, n_seqs: int, n_tokens: int, micro_seqs: int, mic
     return n_seqs / micro_seqs
 
 
-def reference_logprobs(ref_model, packed: PackedBatch) -> list[torch.Tensor]:
+def _autocast(packed: PackedBatch, dtype: torch.dtype | None):
+    from rlvr_trainer.device import autocast
+
+    dev = packed.micro[0].input_ids.device if packed.micro else torch.device("cpu")
+    return autocast(dev, dtype if dtype is not None else torch.float32)
+
+
+def reference_logprobs(
+    ref_model, packed: PackedBatch, *, compute_dtype: torch.dtype | None = None
+) -> list[torch.Tensor]:
     """The reference policy's completion log-probs per micro-batch (no gradient)."""
-    with torch.no_grad():
+    with torch.no_grad(), _autocast(packed, compute_dtype):
         return [completion_logprobs(ref_model, mb)[0] for mb in packed.micro]
 
 
-def behaviour_logprobs(packed: PackedBatch, logprobs: Sequence[Sequence[float]]) -> list[torch.Tensor]:
+def behaviour_logprobs(
+    packed: PackedBatch, logprobs: Sequence[Sequence[float]], *, device: Any = None
+) -> list[torch.Tensor]:
     """The sampling policy's per-token log-probs (one list per rollout, batch order) laid out like
-    each micro-batch's ``mask`` (0 on padding)."""
+    each micro-batch's ``mask`` (0 on padding); built on the host, copied to ``device`` once."""
     out = []
     for mb in packed.micro:
-        t = torch.zeros_like(mb.mask)
+        t = torch.zeros(mb.mask.shape, dtype=torch.float32)
         for k, i in enumerate(mb.rows):
             lp = logprobs[i]
-            if len(lp) != int(mb.mask[k].sum()):
-                raise ValueError(
-                    f"rollout {i}: {len(lp)} behaviour log-probs for {int(mb.mask[k].sum())} tokens"
-                )
+            n = int(mb.mask[k].sum()) if mb.mask.device.type == "cpu" else None
+            if n is not None and len(lp) != n:
+                raise ValueError(f"rollout {i}: {len(lp)} behaviour log-probs for {n} tokens")
             if lp:
                 t[k, : len(lp)] = torch.tensor(lp, dtype=t.dtype)
-        out.append(t)
+        out.append(t.to(device if device is not None else mb.mask.device, non_blocking=True))
     return out
 
 
@@ -504,6 +577,9 @@ def packed_update(
     max_grad_norm: float = 1.0,
     ref_logp: list[torch.Tensor] | None = None,
     behaviour_logp: list[torch.Tensor] | None = None,
+    sampler_logp: list[torch.Tensor] | None = None,
+    tis_cap: float = 0.0,
+    compute_dtype: torch.dtype | None = None,
 ) -> UpdateResult:
     """One optimizer step per PPO epoch over ``packed``'s micro-batches (gradients accumulated).
 
@@ -512,29 +588,57 @@ def packed_update(
     ``behaviour_logp`` (an off-policy batch: the sampler's log-probs per micro-batch) replaces
     them: the surrogate's ratio is then ``pi_theta / pi_behaviour``, clipped as usual, which is
     the importance-ratio correction for the stale sampler; its mean and max are reported.
+
+    ``sampler_logp`` (the engine's own log-probs of the sampled tokens, same layout) gives the
+    sampler-vs-trainer mismatch ``|log pi_old - log pi_sampler|`` (mean, max); with ``tis_cap > 0``
+    each token's surrogate is weighted by ``min(pi_old / pi_sampler, tis_cap)`` (truncated
+    importance sampling). Under ``compute_dtype`` (bf16 on CUDA) the forward and backward run
+    in autocast; the weights and their gradients stay in their own dtype (fp32). The micro-batch
+    loop never waits for the device: every logged scalar is a device tensor until one transfer
+    after the last optimizer step.
     """
     res = UpdateResult(n_micro=len(packed.micro), positions=packed.positions)
     params = [p for p in model.parameters() if p.requires_grad]
     old: list[torch.Tensor] = list(behaviour_logp) if behaviour_logp is not None else []
     if behaviour_logp is not None and len(old) != len(packed.micro):
         raise ValueError(f"behaviour_logp has {len(old)} micro-batches, the batch {len(packed.micro)}")
-    r_sum, r_max = 0.0, -math.inf
+    if sampler_logp is not None and len(sampler_logp) != len(packed.micro):
+        raise ValueError(f"sampler_logp has {len(sampler_logp)} micro-batches, the batch {len(packed.micro)}")
+    dev = packed.micro[0].input_ids.device if packed.micro else torch.device("cpu")
+    zero = torch.zeros((), device=dev)
+    r_sum, r_max = zero, torch.full((), -math.inf, device=dev)
+    d_sum, d_max, w_sum = zero, torch.full((), -math.inf, device=dev), zero
+    gn_micro: torch.Tensor | None = None
+    noise_tokens: Any = zero
+    norms: list[torch.Tensor] = []
     n_seqs, n_tokens = packed.n_seqs, packed.n_tokens
+    weights: list[torch.Tensor | None] = [None] * len(packed.micro)
     for epoch in range(ppo_epochs):
         optimizer.zero_grad(set_to_none=True)
         for j, mb in enumerate(packed.micro):
-            logp, ent = completion_logprobs(model, mb, with_entropy=epoch == 0)
-            if behaviour_logp is None and epoch == 0:
-                old.append(logp.detach())
-            elif behaviour_logp is not None and epoch == 0:
-                with torch.no_grad():
-                    r = torch.exp(logp.detach() - old[j])[mb.mask > 0]
-                    if r.numel():
-                        r_sum, r_max = r_sum + float(r.sum()), max(r_max, float(r.max()))
+            with _autocast(packed, compute_dtype):
+                logp, ent = completion_logprobs(model, mb, with_entropy=epoch == 0)
+            if epoch == 0:
+                lp0 = logp.detach()
+                if behaviour_logp is None:
+                    old.append(lp0)
+                else:
+                    with torch.no_grad():
+                        r = torch.exp(lp0 - old[j]) * mb.mask
+                        r_sum = r_sum + r.sum()
+                        r_max = torch.maximum(r_max, r.max())
+                if sampler_logp is not None:
+                    with torch.no_grad():
+                        d = (lp0 - sampler_logp[j]).abs() * mb.mask
+                        d_sum, d_max = d_sum + d.sum(), torch.maximum(d_max, d.max())
+                        if tis_cap > 0:
+                            w = torch.exp(lp0 - sampler_logp[j]).clamp(max=tis_cap)
+                            weights[j] = w
+                            w_sum = w_sum + (w * mb.mask).sum()
             loss, st = policy_loss(
                 logp,
                 old[j],
-                advantages[mb.rows],
+                advantages[mb.rows_t],
                 mb.mask,
                 loss_type=loss_type,
                 n_seqs=n_seqs,
@@ -545,21 +649,37 @@ def packed_update(
                 ref_logp=ref_logp[j] if ref_logp is not None else None,
                 beta=beta,
                 entropy=ent,
+                token_weight=weights[j],
             )
             loss.backward()
             if epoch == 0:
                 res.stats.add(st)
             else:
-                res.stats.clipped += st.clipped
+                res.stats.clipped = res.stats.clipped + st.clipped
             if epoch == 0 and j == packed.noise_micro - 1:
-                # the noise sample's own mean gradient (same parameters): rescale its share
-                rows = sum(len(m.rows) for m in packed.micro[: j + 1])
-                res.grad_norm_micro = _grad_norm(params) * micro_scale(
-                    loss_type, n_seqs, n_tokens, rows, res.stats.tokens
-                )
-                res.micro_batch = rows
-        res.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+                # the noise sample's own mean gradient (same parameters): rescaled below, once
+                # its token count is on the host
+                gn_micro = _grad_norm_t(params)
+                res.micro_batch = sum(len(m.rows) for m in packed.micro[: j + 1])
+                noise_tokens = res.stats.tokens
+        norms.append(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
         optimizer.step()
-    if behaviour_logp is not None and res.stats.tokens > 0:
-        res.ratio_mean, res.ratio_max = r_sum / res.stats.tokens, r_max
+    # the update's one host sync: every logged scalar in one transfer
+    nan = torch.full((), math.nan, device=dev)
+    st = res.stats
+    vals = [st.tokens, st.clipped, st.kl, st.entropy, norms[-1] if norms else nan]
+    vals += [gn_micro if gn_micro is not None else nan, noise_tokens if gn_micro is not None else nan]
+    vals += [r_sum, r_max, d_sum, d_max, w_sum]
+    host = torch.stack([torch.as_tensor(v, device=dev).float().reshape(()) for v in vals]).tolist()
+    tokens, clipped, kl, entropy, gnorm, gmicro, ntok, rs, rm, ds, dm, ws = host
+    res.stats = LossStats(tokens, clipped, kl, entropy)
+    res.grad_norm = gnorm
+    if gn_micro is not None:
+        res.grad_norm_micro = gmicro * micro_scale(loss_type, n_seqs, n_tokens, res.micro_batch or 1, ntok)
+    if behaviour_logp is not None and tokens > 0:
+        res.ratio_mean, res.ratio_max = rs / tokens, rm
+    if sampler_logp is not None and tokens > 0:
+        res.logp_diff_mean, res.logp_diff_max = ds / tokens, dm
+        if tis_cap > 0:
+            res.tis_weight_mean = ws / tokens
     return res

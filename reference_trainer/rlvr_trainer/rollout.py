@@ -10,30 +10,21 @@ an uninterrupted one would.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Rollout", "VLLMEngine", "HFEngine", "make_engine", "set_cpu_env"]
+from rlvr_trainer.device import ENV_ALL, ENV_CPU, set_engine_env
 
-#: Environment for the in-process CPU engine (see docs/INTEGRATION notes); set before importing vllm.
-CPU_ENV = {
-    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-    "OMP_NUM_THREADS": "1",
-    "VLLM_CPU_KVCACHE_SPACE": "1",
-    "TOKENIZERS_PARALLELISM": "false",
-    "VLLM_LOGGING_LEVEL": "WARNING",  # vLLM logs every weight push at INFO; keeps the progress bars readable
-}
+__all__ = ["Rollout", "VLLMEngine", "HFEngine", "make_engine", "set_cpu_env", "set_engine_env"]
+
+#: The CPU environment (every device's settings plus the CPU-only ones); see :mod:`rlvr_trainer.device`.
+CPU_ENV = {**ENV_ALL, **ENV_CPU}
 
 
 def set_cpu_env() -> None:
     """Fill in the CPU engine's environment (never overrides what the user set)."""
-    for k, v in CPU_ENV.items():
-        os.environ.setdefault(k, v)
-    from rlvr_trainer.model import cache_root
-
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_root() / "inductor"))
+    set_engine_env("cpu")
 
 
 @dataclass
@@ -65,7 +56,15 @@ def _seed(run_seed: int, step: int, i: int) -> int:
 
 
 class VLLMEngine:
-    """One ``vllm.LLM`` per run, loaded from a Hugging Face directory and updated in place."""
+    """One ``vllm.LLM`` per run, loaded from a Hugging Face directory and updated in place.
+
+    On the CPU (what the project's checks run): chunked prefill off, the KV cache from
+    ``VLLM_CPU_KVCACHE_SPACE``. On CUDA (configured, not run by the project's checks): the engine
+    takes ``gpu_memory_utilization`` of the device, the weights are pushed from the policy's GPU
+    tensors (cast to the engine's dtype on the device), and where the installed vLLM has sleep
+    mode the engine sleeps (level 1: weights offloaded, KV cache dropped) during the training
+    step (:meth:`sleep` / :meth:`wake_up`).
+    """
 
     def __init__(
         self,
@@ -76,17 +75,28 @@ class VLLMEngine:
         max_model_len: int = 64,
         dtype: str = "float32",
         seed: int = 0,
+        device: str = "cpu",
+        gpu_memory_utilization: float = 0.5,
     ) -> None:
-        set_cpu_env()
-        import torch
+        set_engine_env(device)
         from vllm import LLM
 
         self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
-        kw = {}
-        if not torch.cuda.is_available():
+        self.cuda = str(device).startswith("cuda")
+        self.dtype = dtype
+        kw: dict = {}
+        if not self.cuda:
             # a prompt prefill split over engine steps rewinds the request's seeded generator, which
             # fails on CPU ("CPU Generator does not use offset"): schedule whole prompts only
             kw = {"enable_chunked_prefill": False, "max_num_batched_tokens": max(4096, max_model_len)}
+        else:
+            import inspect
+
+            from vllm.engine.arg_utils import EngineArgs
+
+            self.can_sleep = "enable_sleep_mode" in inspect.signature(EngineArgs).parameters
+            if self.can_sleep:
+                kw["enable_sleep_mode"] = True
         self.llm = LLM(
             model=str(model_dir),
             dtype=dtype,
@@ -94,9 +104,10 @@ class VLLMEngine:
             max_model_len=max_model_len,
             enforce_eager=True,
             enable_prefix_caching=True,
-            gpu_memory_utilization=0.5,
+            gpu_memory_utilization=gpu_memory_utilization,
             **kw,
         )
+        self.asleep = False
         self.tokenizer = self.llm.get_tokenizer()
         # rotary embeddings hold no checkpoint weights: vLLM warns on every reload and keeps its
         # own (correct) cos/sin cache; the logprob check in tests/trainer covers it
@@ -116,6 +127,7 @@ class VLLMEngine:
         """``n`` completions per prompt (groups in prompt order)."""
         from vllm import SamplingParams
 
+        self.wake_up()
         temp = self.temperature if temperature is None else temperature
         params = [
             SamplingParams(
@@ -140,13 +152,29 @@ class VLLMEngine:
             groups.append(group)
         return groups
 
+    def sleep(self) -> None:
+        """CUDA with sleep mode: free the engine's GPU memory for the training step."""
+        if self.cuda and getattr(self, "can_sleep", False) and not self.asleep:
+            self.llm.sleep(level=1)
+            self.asleep = True
+
+    def wake_up(self) -> None:
+        if self.asleep:
+            self.llm.wake_up()
+            self.asleep = False
+
     def push_weights(self, model) -> None:
         """Load the policy's current weights into the engine and drop the stale prefix cache."""
         self.push_state(model.state_dict())
 
     def push_state(self, state) -> None:
-        """Load a state dict (name -> tensor) into the engine and drop the stale prefix cache."""
-        weights = [(k, v.detach()) for k, v in state.items()]
+        """Load a state dict (name -> tensor) into the engine and drop the stale prefix cache.
+        On CUDA the tensors stay on the device, cast to the engine's dtype (its bf16 copy)."""
+        import torch
+
+        self.wake_up()
+        dt = getattr(torch, self.dtype)
+        weights = [(k, v.detach().to(dt) if self.cuda else v.detach()) for k, v in state.items()]
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
 
@@ -157,13 +185,63 @@ class VLLMEngine:
         gc.collect()
 
 
-class HFEngine:
-    """Sampling with transformers ``generate`` from the policy itself (``--rollout hf``): slow, but
-    needs no vLLM; for debugging and for environments where vLLM cannot run."""
+class _RecordLogprobs:
+    """A logits processor that keeps each sampled token's log-prob under the raw logits (before
+    temperature, like vLLM's default ``raw_logprobs``), then applies the temperature itself.
 
-    def __init__(self, model, tokenizer, *, max_tokens: int, temperature: float = 1.0, seed: int = 0) -> None:
+    Called at step ``t`` with the ids sampled so far, it gathers the previous step's log-prob of
+    the token just sampled: one ``[rows, vocab]`` log-softmax is held at a time, never all steps'.
+    """
+
+    def __init__(self, temperature: float, prompt_width: int) -> None:
+        self.temperature, self.width = temperature, prompt_width
+        self.prev = None
+        self.out: list = []
+
+    def __call__(self, input_ids, scores):
+        if self.prev is not None:
+            self.out.append(self.prev.gather(-1, input_ids[:, -1:]).squeeze(-1))
+        self.prev = scores.float().log_softmax(-1)
+        return scores / self.temperature if self.temperature not in (0, 1) else scores
+
+    def finish(self, sequences):
+        """``[rows, steps]`` log-probs of the sampled tokens (one device tensor)."""
+        import torch
+
+        if self.prev is not None and sequences.shape[1] > self.width + len(self.out):
+            self.out.append(
+                self.prev.gather(-1, sequences[:, self.width + len(self.out)][:, None]).squeeze(-1)
+            )
+        return (
+            torch.stack(self.out, 1)
+            if self.out
+            else sequences.new_zeros((sequences.shape[0], 0), dtype=torch.float32)
+        )
+
+
+class HFEngine:
+    """Sampling with transformers ``generate`` from the policy itself (``--rollout hf``): the GPU
+    path the project measures, and the CPU path where vLLM cannot run.
+
+    All prompts of an update go through one batched ``generate`` call (left-padded), under
+    autocast to the trainer's compute dtype, seeded per update: a resumed run samples exactly
+    what an uninterrupted one would (on the same device and batch). The sampled tokens' raw
+    log-probs come back with the rollouts, for the sampler-vs-trainer mismatch.
+    """
+
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        max_tokens: int,
+        temperature: float = 1.0,
+        seed: int = 0,
+        compute_dtype=None,
+    ) -> None:
         self.model, self.tokenizer = model, tokenizer
         self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
+        self.compute_dtype = compute_dtype
 
     def generate(
         self,
@@ -176,39 +254,59 @@ class HFEngine:
     ) -> list[list[Rollout]]:
         import torch
 
+        from rlvr_trainer.device import autocast
+
         tok = self.tokenizer
         temp = self.temperature if temperature is None else temperature
-        groups = []
+        dev = next(self.model.parameters()).device
+        pids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        width = max(map(len, pids))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        ids = torch.full((len(pids) * n, width), pad, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        for i, pid in enumerate(pids):
+            ids[i * n : (i + 1) * n, width - len(pid) :] = torch.tensor(pid)
+            attn[i * n : (i + 1) * n, width - len(pid) :] = 1
+        ids, attn = ids.to(dev), attn.to(dev)
+        rec = _RecordLogprobs(temp if temp > 0 else 1.0, width)
         was_training = self.model.training
         self.model.eval()
-        for i, prompt in enumerate(prompts):
-            pid = tok(prompt, add_special_tokens=False)["input_ids"]
-            ids = torch.tensor([pid] * n)
-            with torch.random.fork_rng(), torch.no_grad():
-                torch.manual_seed(_seed(self.seed, step, i))
+        cdt = self.compute_dtype or next(self.model.parameters()).dtype
+        with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []), torch.no_grad():
+            torch.manual_seed(_seed(self.seed, step, 0))
+            with autocast(dev, cdt):
                 out = self.model.generate(
                     ids,
-                    attention_mask=torch.ones_like(ids),
+                    attention_mask=attn,
                     do_sample=temp > 0,
-                    temperature=temp if temp > 0 else None,
+                    temperature=1.0,
                     top_k=0,
                     top_p=1.0,
                     max_new_tokens=self.max_tokens,
                     eos_token_id=tok.eos_token_id,
-                    pad_token_id=tok.pad_token_id,
+                    pad_token_id=pad,
+                    logits_processor=[rec],
                 )
-            group = []
-            for row in out[:, len(pid) :].tolist():
-                if tok.eos_token_id in row:
-                    row = row[: row.index(tok.eos_token_id) + 1]
-                    finished = True
-                else:
-                    finished = False
-                text = tok.decode(row, skip_special_tokens=True)
-                group.append(Rollout(pid, row, text, finished))
-            groups.append(group)
+            lps = rec.finish(out)
         self.model.train(was_training)
+        rows, lp_rows = out[:, width:].tolist(), lps.tolist()  # the one host sync of the call
+        groups = []
+        for i, pid in enumerate(pids):
+            group = []
+            for j in range(i * n, (i + 1) * n):
+                row, finished = rows[j], False
+                if tok.eos_token_id in row:
+                    row, finished = row[: row.index(tok.eos_token_id) + 1], True
+                text = tok.decode(row, skip_special_tokens=True)
+                group.append(Rollout(list(pid), row, text, finished, lp_rows[j][: len(row)]))
+            groups.append(group)
         return groups
+
+    def sleep(self) -> None:  # the engine is the policy: nothing to free
+        pass
+
+    def wake_up(self) -> None:
+        pass
 
     def push_weights(self, model) -> None:  # the engine samples from the policy itself
         self.model = model
@@ -228,8 +326,11 @@ def make_engine(
     seed: int,
     max_model_len: int = 64,
     dtype: str = "float32",
+    device: str = "cpu",
+    gpu_memory_utilization: float = 0.5,
+    compute_dtype=None,
 ):
-    """``"vllm"`` (default) or ``"hf"``."""
+    """``"vllm"`` (default) or ``"hf"``; ``dtype`` is the vLLM engine's (bf16 on CUDA)."""
     if kind == "vllm":
         return VLLMEngine(
             model_dir,
@@ -238,7 +339,16 @@ def make_engine(
             seed=seed,
             max_model_len=max_model_len,
             dtype=dtype,
+            device=device,
+            gpu_memory_utilization=gpu_memory_utilization,
         )
     if kind == "hf":
-        return HFEngine(model, tokenizer, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        return HFEngine(
+            model,
+            tokenizer,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            compute_dtype=compute_dtype,
+        )
     raise ValueError(f"rollout engine must be 'vllm' or 'hf', got {kind!r}")

@@ -30,12 +30,14 @@ from typing import Any
 import torch
 
 from rlvr_schedule.driver import ScheduleDriver
+from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.ingest import JsonlWriter
 from rlvr_schedule.plugins import PluginHost
 from rlvr_schedule.records import BatchSchedule, Stage, StepRecord
 from rlvr_schedule.theory.scaling import lr_for_batch
 from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
 from rlvr_trainer.config import TrainConfig
+from rlvr_trainer.device import resolve_compute_dtype, resolve_device, set_engine_env
 from rlvr_trainer.grpo import (
     behaviour_logprobs,
     group_advantages,
@@ -43,7 +45,7 @@ from rlvr_trainer.grpo import (
     packed_update,
     reference_logprobs,
 )
-from rlvr_trainer.rollout import Rollout, make_engine, set_cpu_env
+from rlvr_trainer.rollout import Rollout, make_engine
 from rlvr_trainer.tasks import ArithmeticTask, FileTask, Task, load_problems, score
 
 __all__ = ["Trainer", "initial_schedule"]
@@ -118,24 +120,39 @@ class Trainer:
         desc: str | None = None,
         advisory: bool = False,
     ) -> None:
-        set_cpu_env()
+        self.device = resolve_device(cfg.device)  # ConfigError for CUDA where there is none
+        if cfg.overlap and self.device.type != "cpu":
+            raise ConfigError(
+                "overlap mode runs on the CPU only (its engine process is set up for it)", field="overlap"
+            )
+        set_engine_env(self.device)
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from rlvr_trainer.model import ensure_tiny_model
 
         self.cfg = cfg
+        self.compute_dtype = resolve_compute_dtype(cfg.compute_dtype, cfg.dtype, self.device)
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.progress, self.desc = progress, desc or self.out_dir.name
         self.model_dir = Path(cfg.model) if cfg.model else ensure_tiny_model(progress=progress)
         torch.manual_seed(cfg.seed)
-        dtype = getattr(torch, cfg.dtype)
+        if self.device.type == "cuda":
+            self._check_memory()
+            torch.cuda.manual_seed_all(cfg.seed)
+        dtype = getattr(torch, cfg.dtype)  # the weights' and AdamW state's (fp32 in every preset)
         self.tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
-        self.model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=dtype)
+        self.model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=dtype).to(self.device)
+        if cfg.gradient_checkpointing:
+            self.model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            self.model.config.use_cache = False
         self.model.train()
         self.ref_model = None
         if cfg.beta > 0 or cfg.track_kl:
-            self.ref_model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=dtype).eval()
+            # no optimizer, no master copy: the reference lives in the compute dtype
+            ref_dtype = self.compute_dtype if self.device.type == "cuda" else dtype
+            self.ref_model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=ref_dtype)
+            self.ref_model = self.ref_model.to(self.device).eval()
             self.ref_model.requires_grad_(False)
         self.task = _make_task(cfg)
         self.plugins = plugins if plugins is not None else PluginHost(load_entrypoints=False)
@@ -156,6 +173,12 @@ class Trainer:
         self.decisions_path = self.out_dir / "decisions.jsonl"
         self.checkpoint_path = self.out_dir / "checkpoint.pt"
         (self.out_dir / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2))
+
+    def _check_memory(self) -> None:
+        """Refuse a CUDA run whose ``--dry-run`` estimate exceeds the device's memory (names the knob)."""
+        from rlvr_trainer.cli import dry_run
+
+        dry_run(self.cfg, check=True)
 
     # --- schedule control ---------------------------------------------------------------------
     @property
@@ -200,7 +223,7 @@ class Trainer:
         if not self.checkpoint_path.exists():
             return False
         st = load_checkpoint(self.checkpoint_path)
-        self.model.load_state_dict(st["model"])
+        self.model.load_state_dict(st["model"])  # copies into the device tensors
         self.optimizer.load_state_dict(st["optimizer"])
         self.schedule.load_state_dict(st["schedule"])
         self.step, self.samples, self.next_problem = st["step"], st["samples"], st["next_problem"]
@@ -235,6 +258,7 @@ class Trainer:
             )
         if self.engine is None:
             c = self.cfg
+            cuda = self.device.type == "cuda"
             self.engine = make_engine(
                 c.rollout,
                 model_dir=self.model_dir,
@@ -244,7 +268,11 @@ class Trainer:
                 temperature=c.temperature,
                 seed=c.seed,
                 max_model_len=c.max_model_len,
-                dtype=c.dtype,
+                # vLLM on CUDA gets a copy in the compute dtype (bf16); the CPU engine the weights'
+                dtype=str(self.compute_dtype).removeprefix("torch.") if cuda else c.dtype,
+                device=str(self.device),
+                gpu_memory_utilization=c.gpu_memory_utilization,
+                compute_dtype=self.compute_dtype,
             )
             self.engine.push_weights(self.model)  # the engine always runs the trainer's weights
         return self.engine
@@ -323,9 +351,20 @@ class Trainer:
         batch, lr = self.batch, self.lr
         t0 = time.perf_counter()
         problems = [self.task.problem(self.next_problem + i) for i in range(batch // g)]
-        groups = engine.generate([p.prompt for p in problems], g, step=self.step)
+        groups = engine.generate([p.prompt for p in problems], g, step=self.step, logprobs=True)
         t_gen = time.perf_counter()
-        return self._update(batch, lr, problems, groups, t0, t_gen, push=engine.push_weights)
+        sampler = [r.logprobs for grp in groups for r in grp]
+        return self._update(
+            batch,
+            lr,
+            problems,
+            groups,
+            t0,
+            t_gen,
+            push=engine.push_weights,
+            sampler=None if any(lp is None for lp in sampler) else sampler,  # type: ignore[arg-type]
+            engine=engine,
+        )
 
     def _request(self, engine, first_problem: int, gen_step: int) -> None:
         """Overlap mode: ask for the batch of update ``gen_step`` (the schedule's stage now),
@@ -365,7 +404,17 @@ class Trainer:
             "engine_push_s": pf.times.get("child_push_s", math.nan),
             "staleness": self.step - pf.weights_step,
         }
-        return self._update(pf.batch, pf.lr, problems, pf.groups, t0, t_gen, behaviour=behaviour, extra=extra)
+        return self._update(
+            pf.batch,
+            pf.lr,
+            problems,
+            pf.groups,
+            t0,
+            t_gen,
+            behaviour=behaviour,
+            sampler=behaviour,
+            extra=extra,
+        )
 
     def _update(
         self,
@@ -378,7 +427,9 @@ class Trainer:
         *,
         push=None,
         behaviour: list[list[float]] | None = None,
+        sampler: list[list[float]] | None = None,
         extra: dict[str, Any] | None = None,
+        engine=None,
     ) -> StepRecord:
         """Score, pack and train on one sampled batch; ``lr`` is the stage it was sampled under."""
         cfg, g = self.cfg, self.cfg.group_size
@@ -402,7 +453,18 @@ class Trainer:
             seed=f"{cfg.seed}/{self.step}",
         )
         n_seqs = packed.n_seqs
-        ref_logp = reference_logprobs(self.ref_model, packed) if self.ref_model is not None else None
+        dev, cdt = self.device, self.compute_dtype
+        behaviour_t = behaviour_logprobs(packed, behaviour, device=dev) if behaviour is not None else None
+        sampler_t = behaviour_logprobs(packed, sampler, device=dev) if sampler is not None else None
+        packed = packed.to(dev)  # one host-to-device copy per update, before the micro-batch loop
+        adv = adv.to(dev, non_blocking=True)
+        if engine is not None and hasattr(engine, "sleep"):
+            engine.sleep()  # vLLM on CUDA with sleep mode: its memory back for the step
+        ref_logp = (
+            reference_logprobs(self.ref_model, packed, compute_dtype=cdt)
+            if self.ref_model is not None
+            else None
+        )
         t_logp = time.perf_counter()
         upd = packed_update(
             self.model,
@@ -417,7 +479,10 @@ class Trainer:
             ppo_epochs=cfg.ppo_epochs,
             max_grad_norm=cfg.max_grad_norm,
             ref_logp=ref_logp,
-            behaviour_logp=behaviour_logprobs(packed, behaviour) if behaviour is not None else None,
+            behaviour_logp=behaviour_t,
+            sampler_logp=sampler_t,
+            tis_cap=cfg.tis_cap,
+            compute_dtype=cdt,
         )
         stats, grad_norm, grad_norm_micro = upd.stats, upd.grad_norm, upd.grad_norm_micro
         for group in self.optimizer.param_groups:
@@ -460,6 +525,11 @@ class Trainer:
                 "micro_batches": upd.n_micro,
                 "padded_positions": upd.positions,
                 "truncated_frac": float(sum(not r.finished for r in rollouts) / n_seqs),
+                # |log pi_trainer - log pi_sampler| over the batch's tokens (mean, max): the
+                # numerics' mismatch (HF: batched, padded sampling; vLLM: its kernels and dtype)
+                "sampler_logp_diff_mean": upd.logp_diff_mean,
+                "sampler_logp_diff_max": upd.logp_diff_max,
+                **({"tis_weight_mean": upd.tis_weight_mean} if cfg.tis_cap > 0 else {}),
                 **(
                     {**extra, "is_ratio_mean": upd.ratio_mean, "is_ratio_max": upd.ratio_max}
                     if extra is not None

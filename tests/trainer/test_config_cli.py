@@ -36,7 +36,8 @@ def test_config_round_trips_through_json():
 
 
 def test_dry_run_counts_qwen_math_parameters(capsys):
-    assert main(["sweep", "--preset", "qwen2.5-math-1.5b", "--dry-run"]) == 0
+    # planned for a CUDA machine (bf16 compute) from this one
+    assert main(["sweep", "--preset", "qwen2.5-math-1.5b", "--dry-run", "--device", "cuda"]) == 0
     out = json.loads(capsys.readouterr().out)
     # Qwen2.5-Math-1.5B: 1.54 B parameters (tied embeddings)
     assert out["parameters"] == pytest.approx(1.54e9, rel=0.025)
@@ -50,7 +51,9 @@ def test_dry_run_counts_qwen_math_parameters(capsys):
     # the packed step holds three fp32 chunks of 110 completion positions
     assert out["padded_step_logits_bytes"] == 2 * 8 * 1536 * 151936 * 4
     assert mem["logits_chunks"] == 3 * 110 * 151936 * 4 < 0.02 * out["padded_step_logits_bytes"]
-    assert mem["activations_micro_batch"] == 8 * 1536 * 34 * 1536 * 28 * 2 // 2
+    # fp32 master weights, bf16 compute: 35 x hidden + 4 x intermediate x 2 bytes per token and layer
+    assert mem["activations_micro_batch"] == 8 * 1536 * 28 * (35 * 1536 + 4 * 8960 * 2)
+    assert mem["policy_weights"] == 4 * out["parameters"] == 2 * mem["autocast_weight_copies"]
 
 
 def test_dry_run_tiny_and_bad_override(capsys):
