@@ -25,6 +25,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "demo"
 def demo_policy(**kw) -> TwoClockScheduler:
     """The demo's policy: `critical_batch` from its sweep's fit, the trainer's LR and batch range."""
     cfg = dict(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch="auto",
         critical_batch=110.6678556376168,
         base_lr=4e-4,
