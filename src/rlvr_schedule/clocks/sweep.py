@@ -81,15 +81,19 @@ class SweepFit:
 
     def failure_clock(self) -> dict[str, Any]:
         """The failure-clock knobs of :class:`~rlvr_schedule.policy.PolicyConfig` (JSON-ready;
-        empty when no run failed)."""
+        empty when no run failed). The exponent is the fitted alpha only where its interval
+        excludes 0, else 0 (a sample clock): a noisy alpha <= -1/2 would make every failure switch
+        "unable to postpone" and hold it."""
         if not finite(self.failure_samples):
             return {}
         iv = [v if finite(v) else None for v in self.failure_samples_interval]
+        a, (alo, ahi) = self.failure_exponent, self.failure_exponent_interval
+        alpha = a if finite(a) and finite(alo) and finite(ahi) and (alo > 0 or ahi < 0) else 0.0
         return _clean(
             {
                 "failure_samples": self.failure_samples,
                 "failure_samples_interval": iv if None not in iv else None,
-                "failure_exponent": self.failure_exponent if finite(self.failure_exponent) else 0.0,
+                "failure_exponent": alpha,
                 "failure_batch": self.failure_batch if finite(self.failure_batch) else None,
                 "failure_lr": self.failure_lr if finite(self.failure_lr) else None,
             }
