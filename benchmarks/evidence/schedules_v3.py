@@ -254,6 +254,7 @@ def closed_form_switches(name: str, clock: dict[str, Any]) -> dict[str, float]:
             b, lr, growth=cfg.growth, lr_exponent=cfg.failure_lr_exponent, constraints=cfg.constraints
         ),
         max_switches=cfg.max_stages - 1,
+        min_rollouts=cfg.min_stage_samples,
     )
     rise = 1.0 + float(kw.get("drift", 0.0))
     track = math.log(rise) / math.log(cfg.track_step)

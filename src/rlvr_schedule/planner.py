@@ -101,9 +101,10 @@ def plan_schedule(
     sample_tolerance: float = 0.10,
     start_fraction: float | None = None,
     growth: float = 2.0,
-    clock_fraction: float = 0.5,
+    clock_fraction: float = 0.8,
     failure_lr_exponent: float = 0.0,
     max_stages: int = 16,
+    min_stage_samples: int = 160,
     budget: float | None = None,
     lr_rule: str = "sqrt",
     base_batch: int | None = None,
@@ -119,7 +120,8 @@ def plan_schedule(
     ``base_lr``), by default the smallest run's. ``clock_fraction``, ``growth``,
     ``failure_lr_exponent``: the failure-clock trigger's knobs (:class:`~rlvr_schedule.policy.PolicyConfig`'s
     ``failure_clock_fraction``, ``growth``, ``failure_lr_exponent``). Switches are planned within
-    ``budget`` rollouts (default: twice the pooled failure samples) and ``max_stages`` stages.
+    ``budget`` rollouts (default: twice the pooled failure samples) and ``max_stages`` stages, and
+    stop at the first stage shorter than ``min_stage_samples`` (the policy's pacing).
     Raises :class:`~rlvr_schedule.errors.RlvrScheduleError` when the sweep gives no critical batch.
     """
     if start_fraction is None:
@@ -229,7 +231,9 @@ def plan_schedule(
         def step(b: int, lr: float) -> tuple[int, float]:
             return next_failure_stage(b, lr, growth=growth, lr_exponent=failure_lr_exponent, constraints=cons)
 
-        points = clock.schedule(b_first, lr_first, horizon, step, max_switches=max_stages - 1)
+        points = clock.schedule(
+            b_first, lr_first, horizon, step, max_switches=max_stages - 1, min_rollouts=min_stage_samples
+        )
         if lower is not None:
             notes.append(
                 f"failure clock {fail:.5g} rollouts (lower bound {lower:.5g}): the first switch at "

@@ -67,7 +67,7 @@ def test_target_spanning_stages_and_failure_scaling():
     runs = [_run(b, 1e-6) for b in (50, 100, 200)]
     # E0 = 9000: stage 0 (B=100, E=12000) does 5000/12000 of the climb; stage 1 (B=200 at the held LR,
     # sqrt 2 below the rule: E = 18000 x sqrt 2) the rest
-    kw = dict(group_size=10, base_batch=50, base_lr=1e-6, start_fraction=0.5)
+    kw = dict(group_size=10, base_batch=50, base_lr=1e-6, start_fraction=0.5, clock_fraction=0.5)
     plan = plan_schedule(runs, fit=_fit(e0=9000.0), max_stages=2, **kw)
     rest = 7 / 12 * 18000 * math.sqrt(2)
     assert plan.predicted["samples_to_target"] == pytest.approx(5000 + rest)

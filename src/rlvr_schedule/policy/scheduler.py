@@ -193,11 +193,25 @@ class PolicyConfig:
         Larger: a steadier start, a later first move.
 
     Failure (failure clock: switch before it runs out)
+    failure_samples, failure_samples_interval, failure_batch, failure_lr: the sweep's failure clock
+        (``SweepFit.failure_clock()``, what ``rlvr-schedule fit`` measures: rollouts to failure,
+        their interval, and the batch and LR they were measured at; None: the policy's base batch
+        and the rule's LR there). With it, the failure-clock trigger
+        (:class:`~rlvr_schedule.policy.triggers.FailureClockTrigger`) spends the interval's lower
+        end at 1/F(B, lr) per rollout, F(B, lr) = F (B/B_ref)^(alpha + e) (r_ref / lr), and
+        switches once a stage has spent ``failure_clock_fraction`` (0.8) of what was left at its
+        start: the first switch at 0.8 x the lower bound. ``rlvr-schedule plan`` writes the same
+        switches down.
+    forecast: what the live forecast (:class:`rlvr_schedule.clocks.FailureForecast`) may do:
+        "advisory" (default: it warns, in the decision's reason and once per stage in the log, and
+        does not move the batch; it has not yet met its skill target on recorded runs), "on" (a
+        failure trigger: earlier than the sweep's clock where one is given, the clock where none
+        is), "off".
     failure_signal, failure_fraction: the forecast (:class:`rlvr_schedule.clocks.FailureForecast`)
         follows this signal to ``failure_fraction`` x its level over the first 512 rollouts
         (default 0.1 for falling signals such as entropy, 10 for rising ones such as kl): where
         the failure clock runs out.
-    failure_switch_fraction: switch once the signal's fitted trend has less than this fraction of
+    failure_switch_fraction: (``forecast: on``) switch once the signal's fitted trend has less than this fraction of
         the way left from its level at the last (re)start to the collapse level (0.25). Larger:
         earlier, more switches. 0 gives policy v2: this trigger off, no forecast restart and no
         LR division at the largest batch (with v2's horizon trigger, see ``legacy``).
@@ -257,7 +271,7 @@ class PolicyConfig:
     failure_samples_interval: tuple[float, float] | None = None
     failure_batch: float | None = None
     failure_lr: float | None = None
-    failure_clock_fraction: float = 0.5
+    failure_clock_fraction: float = 0.8
     forecast: str = "advisory"
     failure_signal: str = "entropy"
     failure_fraction: float | None = None
@@ -656,6 +670,7 @@ class TwoClockScheduler(Schedule):
                 exponent=cfg.failure_exponent,
                 rule_exponent=self._rule_e,
                 fraction=cfg.failure_clock_fraction,
+                min_rollouts=cfg.min_stage_samples,
             )
         if self._v2:
             self.forecast.warmup_samples = min(10, self.forecast.window) * batch

@@ -103,7 +103,8 @@ class FailureClockTrigger:
         lr: float,
         exponent: float = 0.0,
         rule_exponent: float = 0.5,
-        fraction: float = 0.5,
+        fraction: float = 0.8,
+        min_rollouts: float = 0.0,
     ) -> None:
         if not (math.isfinite(failure_samples) and failure_samples > 0):
             raise ValueError(f"failure_samples must be a positive number, got {failure_samples!r}")
@@ -114,6 +115,7 @@ class FailureClockTrigger:
         self.exponent = float(exponent)
         self.rule_exponent = float(rule_exponent)
         self.fraction = float(fraction)
+        self.min_rollouts = float(min_rollouts)
         self.used_ = 0.0
         self.stage_used_ = 0.0
 
@@ -138,8 +140,12 @@ class FailureClockTrigger:
 
     def propose(self, batch: int, lr: float, nxt: tuple[int, float] | None) -> Proposal | None:
         """A failure switch to ``nxt`` (:func:`next_failure_stage`; None: no stage left) once the
-        stage has spent ``fraction`` of what was left at its start."""
+        stage has spent ``fraction`` of what was left at its start; none once a stage would be
+        shorter than ``min_rollouts`` (the closed form's switches pile up as the clock runs out:
+        from there the alarms are the failure trigger)."""
         if self.spent < self.fraction:
+            return None
+        if self.fraction * (1.0 - self.stage_used_) * self.clock(batch, lr) < self.min_rollouts:
             return None
         why = (
             f"failure clock: {self.spent:.2f} of the rollouts left at the stage's start spent "
@@ -167,10 +173,13 @@ class FailureClockTrigger:
         step: Callable[[int, float], tuple[int, float]],
         *,
         max_switches: int | None = None,
+        min_rollouts: float = 0.0,
     ) -> list[tuple[float, int, float]]:
         """The failure switches from a fresh clock at (batch, lr) within ``budget`` rollouts, with
         no other switch: (rollouts at the switch, batch, LR) after each, ``step`` giving the next
-        stage. What the planner writes and the closed-form count of failure switches."""
+        stage. What the planner writes and the closed-form count of failure switches. The stages
+        shorten geometrically (by (1 - fraction) growth^(alpha + e - q)); planning stops at the
+        first stage shorter than ``min_rollouts`` (the policy's ``min_stage_samples``)."""
         clk = FailureClockTrigger(
             self.failure_samples,
             lower=self.lower,
@@ -184,7 +193,7 @@ class FailureClockTrigger:
         at = 0.0
         while max_switches is None or len(out) < max_switches:
             n = clk.stage_rollouts(batch, lr)
-            if not math.isfinite(n) or at + n > budget:
+            if not math.isfinite(n) or at + n > budget or n < min_rollouts:
                 break
             at += n
             clk.spend(n, batch, lr)

@@ -32,8 +32,19 @@ def _cdf(z: float) -> float:
     return 0.5 * math.erfc(-z / math.sqrt(2.0))
 
 
+def _hazard(z: float) -> float:
+    """phi(z) / (1 - Phi(z)), the inverse Mills ratio, stable in the far tail (continued fraction
+    beyond z = 5, where 1 - Phi underflows)."""
+    if z < 5.0:
+        return _phi(z) / (1.0 - _cdf(z))
+    cf = z
+    for k in range(40, 0, -1):
+        cf = z + k / cf
+    return cf  # 1 / R(z), R the Mills ratio 1 / (z + 1/(z + 2/(z + ...)))
+
+
 def censored_lognormal(
-    failed: Sequence[float], censored: Sequence[float], *, iters: int = 500
+    failed: Sequence[float], censored: Sequence[float], *, iters: int = 5000
 ) -> tuple[float, float]:
     """(mu, sigma) of a normal fitted by maximum likelihood to the values ``failed`` and the
     right-censored values ``censored`` (each only known to be above its value), by EM.
@@ -49,9 +60,11 @@ def censored_lognormal(
     mu, sig = float(x.mean()), float(x.std())
     if c.size == 0 or sig <= 0:
         return mu, sig
+    both = np.concatenate([x, c])  # start as if the censored values had failed there
+    mu, sig = float(both.mean()), max(float(both.std()), sig)
     for _ in range(iters):
         z = (c - mu) / sig
-        lam = np.array([_phi(v) / max(1.0 - _cdf(v), 1e-300) for v in z])
+        lam = np.array([_hazard(float(v)) for v in z])
         e1 = mu + sig * lam  # E[x | x > c]
         e2 = mu * mu + sig * sig + sig * (c + mu) * lam  # E[x^2 | x > c]
         n = x.size + c.size
@@ -73,8 +86,9 @@ class FailureScalingFit:
     batch), alpha = 1 a step clock. ``failure_samples_`` is the pooled clock at ``batch_`` (the
     failed runs' geometric-mean batch): the median of a log-normal fitted with the runs that never
     failed as right-censored at the rollouts they consumed (``censored_samples_``; the module
-    docstring says why), with a t-interval in log space on the failures' degrees of freedom
-    (without censored runs: the geometric mean and its t-interval). ``sigma_`` is the log spread;
+    docstring says why), with a Wald interval in log space from the censored likelihood's
+    information and the failures' t quantile (without censored runs: the geometric mean and its
+    t-interval). ``sigma_`` is the log spread;
     :meth:`failure_probability` gives P(failure within a budget). Runs that never failed are
     listed in ``censored_``, runs that diverged (reward falling from the start: no failure-clock
     reading, see :class:`FailureClock`) in ``diverging_`` and left out.
@@ -156,9 +170,17 @@ class FailureScalingFit:
         mu, sig = censored_lognormal(list(x), c)
         self.failure_samples_ = float(np.exp(mu))
         self.sigma_ = sig
-        if n >= 2:
+        if n >= 2 and finite(sig) and sig > 0:
+            # Wald interval from the censored likelihood's observed information for mu,
+            # (d + sum over censored of lam (lam - z)) / sigma^2, with the failures' t quantile and
+            # the n / (n - 1) correction of sigma: without censored runs, the geometric mean's t-interval
+            info = float(n)
+            for v in c:
+                z = (v - mu) / sig
+                lam = _hazard(z)
+                info += lam * (lam - z)
             t = t_quantile(0.5 + self.level / 2, n - 1)
-            h = t * sig * math.sqrt(n / (n - 1)) / math.sqrt(n)
+            h = t * sig * math.sqrt(n / (n - 1)) / math.sqrt(info)
             self.failure_samples_interval_ = (float(np.exp(mu - h)), float(np.exp(mu + h)))
         if finite(self._c):  # the intercept moves with the pooled value (censoring lifts it)
             self._c = mu - a * lref
