@@ -129,3 +129,19 @@ def test_the_gate_snaps_to_the_grid_it_is_given():
         if d.switched:
             break
     assert d is not None and d.switched and d.batch == 192 and d.reason.startswith("failure clock")
+
+
+def test_the_clock_is_saved_and_restored_with_the_policy():
+    import json
+
+    cfg = dict(initial_batch=64, base_lr=1e-6, failure_samples=4000.0, detectors=(), max_stages=4)
+    a = TwoClockScheduler(PolicyConfig(**cfg))
+    recs = list(_falling(120))
+    for r in recs[:30]:
+        a.step(r)
+    b = TwoClockScheduler(PolicyConfig(**cfg))
+    b.load_state_dict(json.loads(json.dumps(a.state_dict())))
+    assert b.clock is not None and a.clock is not None and b.clock.used_ == a.clock.used_
+    rest_a = [a.step(r) for r in recs[30:]]
+    rest_b = [b.step(r) for r in recs[30:]]
+    assert rest_a == rest_b and any(d.switched for d in rest_a)
