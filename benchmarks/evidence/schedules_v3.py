@@ -77,6 +77,8 @@ def kind(reason: str) -> str:
 
 #: --lean: only the sweep-LR constants, v3 and the issue-20 policy (no LR grid, decay, ramp, noise-scale)
 LEAN = False
+#: --policy-kw: PolicyConfig overrides for the issue-20 policy (post-hoc variants, not defaults)
+POLICY_KW: dict[str, Any] = {}
 #: issue 20's failure_clock_fraction for the sweep-clock policy (None: the policy's default)
 CLOCK_FRACTION: float | None = None
 
@@ -97,7 +99,9 @@ def sweep_clock(name: str) -> dict[str, Any]:
             runs.append(env.run_constant(b, horizon, lr=lr_for_batch(b, BASE, LR0)))
             fails.append(env.collapsed_at)
     fit = FailureScalingFit().fit(runs, fails, [False] * len(runs))
-    alpha = fit.alpha_ if math.isfinite(fit.alpha_) else 0.0
+    alo, ahi = fit.alpha_interval_
+    # as SweepFit.failure_clock(): the fitted alpha only where its interval excludes 0
+    alpha = fit.alpha_ if math.isfinite(fit.alpha_) and (alo > 0 or ahi < 0) else 0.0
     lo, hi = fit.failure_samples_interval_
     return dict(
         failure_samples=fit.failure_samples_,
@@ -163,6 +167,7 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
     )
     out["v3 two-clock"] = lambda: v3(lo, hi, bstar, failure_switch_fraction=SWITCH_FRACTION, forecast="on")
     extra = {} if CLOCK_FRACTION is None else {"failure_clock_fraction": CLOCK_FRACTION}
+    extra.update(POLICY_KW)
     out[POLICY] = lambda: v3(lo, hi, bstar, **clock, **extra)
     if LEAN:  # issue 20's comparison only: the sweep's constants, v3 (forecast on) and the policy
         keep = {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY}
@@ -239,6 +244,7 @@ def closed_form_switches(name: str, clock: dict[str, Any]) -> dict[str, float]:
 
     kw = task_kw(name)
     extra = {} if CLOCK_FRACTION is None else {"failure_clock_fraction": CLOCK_FRACTION}
+    extra.update(POLICY_KW)
     sched = v3(BATCHES[0], BATCHES[-1], float(kw["critical_batch"]), **clock, **extra)
     cfg = sched.config
     iv = clock["failure_samples_interval"]
@@ -316,8 +322,6 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]], clock: dict[st
 
     res["best_vs_best_constant"] = diff(lambda c: c["best"], best_const)
     res["at1.5F_vs_sweep_constants"] = {k: diff(lambda c: c["at"][1.5], k) for k in sweep}
-    if LEAN:
-        return res
     best_grid = max(grid, key=lambda k: np.mean([c["at"][1.5] for c in curves[k]]))
     res["best_grid_at1.5F"] = best_grid
     res["at1.5F_vs_best_grid"] = diff(lambda c: c["at"][1.5], best_grid)
@@ -327,6 +331,8 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]], clock: dict[st
         res["paired_reached"] = int(ok.sum())
         res["rollouts_ratio"] = float(tt[pol][ok, 0].mean() / tt[eff][ok, 0].mean()) if ok.any() else None
         res["updates_ratio"] = float(tt[pol][ok, 1].mean() / tt[eff][ok, 1].mean()) if ok.any() else None
+    if LEAN:
+        return res
     decays = [f"decay {b}" for b in BATCHES]
     best_decay = max(decays, key=lambda k: np.mean([c["best"] for c in curves[k]]))
     res["best_decay"] = best_decay
@@ -433,9 +439,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--switch-fraction", type=float, default=0.25)
     ap.add_argument("--clock-fraction", type=float, default=None)
     ap.add_argument("--lean", action="store_true", help="issue 20's comparison only")
+    ap.add_argument("--policy-kw", default="{}", help="JSON PolicyConfig overrides for the issue-20 policy")
     args = ap.parse_args(argv)
     global SWITCH_FRACTION, CLOCK_FRACTION, LEAN
     LEAN = args.lean
+    POLICY_KW.update(json.loads(args.policy_kw))
     CLOCK_FRACTION = args.clock_fraction
     SWITCH_FRACTION = args.switch_fraction
     out = []
