@@ -77,6 +77,7 @@ def kind(reason: str) -> str:
 
 #: --lean: only the sweep-LR constants, v3 and the issue-20 policy (no LR grid, decay, ramp, noise-scale)
 LEAN = False
+FRACTION_USED: float = math.nan
 #: --policy-kw: PolicyConfig overrides for the issue-20 policy (post-hoc variants, not defaults)
 POLICY_KW: dict[str, Any] = {}
 #: issue 20's failure_clock_fraction for the sweep-clock policy (None: the policy's default)
@@ -349,11 +350,16 @@ def _ci(x) -> str:
 
 
 def report(out: list[dict[str, Any]], seeds: int) -> list[str]:
+    global FRACTION_USED
+    FRACTION_USED = POLICY_KW.get(
+        "failure_clock_fraction", CLOCK_FRACTION or PolicyConfig().failure_clock_fraction
+    )
     """The markdown page: the goal's checks per task, then each task's table."""
     lines = [
         f"# Issue 20: the sweep's failure clock as the trigger ({seeds} seeds, paired)",
         "",
-        f"Policy: `{POLICY}` (defaults: failure_clock_fraction 0.5, forecast advisory). Ratios on the seeds "
+        f"Policy: `{POLICY}` (PolicyConfig defaults, failure_clock_fraction {FRACTION_USED}, forecast "
+        f"advisory; overrides {json.dumps(POLICY_KW)}). Ratios on the seeds "
         "where both reached the target; differences policy minus baseline, mean [95% t-interval].",
         "",
         "| task | sweep clock F [interval] | first clock switch (median) | best vs best constant | "
