@@ -256,6 +256,7 @@ def closed_form_switches(name: str, clock: dict[str, Any]) -> dict[str, float]:
         lr=clock["failure_lr"],
         exponent=clock["failure_exponent"],
         fraction=cfg.failure_clock_fraction,
+        floor=cfg.failure_clock_floor,
     )
     cur = sched.current
     plan = trig.schedule(

@@ -101,7 +101,8 @@ def plan_schedule(
     sample_tolerance: float = 0.10,
     start_fraction: float | None = None,
     growth: float = 2.0,
-    clock_fraction: float = 0.8,
+    clock_fraction: float = 0.5,
+    clock_floor: float = 0.45,
     failure_lr_exponent: float = 0.0,
     max_stages: int = 16,
     min_stage_samples: int = 160,
@@ -117,9 +118,9 @@ def plan_schedule(
     target)``). Batches satisfy ``constraints`` (default: whole groups of ``group_size``). The
     start is ``start_fraction`` x B* (default: the policy's operating fraction for
     ``sample_tolerance``, 2 tol / (1 + tol)); its LR follows ``lr_rule`` from (``base_batch``,
-    ``base_lr``), by default the smallest run's. ``clock_fraction``, ``growth``,
+    ``base_lr``), by default the smallest run's. ``clock_fraction``, ``clock_floor``, ``growth``,
     ``failure_lr_exponent``: the failure-clock trigger's knobs (:class:`~rlvr_schedule.policy.PolicyConfig`'s
-    ``failure_clock_fraction``, ``growth``, ``failure_lr_exponent``). Switches are planned within
+    ``failure_clock_fraction``, ``failure_clock_floor``, ``growth``, ``failure_lr_exponent``). Switches are planned within
     ``budget`` rollouts (default: twice the pooled failure samples) and ``max_stages`` stages, and
     stop at the first stage shorter than ``min_stage_samples`` (the policy's pacing).
     Raises :class:`~rlvr_schedule.errors.RlvrScheduleError` when the sweep gives no critical batch.
@@ -222,6 +223,7 @@ def plan_schedule(
             exponent=alpha,
             rule_exponent=e,
             fraction=clock_fraction,
+            floor=clock_floor,
         )
         fb_budget: Any = getattr(fit, "budget", None)
         horizon = float(budget) if budget is not None else 2.0 * fail
@@ -237,7 +239,7 @@ def plan_schedule(
         if lower is not None:
             notes.append(
                 f"failure clock {fail:.5g} rollouts (lower bound {lower:.5g}): the first switch at "
-                f"{clock_fraction:g} of its lower bound at the start"
+                f"{clock_fraction:g} of its lower bound at the start (not before {clock_floor:g} of the clock)"
             )
     stages: list[Stage] = []
     starts = [(0.0, b_first, lr_first), *points]

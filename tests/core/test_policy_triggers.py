@@ -145,3 +145,17 @@ def test_the_clock_is_saved_and_restored_with_the_policy():
     rest_a = [a.step(r) for r in recs[30:]]
     rest_b = [b.step(r) for r in recs[30:]]
     assert rest_a == rest_b and any(d.switched for d in rest_a)
+
+
+def test_the_first_switch_waits_for_the_floor_of_the_pooled_clock():
+    # a wide interval (lower bound 4000 of a pooled 10,000): half the lower bound would be 0.2 F
+    c = clock(lower=4000.0, fraction=0.5, floor=0.45)
+    assert c.stage_fraction == pytest.approx(0.45 * 10_000 / 4000)
+    c.spend(4400, 16, 1e-6)
+    assert c.propose(16, 1e-6, (32, 1e-6)) is None  # 0.44 F
+    c.spend(200, 16, 1e-6)
+    assert c.propose(16, 1e-6, (32, 1e-6)) is not None  # 0.46 F
+    c.restart()
+    assert c.stage_fraction == 0.5  # later stages: the fraction alone
+    tight = clock(lower=9800.0, fraction=0.5, floor=0.45)
+    assert tight.stage_fraction == 0.5  # a tight interval: the floor does not bind

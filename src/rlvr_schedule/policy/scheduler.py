@@ -130,6 +130,7 @@ GROUPS = {
         "failure_batch",
         "failure_lr",
         "failure_clock_fraction",
+        "failure_clock_floor",
         "forecast",
         "failure_signal",
         "failure_fraction",
@@ -199,9 +200,10 @@ class PolicyConfig:
         and the rule's LR there). With it, the failure-clock trigger
         (:class:`~rlvr_schedule.policy.triggers.FailureClockTrigger`) spends the interval's lower
         end at 1/F(B, lr) per rollout, F(B, lr) = F (B/B_ref)^(alpha + e) (r_ref / lr), and
-        switches once a stage has spent ``failure_clock_fraction`` (0.8) of what was left at its
-        start: the first switch at 0.8 x the lower bound. ``rlvr-schedule plan`` writes the same
-        switches down.
+        switches once a stage has spent ``failure_clock_fraction`` (0.5) of what was left at its
+        start: the first switch at half the lower bound, but not before ``failure_clock_floor``
+        (0.45) of the pooled clock (a wide interval from few failures puts the lower bound far
+        below it). ``rlvr-schedule plan`` writes the same switches down.
     forecast: what the live forecast (:class:`rlvr_schedule.clocks.FailureForecast`) may do:
         "advisory" (default: it warns, in the decision's reason and once per stage in the log, and
         does not move the batch; it has not yet met its skill target on recorded runs), "on" (a
@@ -271,7 +273,8 @@ class PolicyConfig:
     failure_samples_interval: tuple[float, float] | None = None
     failure_batch: float | None = None
     failure_lr: float | None = None
-    failure_clock_fraction: float = 0.8
+    failure_clock_fraction: float = 0.5
+    failure_clock_floor: float = 0.45
     forecast: str = "advisory"
     failure_signal: str = "entropy"
     failure_fraction: float | None = None
@@ -440,6 +443,12 @@ class PolicyConfig:
             raise bad(
                 "failure_clock_fraction",
                 f"must be at most 1 (the part of the clock a stage spends), got {self.failure_clock_fraction!r}",
+            )
+        pos_num("failure_clock_floor", self.failure_clock_floor, zero=True)
+        if self.failure_clock_floor > 1:
+            raise bad(
+                "failure_clock_floor",
+                f"must be at most 1 (a part of the pooled clock), got {self.failure_clock_floor!r}",
             )
         if self.forecast not in FORECAST_MODES:
             raise bad("forecast", f"must be one of {', '.join(FORECAST_MODES)}, got {self.forecast!r}")
@@ -670,6 +679,7 @@ class TwoClockScheduler(Schedule):
                 exponent=cfg.failure_exponent,
                 rule_exponent=self._rule_e,
                 fraction=cfg.failure_clock_fraction,
+                floor=cfg.failure_clock_floor,
                 min_rollouts=cfg.min_stage_samples,
             )
         if self._v2:

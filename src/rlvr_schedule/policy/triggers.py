@@ -90,7 +90,10 @@ class FailureClockTrigger:
     ``failure_samples``: the sweep's pooled failure rollouts, ``lower`` the lower end of their
     interval (None: the pooled value), measured at ``batch`` and ``lr``; ``exponent``: alpha in F ~
     B^alpha; ``rule_exponent``: e (drift per rollout ~ lr / B^e); ``fraction``: the part of the
-    rollouts left at a stage's start that the stage may spend before the switch. ``used_`` is the
+    rollouts left at a stage's start that the stage may spend before the switch; ``floor``: the
+    first switch also waits until ``floor`` of the pooled clock is spent (a wide interval, from few
+    failures among many censored runs, puts the lower bound far below the pooled clock: without it
+    the first switch would come at a small part of the clock the sweep measured). ``used_`` is the
     part of the clock spent, ``stage_used_`` the part spent when the current failure stage began.
     """
 
@@ -103,7 +106,8 @@ class FailureClockTrigger:
         lr: float,
         exponent: float = 0.0,
         rule_exponent: float = 0.5,
-        fraction: float = 0.8,
+        fraction: float = 0.5,
+        floor: float = 0.45,
         min_rollouts: float = 0.0,
     ) -> None:
         if not (math.isfinite(failure_samples) and failure_samples > 0):
@@ -115,6 +119,7 @@ class FailureClockTrigger:
         self.exponent = float(exponent)
         self.rule_exponent = float(rule_exponent)
         self.fraction = float(fraction)
+        self.floor = float(floor)
         self.min_rollouts = float(min_rollouts)
         self.used_ = 0.0
         self.stage_used_ = 0.0
@@ -134,6 +139,14 @@ class FailureClockTrigger:
         left = 1.0 - self.stage_used_
         return (self.used_ - self.stage_used_) / left if left > 0 else math.inf
 
+    @property
+    def stage_fraction(self) -> float:
+        """The part of what is left that this stage spends: ``fraction``, and for the first stage
+        at least ``floor`` of the pooled clock (``floor`` x F / lower of the lower bound)."""
+        if self.stage_used_ > 0:
+            return self.fraction
+        return min(max(self.fraction, self.floor * self.failure_samples / self.lower), 1.0)
+
     def left(self, batch: float, lr: float) -> float:
         """Rollouts left to the lower bound of failure at (batch, lr)."""
         return max(1.0 - self.used_, 0.0) * self.clock(batch, lr)
@@ -143,13 +156,14 @@ class FailureClockTrigger:
         stage has spent ``fraction`` of what was left at its start; none once a stage would be
         shorter than ``min_rollouts`` (the closed form's switches pile up as the clock runs out:
         from there the alarms are the failure trigger)."""
-        if self.spent < self.fraction:
+        frac = self.stage_fraction
+        if self.spent < frac:
             return None
-        if self.fraction * (1.0 - self.stage_used_) * self.clock(batch, lr) < self.min_rollouts:
+        if frac * (1.0 - self.stage_used_) * self.clock(batch, lr) < self.min_rollouts:
             return None
         why = (
             f"failure clock: {self.spent:.2f} of the rollouts left at the stage's start spent "
-            f"(>= {self.fraction:g}; sweep's clock {self.failure_samples:.5g}, lower bound "
+            f"(>= {frac:.3g}; sweep's clock {self.failure_samples:.5g}, lower bound "
             f"{self.lower:.5g}; {self.left(batch, lr):.5g} rollouts left at batch {batch})"
         )
         if nxt is None:
@@ -163,7 +177,7 @@ class FailureClockTrigger:
 
     def stage_rollouts(self, batch: float, lr: float) -> float:
         """Rollouts a stage held at (batch, lr) runs from now to its switch (the closed form)."""
-        return max(self.fraction - self.spent, 0.0) * (1.0 - self.stage_used_) * self.clock(batch, lr)
+        return max(self.stage_fraction - self.spent, 0.0) * (1.0 - self.stage_used_) * self.clock(batch, lr)
 
     def schedule(
         self,
@@ -188,6 +202,7 @@ class FailureClockTrigger:
             exponent=self.exponent,
             rule_exponent=self.rule_exponent,
             fraction=self.fraction,
+            floor=self.floor,
         )
         out: list[tuple[float, int, float]] = []
         at = 0.0
