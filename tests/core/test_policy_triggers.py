@@ -148,9 +148,9 @@ def test_the_clock_is_saved_and_restored_with_the_policy():
 
 
 def test_the_first_switch_waits_for_the_floor_of_the_pooled_clock():
-    # a wide interval (lower bound 4000 of a pooled 10,000): half the lower bound would be 0.2 F
-    c = clock(lower=4000.0, fraction=0.5, floor=0.45)
-    assert c.stage_fraction == pytest.approx(0.45 * 10_000 / 4000)
+    # a wide interval (lower bound 5000 of a pooled 10,000): half the lower bound would be 0.25 F
+    c = clock(lower=5000.0, fraction=0.5, floor=0.45)
+    assert c.stage_fraction == pytest.approx(0.45 * 10_000 / 5000)
     c.spend(4400, 16, 1e-6)
     assert c.propose(16, 1e-6, (32, 1e-6)) is None  # 0.44 F
     c.spend(200, 16, 1e-6)
