@@ -7,15 +7,20 @@ B = 2B* x 0.1/1.1 = 0.18 B*. B* is a known value (e.g.
 B* ~ 1/lr, B_simple serves as a *relative* tracker (its ratio to its first value times the known
 B*). As B* rises the batch follows a continuous target (fraction x estimate, snapped), moving
 once the target is ``track_step`` above the current batch, as the Pollux rule re-optimises.
-Failure clock (the seed's prescription): the failure signal's trend is followed online; once less
-than ``failure_switch_fraction`` (0.25) of the way from its level at the last (re)start to the
-collapse level remains, the batch grows by ``growth`` with the LR x growth^q
-(q = ``failure_lr_exponent``, default 0: the LR held) and the forecast restarts; at the largest
-batch the LR is divided by sqrt(growth) instead. In the local quadratic model a switch moves the
-remaining failure from F to F k^(alpha + e - q) rollouts (k the batch factor, e the LR rule's
+Failure clock: the sweep's (``failure_samples`` from ``rlvr-schedule fit``, with its interval and
+the batch and LR it was measured at) is spent rollout by rollout; once a stage has spent
+``failure_clock_fraction`` of the clock's lower bound left at its start, the batch grows by
+``growth`` with the LR x growth^q (q = ``failure_lr_exponent``, default 0: the LR held); at the
+largest batch the LR is divided by sqrt(growth) instead. In the local quadratic model a switch moves
+the remaining failure from F to F k^(alpha + e - q) rollouts (k the batch factor, e the LR rule's
 exponent, 1/2 for "sqrt", alpha = ``failure_exponent``): with q = 0 a sample clock (alpha = 0) is
-postponed too, which a square-root switch (q = e) cannot do; where the exponent is <= 0 the
-policy holds and says so ("failure forecast: hold").
+postponed too, which a square-root switch (q = e) cannot do; where the exponent is <= 0 the policy
+holds and says so ("failure forecast: hold"). The live forecast (``forecast``) is advisory by
+default; "on" makes it a trigger that can only come earlier than the clock (the clock where no
+sweep is given). Detector alarms are failure triggers too.
+:meth:`TwoClockScheduler.propose` reads as triggers (``policy/triggers.py``: auto start, failure
+clock, forecast, alarm, B* tracker up and down, in that order) and one gate (``_gate``: snap to
+``self.constraints``, then the pacing).
 Every trigger must hold for ``hysteresis_samples`` rollouts of consecutive records, a stage runs
 ``min_stage_samples`` rollouts before the next switch, and there are at most ``max_stages``: every
 rate limit counts rollouts, so it lasts as long in data at every batch (old files' record-counted
