@@ -8,7 +8,13 @@ Per task and seed (paired: every schedule sees the same random numbers):
   failure trigger divides the LR by sqrt 2);
 - a 3-point LR grid of constants: each batch at 1, 1/2 and 1/4 x the sweep's LR;
 - the linear ramp 16 -> 256 over F/2 rollouts and the noise-scale rule (Pollux goodput, sqrt LR);
-- the v3 two-clock policy with its defaults (start 1/4 x the known B* of 64 = 16).
+- the v3 two-clock policy with its defaults (start 1/4 x the known B* of 64 = 16);
+- "two-clock (sweep clock)" (issue 20): the same with the sweep's failure clock (a separate sweep:
+  the five constants on seeds 90000 and 90001, fitted by ``FailureScalingFit`` with the runs that
+  did not fail censored at 2F) as its failure trigger.
+
+Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (their own
+committed seeds), each with its own B* and F.
 
 Measures: best smoothed reward before failure (collapse or crash), smoothed reward at F, 1.5F and
 2F rollouts, rollouts and updates to the target (the smoothed reward reaching 0.9 x the best
@@ -30,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from rlvr_schedule.clocks import FailureScalingFit
 from rlvr_schedule.clocks._stats import t_quantile
 from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
 from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
@@ -38,7 +45,12 @@ from rlvr_schedule.synthetic import SyntheticEnvironment
 from rlvr_schedule.synthetic.tasks import BATCHES, COMMON, TASKS
 from rlvr_schedule.theory.scaling import lr_for_batch
 
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+from heldout_tasks import HELDOUT, HELDOUT_SEEDS  # noqa: E402
+
 GROUP = 8
+SWEEP_SEEDS = (90_000, 90_001)
+POLICY = "two-clock (sweep clock)"
 LR0, BASE = COMMON["lr0"], COMMON["base_batch"]
 F = COMMON["failure_samples"]
 BUDGETS = (1.0, 1.5, 2.0)
@@ -56,11 +68,56 @@ def smoothed(run, window: float) -> tuple[np.ndarray, np.ndarray]:
     return cs[1:], (cr[ends] - cr[starts]) / (cs[ends] - cs[starts])
 
 
-def v3(batch_lo: int, hi: int, **kw: Any) -> TwoClockScheduler:
+def kind(reason: str) -> str:
+    """A switch's trigger, from its reason."""
+    if reason.startswith("critical batch estimate"):
+        return "track up" if " rose" in reason else "track down"
+    return reason.split(":")[0].split(" ")[0] if reason.startswith("alarm") else reason.split(":")[0]
+
+
+#: --lean: only the sweep-LR constants, v3 and the issue-20 policy (no LR grid, decay, ramp, noise-scale)
+LEAN = False
+FRACTION_USED: float = math.nan
+#: --policy-kw: PolicyConfig overrides for the issue-20 policy (post-hoc variants, not defaults)
+POLICY_KW: dict[str, Any] = {}
+#: issue 20's failure_clock_fraction for the sweep-clock policy (None: the policy's default)
+CLOCK_FRACTION: float | None = None
+
+
+def task_kw(name: str) -> dict[str, Any]:
+    return dict(COMMON, **(TASKS.get(name) or HELDOUT[name]))
+
+
+def sweep_clock(name: str) -> dict[str, Any]:
+    """The failure-clock knobs a user's sweep would give: the constants of the 16x range on two
+    seeds of their own, fitted with the runs that did not fail censored at their length."""
+    kw = task_kw(name)
+    horizon = max(BUDGETS) * kw["failure_samples"]
+    runs, fails = [], []
+    for seed in SWEEP_SEEDS:
+        for b in BATCHES:
+            env = SyntheticEnvironment(seed=seed, **kw)
+            runs.append(env.run_constant(b, horizon, lr=lr_for_batch(b, BASE, LR0)))
+            fails.append(env.collapsed_at)
+    fit = FailureScalingFit().fit(runs, fails, [False] * len(runs))
+    alo, ahi = fit.alpha_interval_
+    # as SweepFit.failure_clock(): the fitted alpha only where its interval excludes 0
+    alpha = fit.alpha_ if math.isfinite(fit.alpha_) and (alo > 0 or ahi < 0) else 0.0
+    lo, hi = fit.failure_samples_interval_
+    return dict(
+        failure_samples=fit.failure_samples_,
+        failure_samples_interval=(lo, hi) if math.isfinite(lo) else None,
+        failure_exponent=alpha,
+        failure_batch=fit.batch_,
+        failure_lr=lr_for_batch(fit.batch_, BASE, LR0),
+    )
+
+
+def v3(batch_lo: int, hi: int, bstar: float = 64.0, **kw: Any) -> TwoClockScheduler:
     cfg = dict(
         initial_batch="auto",
-        critical_batch=COMMON["critical_batch"],
-        sample_tolerance=batch_lo / (2 * 64 - batch_lo),  # operating fraction batch_lo / 64
+        critical_batch=bstar,
+        sample_tolerance=batch_lo / (2 * bstar - batch_lo),  # operating fraction batch_lo / B*
         base_batch=BASE,
         base_lr=LR0,
         constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
@@ -73,8 +130,10 @@ def v3(batch_lo: int, hi: int, **kw: Any) -> TwoClockScheduler:
 SWITCH_FRACTION = 0.25
 
 
-def makers() -> dict[str, Callable[[], BatchSchedule | tuple[int, float]]]:
+def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSchedule | tuple[int, float]]]:
     lo, hi = BATCHES[0], BATCHES[-1]
+    bstar = float(task_kw(name)["critical_batch"])
+    F = float(task_kw(name)["failure_samples"])
     out: dict[str, Callable[[], Any]] = {}
     for b in BATCHES:
         for g in LR_GRID:
@@ -107,25 +166,39 @@ def makers() -> dict[str, Callable[[], BatchSchedule | tuple[int, float]]]:
         max_batch=hi,
         constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
     )
-    out["v3 two-clock"] = lambda: v3(lo, hi, failure_switch_fraction=SWITCH_FRACTION)
+    out["v3 two-clock"] = lambda: v3(lo, hi, bstar, failure_switch_fraction=SWITCH_FRACTION, forecast="on")
+    extra = {} if CLOCK_FRACTION is None else {"failure_clock_fraction": CLOCK_FRACTION}
+    extra.update(POLICY_KW)
+    out[POLICY] = lambda: v3(lo, hi, bstar, **clock, **extra)
+    if LEAN:  # issue 20's comparison only: the sweep's constants, v3 (forecast on) and the policy
+        keep = {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY}
+        out = {k: v for k, v in out.items() if k in keep}
     return out
 
 
-def run_task(name: str, seeds: int) -> dict[str, Any]:
-    kw = dict(COMMON, **TASKS[name])
+def run_task(name: str, seeds: int) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    kw = task_kw(name)
+    F = kw["failure_samples"]
     window = 0.05 * F
     horizon = max(BUDGETS) * F
+    clock = sweep_clock(name)
     curves: dict[str, list[dict[str, Any]]] = {}
-    for seed in range(seeds):
+    seed_list = list(range(seeds)) if name in TASKS else list(HELDOUT_SEEDS[:seeds])
+    for seed in seed_list:
         env = SyntheticEnvironment(seed=seed, **kw)
-        for label, make in makers().items():
+        for label, make in makers(name, clock).items():
             obj = make()
             if isinstance(obj, tuple):
                 run = env.run_constant(obj[0], horizon, lr=obj[1])
-                switches = 0
+                switches, kinds, first_clock = 0, [], None
             else:
                 run = env.run(obj, horizon)
                 switches = sum(d.switched for d in env.decisions)
+                kinds = [kind(d.reason) for d in env.decisions if d.switched]
+                first_clock = next(
+                    (d.samples for d in env.decisions if d.switched and d.reason.startswith("failure clock")),
+                    None,
+                )
             s, r = smoothed(run, window)
             fail = env.collapsed_at
             before = r[s <= fail] if fail is not None else r
@@ -138,10 +211,12 @@ def run_task(name: str, seeds: int) -> dict[str, Any]:
                     cause=env.crash_cause,
                     best=float(before.max()) if before.size else float(r[0]),
                     switches=switches,
+                    kinds=kinds,
+                    first_clock=first_clock,
                     at={f: float(r[min(np.searchsorted(s, f * F), len(r) - 1)]) for f in BUDGETS},
                 )
             )
-    return curves
+    return curves, clock
 
 
 def t_ci(x: np.ndarray) -> tuple[float, float, float]:
@@ -163,19 +238,74 @@ def _nanmean(x: np.ndarray) -> float | None:
     return None if np.isnan(x).all() else float(np.nanmean(x))
 
 
-def summarise(name: str, curves: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def closed_form_switches(name: str, clock: dict[str, Any]) -> dict[str, float]:
+    """Issue 20's bound on the median switches per run: the failure switches the sweep's clock
+    predicts within the horizon (no other switch), plus log_track_step(B* rise), plus 1."""
+    from rlvr_schedule.policy.triggers import FailureClockTrigger, next_failure_stage
+
+    kw = task_kw(name)
+    extra = {} if CLOCK_FRACTION is None else {"failure_clock_fraction": CLOCK_FRACTION}
+    extra.update(POLICY_KW)
+    sched = v3(BATCHES[0], BATCHES[-1], float(kw["critical_batch"]), **clock, **extra)
+    cfg = sched.config
+    iv = clock["failure_samples_interval"]
+    trig = FailureClockTrigger(
+        clock["failure_samples"],
+        lower=iv[0] if iv else None,
+        batch=clock["failure_batch"],
+        lr=clock["failure_lr"],
+        exponent=clock["failure_exponent"],
+        fraction=cfg.failure_clock_fraction,
+        floor=cfg.failure_clock_floor,
+    )
+    cur = sched.current
+    plan = trig.schedule(
+        cur.batch,
+        cur.lr,
+        max(BUDGETS) * kw["failure_samples"],
+        lambda b, lr: next_failure_stage(
+            b, lr, growth=cfg.growth, lr_exponent=cfg.failure_lr_exponent, constraints=cfg.constraints
+        ),
+        max_switches=cfg.max_stages - 1,
+        min_rollouts=cfg.min_stage_samples,
+    )
+    rise = 1.0 + float(kw.get("drift", 0.0))
+    track = math.log(rise) / math.log(cfg.track_step)
+    return dict(
+        failure=len(plan), first=plan[0][0] if plan else math.nan, track=track, bound=len(plan) + track + 1
+    )
+
+
+def summarise(name: str, curves: dict[str, list[dict[str, Any]]], clock: dict[str, Any]) -> dict[str, Any]:
     sweep = [f"constant {b} x1 LR" for b in BATCHES]
     grid = [k for k in curves if k.startswith("constant")]
     best_const = max(sweep, key=lambda k: np.mean([c["best"] for c in curves[k]]))
     target = 0.9 * float(np.mean([c["best"] for c in curves[best_const]]))
     tt = {k: np.array([to_target(c, target) for c in v]) for k, v in curves.items()}
     # the most sample-efficient constant: fewest mean rollouts to target among those reaching it in every seed
-    n = len(curves[pol := "v3 two-clock"])
+    n = len(curves[pol := POLICY])
     # reached in at least half the seeds
     reach = [k for k in sweep if (~np.isnan(tt[k][:, 0])).sum() >= n / 2]
     eff = min(reach, key=lambda k: np.nanmean(tt[k][:, 0])) if reach else None
     P = curves[pol]
     res: dict[str, Any] = dict(task=name, target=target, best_constant=best_const, efficient_constant=eff)
+    res["clock"] = clock
+    res["closed_form"] = closed_form_switches(name, clock)
+    P = curves[pol]
+    res["median_switches"] = float(np.median([c["switches"] for c in P]))
+    firsts = [c["first_clock"] for c in P if c["first_clock"] is not None]
+    res["first_clock_switch"] = float(np.median(firsts)) if firsts else None
+    res["kinds"] = {
+        k: float(np.mean([c["kinds"].count(k) for c in P]))
+        for k in sorted({k for c in P for k in c["kinds"]})
+    }
+    okb = ~np.isnan(tt[pol][:, 0]) & ~np.isnan(tt[best_const][:, 0])
+    res["rollouts_vs_best"] = (
+        float(tt[pol][okb, 0].mean() / tt[best_const][okb, 0].mean()) if okb.any() else None
+    )
+    res["updates_vs_best"] = (
+        float(tt[pol][okb, 1].mean() / tt[best_const][okb, 1].mean()) if okb.any() else None
+    )
     res["table"] = {
         k: dict(
             best=float(np.mean([c["best"] for c in v])),
@@ -203,6 +333,8 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]]) -> dict[str, A
         res["paired_reached"] = int(ok.sum())
         res["rollouts_ratio"] = float(tt[pol][ok, 0].mean() / tt[eff][ok, 0].mean()) if ok.any() else None
         res["updates_ratio"] = float(tt[pol][ok, 1].mean() / tt[eff][ok, 1].mean()) if ok.any() else None
+    if LEAN:
+        return res
     decays = [f"decay {b}" for b in BATCHES]
     best_decay = max(decays, key=lambda k: np.mean([c["best"] for c in curves[k]]))
     res["best_decay"] = best_decay
@@ -219,37 +351,70 @@ def _ci(x) -> str:
 
 
 def report(out: list[dict[str, Any]], seeds: int) -> list[str]:
+    global FRACTION_USED
+    FRACTION_USED = POLICY_KW.get(
+        "failure_clock_fraction", CLOCK_FRACTION or PolicyConfig().failure_clock_fraction
+    )
     """The markdown page: the goal's checks per task, then each task's table."""
     lines = [
-        f"# Policy v3 on the v3 synthetic tasks ({seeds} seeds, paired; failure_switch_fraction "
-        f"{SWITCH_FRACTION:g})",
+        f"# Issue 20: the sweep's failure clock as the trigger ({seeds} seeds, paired)",
         "",
-        "Generated by `benchmarks/evidence/schedules_v3.py`. Differences: policy minus baseline, "
-        "mean [95% t-interval]; non-inferior = lower bound >= -0.01.",
+        f"Policy: `{POLICY}` (PolicyConfig defaults, failure_clock_fraction {FRACTION_USED}, forecast "
+        f"advisory; overrides {json.dumps(POLICY_KW)}). Ratios on the seeds "
+        "where both reached the target; differences policy minus baseline, mean [95% t-interval].",
         "",
-        "| task | best before failure vs best constant | at 1.5F vs the sweep constant it beats least | "
-        "at 1.5F vs best LR-grid constant | rollouts / most efficient | updates / most efficient | "
-        "best vs LR decay (same trigger) | updates / LR decay |",
-        "|---|---|---|---|---|---|---|---|",
+        "| task | sweep clock F [interval] | first clock switch (median) | best vs best constant | "
+        "updates / best constant | rollouts / best constant | updates / most efficient | "
+        "rollouts / most efficient | median switches | bound (failure + track + 1) |",
+        "|---" * 10 + "|",
     ]
     for r in out:
-        sweep = r["at1.5F_vs_sweep_constants"]
-        worst = min(sweep, key=lambda k: sweep[k][1])
+        ck, cf = r["clock"], r["closed_form"]
+        iv = ck["failure_samples_interval"]
 
-        def fmt(x: float | None) -> str:
-            return "n/a" if x is None else f"{x:.2f}"
+        def g(x: float | None, f: str = ".2f") -> str:
+            return "n/a" if x is None else format(x, f)
 
-        cells = [
-            r["task"],
-            f"{_ci(r['best_vs_best_constant'])} ({r['best_constant']})",
-            f"{_ci(sweep[worst])} ({worst})",
-            f"{_ci(r['at1.5F_vs_best_grid'])} ({r['best_grid_at1.5F']})",
-            f"{fmt(r.get('rollouts_ratio'))} ({r['efficient_constant']})",
-            fmt(r.get("updates_ratio")),
-            f"{_ci(r['best_vs_best_decay'])} ({r['best_decay']})",
-            fmt(r["updates_vs_decay"]),
+        lines.append(
+            f"| {r['task']} | {ck['failure_samples']:.0f} "
+            f"[{iv[0]:.0f}, {iv[1]:.0f}] | {g(r['first_clock_switch'], '.0f')} | "
+            f"{_ci(r['best_vs_best_constant'])} ({r['best_constant']}) | {g(r['updates_vs_best'])} | "
+            f"{g(r['rollouts_vs_best'])} | {g(r.get('updates_ratio'))} | {g(r.get('rollouts_ratio'))} "
+            f"({r['efficient_constant']}) | {r['median_switches']:.0f} | {cf['failure']} + {cf['track']:.1f} + 1 "
+            f"= {cf['bound']:.1f} |"
+        )
+    lines += ["", "Switch kinds per run (mean): " + "; ".join(f"{r['task']}: {r['kinds']}" for r in out), ""]
+    if not LEAN:
+        lines += [
+            f"# Policy v3 on the v3 synthetic tasks ({seeds} seeds, paired; failure_switch_fraction "
+            f"{SWITCH_FRACTION:g})",
+            "",
+            "Generated by `benchmarks/evidence/schedules_v3.py`. Differences: policy minus baseline, "
+            "mean [95% t-interval]; non-inferior = lower bound >= -0.01.",
+            "",
+            "| task | best before failure vs best constant | at 1.5F vs the sweep constant it beats least | "
+            "at 1.5F vs best LR-grid constant | rollouts / most efficient | updates / most efficient | "
+            "best vs LR decay (same trigger) | updates / LR decay |",
+            "|---|---|---|---|---|---|---|---|",
         ]
-        lines.append("| " + " | ".join(cells) + " |")
+        for r in out:
+            sweep = r["at1.5F_vs_sweep_constants"]
+            worst = min(sweep, key=lambda k: sweep[k][1])
+
+            def fmt(x: float | None) -> str:
+                return "n/a" if x is None else f"{x:.2f}"
+
+            cells = [
+                r["task"],
+                f"{_ci(r['best_vs_best_constant'])} ({r['best_constant']})",
+                f"{_ci(sweep[worst])} ({worst})",
+                f"{_ci(r['at1.5F_vs_best_grid'])} ({r['best_grid_at1.5F']})",
+                f"{fmt(r.get('rollouts_ratio'))} ({r['efficient_constant']})",
+                fmt(r.get("updates_ratio")),
+                f"{_ci(r['best_vs_best_decay'])} ({r['best_decay']})",
+                fmt(r["updates_vs_decay"]),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
     for r in out:
         lines += [
             "",
@@ -275,17 +440,23 @@ def report(out: list[dict[str, Any]], seeds: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--tasks", default=",".join([*TASKS, *HELDOUT]))
     ap.add_argument("--json", default=None)
     ap.add_argument("--md", default=None, help="write the markdown report here")
     ap.add_argument("--switch-fraction", type=float, default=0.25)
+    ap.add_argument("--clock-fraction", type=float, default=None)
+    ap.add_argument("--lean", action="store_true", help="issue 20's comparison only")
+    ap.add_argument("--policy-kw", default="{}", help="JSON PolicyConfig overrides for the issue-20 policy")
     args = ap.parse_args(argv)
-    global SWITCH_FRACTION
+    global SWITCH_FRACTION, CLOCK_FRACTION, LEAN
+    LEAN = args.lean
+    POLICY_KW.update(json.loads(args.policy_kw))
+    CLOCK_FRACTION = args.clock_fraction
     SWITCH_FRACTION = args.switch_fraction
     out = []
     for name in args.tasks.split(","):
         t = time.perf_counter()
-        res = summarise(name, run_task(name, args.seeds))
+        res = summarise(name, *run_task(name, args.seeds))
         res["seconds"] = time.perf_counter() - t
         out.append(res)
         print(json.dumps({k: v for k, v in res.items() if k != "table"}, default=float), file=sys.stderr)

@@ -129,10 +129,14 @@ def policy_config(
     *,
     batches: Sequence[int] | None = None,
     critical_batch: float | None = None,
+    fit: Any = None,
     **overrides: Any,
 ):
-    """The two-clock policy for this trainer: starts at ``cfg.batch`` (or half the critical batch
-    when one is given), grows x2 before the forecast failure, LR by the same rule as the sweep."""
+    """The two-clock policy for this trainer: starts at ``cfg.batch`` (or at the operating fraction
+    of the critical batch when one is given), LR by the same rule as the sweep. ``fit``: a
+    :class:`~rlvr_schedule.clocks.SweepFit` whose clocks the policy takes, as a user would after a
+    sweep: its critical batch (with the LR it was measured at) and its failure clock (failure
+    samples, interval, exponent, batch and LR), which then drives the failure switches."""
     from rlvr_schedule.policy import BatchConstraints, PolicyConfig
 
     lo = min(batches) if batches else cfg.group_size
@@ -144,8 +148,12 @@ def policy_config(
         lr_rule=cfg.lr_rule,
         constraints=BatchConstraints(group_size=cfg.group_size, min_batch=lo, max_batch=hi),
     )
+    if fit is not None and critical_batch is None:
+        critical_batch = getattr(fit, "critical_batch", None)
     if critical_batch is not None and math.isfinite(critical_batch) and critical_batch > 0:
         kw.update(initial_batch="auto", critical_batch=float(critical_batch))
+    if fit is not None and hasattr(fit, "failure_clock"):
+        kw.update(fit.failure_clock())  # empty when no sweep run failed
     kw.update(overrides)
     return PolicyConfig(**kw)
 
@@ -236,12 +244,18 @@ def compare(
     if crit is not None and math.isfinite(crit) and crit > 0:
         # start at the operating fraction (sample_tolerance) x the sweep's critical batch
         start = cfg.replace(batch=min(batches))
-        policy = policy_config(start, batches=batches, critical_batch=crit)
+        policy = policy_config(start, batches=batches, critical_batch=crit, fit=fit if use_fit else None)
     else:
         # no finite critical batch within the sweep: start at base_batch and let the online
         # gradient-noise estimate (grad_norm_micro) pick the batch live
         start = cfg.replace(batch=cfg.base_batch)
-        policy = policy_config(start, batches=batches, initial_batch="auto", fallback_batch=cfg.base_batch)
+        policy = policy_config(
+            start,
+            batches=batches,
+            fit=fit if use_fit else None,
+            initial_batch="auto",
+            fallback_batch=cfg.base_batch,
+        )
     seeds = list(seeds if schedule_seeds is None else schedule_seeds)  # the live schedule's seeds
     schedule(start, out, seeds=seeds, resume=resume, progress=progress, policy=policy)
     return report(out, batches=batches, seeds=sweep_seeds, schedule_seeds=seeds, fits_by_lr=fits_by_lr)

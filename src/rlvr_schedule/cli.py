@@ -278,6 +278,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return 0
     print(f"critical batch B*: {_estimate(d, 'critical_batch', und, count=True)} rollouts/update")
     print(f"failure samples:   {_estimate(d, 'failure_samples', und, count=True)}")
+    if d.get("failure_censored"):
+        print(
+            f"                   ({d['failure_censored']} runs that did not fail counted as right-censored; "
+            f"P(failure within {_fmt_count(d.get('budget'))} rollouts) {_fmt(d.get('failure_probability'))})"
+        )
     print(
         f"failure exponent:  {_estimate(d, 'failure_exponent', und)} "
         "(0 = fails on a sample schedule, 1 = on a step schedule)"
@@ -351,7 +356,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     d = _int_counts(_clean(plan.to_dict()))
     _warn_plan_worse(d)
     if args.out:
-        # a schedule file that `load_schedule` (and `simulate --schedule`) reads back
+        # a schedule file that `load_schedule` (and `simulate --schedule`) reads back: the stages
+        # the live policy's failure-clock trigger would switch at (docs/ARCHITECTURE.md)
         Path(args.out).write_text(json.dumps({"stages": d["stages"]}, indent=2))
     if args.json:
         _print_json(d)

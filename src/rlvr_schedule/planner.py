@@ -1,12 +1,18 @@
 """Sweep logs to a multi-step batch schedule, with predicted samples and updates to target.
 
 From a constant-batch sweep, :func:`rlvr_schedule.clocks.fit_sweep` gives the critical batch B*,
-the pooled failure samples F and their scaling with batch (F(B) ~ B^alpha). The plan starts below
-B* (best progress per rollout); each stage ends once it has used ``horizon_fraction`` of the
-failure horizon left to it, then the batch grows by ``growth`` (LR by the rule). Predictions use the progress clock's
-fitted form: a constant batch needs E(B) = E0 / (1 - B/(2B*)) rollouts to the target, so a stage
-of n rollouts at B does n / E(B) of the climb; the failure budget (health) is spent at 1/F(B) per
-rollout. Each constant run's measured samples and updates to target sit beside the prediction.
+the pooled failure samples F with their interval, their scaling with batch (F(B) ~ B^alpha) and the
+batch and LR they were measured at. The plan is the live policy's failure side, written down: it
+starts where :class:`~rlvr_schedule.policy.TwoClockScheduler` starts (the operating fraction
+2 tol / (1 + tol) of B*, :func:`~rlvr_schedule.policy.triggers.start_batch`), and each stage ends
+where the policy's failure-clock trigger (:class:`~rlvr_schedule.policy.triggers.FailureClockTrigger`)
+fires: once it has spent ``clock_fraction`` of the clock's lower bound left at its start. A switch
+follows the policy's one rule (:func:`~rlvr_schedule.policy.triggers.next_failure_stage`: batch x
+``growth``, the LR held by default, LR / sqrt(growth) at the largest batch), which postpones the
+rest of the clock by growth^(alpha + e - q). Predictions use the progress clock's fitted form: a
+constant batch on the LR rule needs E(B) = E0 / (1 - B/(2B*)) rollouts to the target, and an LR s
+times the rule's moves drift per rollout by s, so a stage of n rollouts does n s / E(B) of the climb.
+Each constant run's measured samples and updates to target sit beside the prediction.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import numpy as np
 from rlvr_schedule.errors import RlvrScheduleError
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.static import StaticSchedule
+from rlvr_schedule.policy.triggers import FailureClockTrigger, next_failure_stage, rule_exponent, start_batch
 from rlvr_schedule.records import Run, Stage
 from rlvr_schedule.theory.scaling import lr_for_batch
 
@@ -60,6 +67,7 @@ class Plan:
     constant: list[dict[str, Any]]
     constraints: BatchConstraints = field(default_factory=BatchConstraints)
     notes: list[str] = field(default_factory=list)
+    failure_samples_interval: tuple[float, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (None where not estimable); ``stages`` is a schedule file's body."""
@@ -69,6 +77,9 @@ class Plan:
             "constant": [dict(c) for c in self.constant],
             "critical_batch": _num(self.critical_batch),
             "failure_samples": _num(self.failure_samples),
+            "failure_samples_interval": (
+                [_num(v) for v in self.failure_samples_interval] if self.failure_samples_interval else None
+            ),
             "failure_exponent": _num(self.failure_exponent),
             "target": _num(self.target),
             "samples_to_target_at_zero": _num(self.samples_to_target_at_zero),
@@ -87,10 +98,15 @@ def plan_schedule(
     target: float | None = None,
     group_size: int = 1,
     constraints: BatchConstraints | None = None,
-    start_fraction: float = 0.5,
+    sample_tolerance: float = 0.10,
+    start_fraction: float | None = None,
     growth: float = 2.0,
-    horizon_fraction: float = 0.8,
-    max_stages: int = 3,
+    clock_fraction: float = 0.5,
+    clock_floor: float = 0.45,
+    failure_lr_exponent: float = 0.0,
+    max_stages: int = 16,
+    min_stage_samples: int = 160,
+    budget: float | None = None,
     lr_rule: str = "sqrt",
     base_batch: int | None = None,
     base_lr: float | None = None,
@@ -99,18 +115,28 @@ def plan_schedule(
     """Plan a multi-step schedule from a constant-batch sweep.
 
     ``fit``: a precomputed :class:`~rlvr_schedule.clocks.SweepFit` (default: ``fit_sweep(runs,
-    target)``). Batches satisfy ``constraints`` (default: whole groups of ``group_size``). The LR
-    follows ``lr_rule`` from (``base_batch``, ``base_lr``), by default the smallest run's.
+    target)``). Batches satisfy ``constraints`` (default: whole groups of ``group_size``). The
+    start is ``start_fraction`` x B* (default: the policy's operating fraction for
+    ``sample_tolerance``, 2 tol / (1 + tol)); its LR follows ``lr_rule`` from (``base_batch``,
+    ``base_lr``), by default the smallest run's. ``clock_fraction``, ``clock_floor``, ``growth``,
+    ``failure_lr_exponent``: the failure-clock trigger's knobs (:class:`~rlvr_schedule.policy.PolicyConfig`'s
+    ``failure_clock_fraction``, ``failure_clock_floor``, ``growth``, ``failure_lr_exponent``). Switches are planned within
+    ``budget`` rollouts (default: twice the pooled failure samples) and ``max_stages`` stages, and
+    stop at the first stage shorter than ``min_stage_samples`` (the policy's pacing).
     Raises :class:`~rlvr_schedule.errors.RlvrScheduleError` when the sweep gives no critical batch.
     """
+    if start_fraction is None:
+        if not 0 < sample_tolerance <= 1:
+            raise ValueError(f"sample_tolerance must be in (0, 1], got {sample_tolerance!r}")
+        start_fraction = 2 * sample_tolerance / (1 + sample_tolerance)
     if not 0 < start_fraction < 2:
         raise ValueError(f"start_fraction must be in (0, 2), got {start_fraction!r}")
     if not growth > 1:
         raise ValueError(f"growth must be > 1, got {growth!r}")
-    if not 0 < horizon_fraction < 1:
+    if not 0 < clock_fraction <= 1:
         raise ValueError(
-            "horizon_fraction must be in (0, 1): the share of a stage's failure horizon it "
-            f"uses, got {horizon_fraction!r}"
+            "clock_fraction must be in (0, 1]: the part of the failure clock's lower bound left at a "
+            f"stage's start that the stage spends, got {clock_fraction!r}"
         )
     if max_stages < 1:
         raise ValueError(f"max_stages must be >= 1, got {max_stages!r}")
@@ -151,9 +177,6 @@ def plan_schedule(
     failed = [rf.batch for rf in fit.runs if _finite(rf.failure_samples)]
     b_ref = float(np.exp(np.mean(np.log(failed)))) if failed else 1.0
 
-    def failure_at(b: float) -> float:
-        return math.inf if fail is None else fail * (b / b_ref) ** alpha
-
     # --- LR rule base ---------------------------------------------------------------------------
     smallest = min(runs, key=lambda r: r.batch)
     b0 = base_batch if base_batch is not None else smallest.batch
@@ -175,51 +198,85 @@ def plan_schedule(
             f"cannot plan: no usable base LR (run {smallest.name!r} has lr {lr0!r}); pass base_lr"
         )
 
-    # --- ladder of batches and switch points ----------------------------------------------------
-    batches = [cons.snap(start_fraction * bstar, "down")]
-    if batches[0] >= bstar:
-        notes.append(f"the smallest runnable batch {batches[0]} is not below the critical batch {bstar:.4g}")
+    # --- the start and the failure-clock switches (the live policy's trigger) --------------------
+    e = rule_exponent(lr_rule)
+    b_first = start_batch(bstar, start_fraction, cons)
+    if b_first >= bstar:
+        notes.append(f"the smallest runnable batch {b_first} is not below the critical batch {bstar:.4g}")
+    lr_first = float(lr_for_batch(b_first, b0, lr0, rule=lr_rule))
+    points: list[tuple[float, int, float]] = []
+    clock: FailureClockTrigger | None = None
     if fail is None:
         notes.append("no run collapsed: a single stage (nothing to switch ahead of)")
     else:
-        while len(batches) < max_stages:
-            nxt = cons.snap(batches[-1] * growth, "up")
-            if nxt <= batches[-1]:
-                notes.append(f"batch growth stops at the largest runnable batch {batches[-1]}")
-                break
-            batches.append(nxt)
+        iv = getattr(fit, "failure_samples_interval", None)
+        lower = float(iv[0]) if iv is not None and _finite(iv[0]) else None
+        fb: Any = getattr(fit, "failure_batch", None)
+        ref_b = float(fb) if _finite(fb) else b_ref
+        flr: Any = getattr(fit, "failure_lr", None)
+        ref_lr = float(flr) if _finite(flr) else float(lr0 * (ref_b / b0) ** e)
+        clock = FailureClockTrigger(
+            fail,
+            lower=lower,
+            batch=ref_b,
+            lr=ref_lr,
+            exponent=alpha,
+            rule_exponent=e,
+            fraction=clock_fraction,
+            floor=clock_floor,
+        )
+        fb_budget: Any = getattr(fit, "budget", None)
+        horizon = float(budget) if budget is not None else 2.0 * fail
+        if budget is None and _finite(fb_budget) and fb_budget > horizon:
+            horizon = float(fb_budget)
+
+        def step(b: int, lr: float) -> tuple[int, float]:
+            return next_failure_stage(b, lr, growth=growth, lr_exponent=failure_lr_exponent, constraints=cons)
+
+        points = clock.schedule(
+            b_first, lr_first, horizon, step, max_switches=max_stages - 1, min_rollouts=min_stage_samples
+        )
+        if lower is not None:
+            notes.append(
+                f"failure clock {fail:.5g} rollouts (lower bound {lower:.5g}): the first switch at "
+                f"{clock_fraction:g} of its lower bound at the start (not before {clock_floor:g} of the clock)"
+            )
     stages: list[Stage] = []
-    start, health = 0.0, 1.0
-    for k, b in enumerate(batches):
-        last = k == len(batches) - 1
-        until = None if last else math.ceil(start + horizon_fraction * health * failure_at(b))
-        if until is not None and stages and until <= (stages[-1].until_samples or 0):
-            until = (stages[-1].until_samples or 0) + 1
+    starts = [(0.0, b_first, lr_first), *points]
+    for k, (at, b, lr) in enumerate(starts):
+        last = k == len(starts) - 1
+        until = None if last else math.ceil(starts[k + 1][0])
+        if until is not None and until <= int(at):
+            until = int(at) + 1
         reason = (
-            f"initial: {start_fraction:g} x critical batch {bstar:.4g}"
+            f"initial: {start_fraction:.3g} x critical batch {bstar:.4g}"
             if k == 0
-            else f"{horizon_fraction:g} of the failure horizon of stage {k - 1} used"
+            else f"failure clock: {clock_fraction:g} of the rollouts left at stage {k - 1}'s start spent"
         )
         stages.append(
-            Stage(
-                batch=b,
-                lr=float(lr_for_batch(b, b0, lr0, rule=lr_rule)),
-                reason=reason,
-                start_samples=int(start),
-                until_samples=until,
-            )
+            Stage(batch=b, lr=lr, reason=reason, start_samples=int(math.ceil(at)), until_samples=until)
         )
-        if until is not None:
-            health -= (until - start) / failure_at(b)
-            start = float(until)
-    plan_failure = start + max(health, 0.0) * failure_at(batches[-1]) if fail is not None else None
+    plan_failure = None
+    if fail is not None:  # the pooled clock (not its lower bound) spent along the stages
+        pooled = FailureClockTrigger(
+            fail,
+            batch=clock.batch if clock else b_ref,
+            lr=clock.lr if clock else lr0,
+            exponent=alpha,
+            rule_exponent=e,
+        )
+        for st in stages[:-1]:
+            pooled.spend(float(st.until_samples or 0) - st.start_samples, st.batch, st.lr)
+        final = stages[-1]
+        plan_failure = final.start_samples + pooled.left(final.batch, final.lr)
 
     # --- predictions ------------------------------------------------------------------------------
     samples, steps, left = 0.0, 0.0, 1.0
     reached = None
     if _finite(e0):
         for st in stages:
-            e = samples_to_target_model(st.batch, bstar, e0)
+            drift = st.lr / float(lr_for_batch(st.batch, b0, lr0, rule=lr_rule))  # the LR off the rule
+            e = samples_to_target_model(st.batch, bstar, e0) / drift
             n = math.inf if st.until_samples is None else st.until_samples - st.start_samples
             if n / e >= left:
                 samples += left * e
@@ -265,4 +322,11 @@ def plan_schedule(
         constant=constant,
         constraints=cons,
         notes=notes,
+        failure_samples_interval=(
+            (float(iv0[0]), float(iv0[1]))
+            if (iv0 := getattr(fit, "failure_samples_interval", None)) is not None
+            and _finite(iv0[0])
+            and _finite(iv0[1])
+            else None
+        ),
     )

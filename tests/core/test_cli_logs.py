@@ -104,8 +104,9 @@ def test_alias_and_format_options(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_plan_on_logs_with_lr_warm_up_gives_sqrt_rule_lrs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A 2048-rollout linear warm-up and a final linear decay logged on every run: the plan's LRs
-    follow the square-root rule from the LR the smallest run trained at, within 20%."""
+    """A 2048-rollout linear warm-up and a final linear decay logged on every run: the plan's first
+    stage follows the square-root rule from the LR the smallest run trained at, within 20%, and its
+    failure switches hold that LR (issue 20: the live policy's rule at a switch)."""
     runs = make_sweep([16, 32, 64, 128, 256], critical_batch=128, failure_samples=60_000, seed=1)
     paths, trained, first = [], {}, {}
     for run in runs:
@@ -126,9 +127,11 @@ def test_plan_on_logs_with_lr_warm_up_gives_sqrt_rule_lrs(
     assert first[16] < 0.01 * trained[16]  # the first record's LR is a warm-up value (16 of 2048)
     d = _json(capsys, ["plan", *paths, "--json"])
     b0, lr0 = 16, trained[16]
+    first_lr = d["stages"][0]["lr"]
+    assert first_lr == pytest.approx(lr0 * math.sqrt(d["stages"][0]["batch"] / b0), rel=0.2)
+    assert len(d["stages"]) >= 2
     for st in d["stages"]:
-        want = lr0 * math.sqrt(st["batch"] / b0)
-        assert st["lr"] == pytest.approx(want, rel=0.2), st
+        assert st["lr"] <= first_lr * (1 + 1e-12), st  # held (or divided at the largest batch)
         assert isinstance(st["batch"], int)
         assert st["until_samples"] is None or isinstance(st["until_samples"], int)
     assert any("after warm-up" in n for n in d["notes"])

@@ -16,6 +16,7 @@ from rlvr_schedule.synthetic import SyntheticEnvironment
 
 # failure_exponent > 0 with an absolute threshold: the first record with entropy <= 0.5 grows the batch
 CFG = dict(
+    forecast="on",  # the live forecast switches (default: advisory)
     initial_batch=8,
     hysteresis_samples=1,
     legacy={"failure_threshold": 0.5},  # an absolute collapse level (an old key, kept)
@@ -92,7 +93,7 @@ def test_advisory_mode_decides_and_logs_but_applies_nothing(caplog):
     with caplog.at_level(logging.INFO, logger="rlvr_schedule.driver"):
         got = [d.observe(r) for r in records()]
     assert got == want and d.in_effect is None and d.start()
-    assert caplog.text.count("advisory, not applied") == 2 and "failure clock" in caplog.text
+    assert caplog.text.count("advisory, not applied") == 2 and "failure forecast" in caplog.text
 
 
 def test_a_raising_schedule_holds_the_stage_in_effect():

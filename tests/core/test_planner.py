@@ -45,30 +45,41 @@ def _fit(bstar=200.0, fail=10_000.0, alpha=0.0, e0=1000.0, batches=(50, 100, 200
 
 def test_stages_from_a_known_fit():
     runs = [_run(b, 1e-6 * math.sqrt(b / 50)) for b in (50, 100, 200)]
-    plan = plan_schedule(runs, fit=_fit(), group_size=10, horizon_fraction=0.8, growth=2, max_stages=3)
-    assert [(s.batch, s.until_samples) for s in plan.stages] == [(100, 8000), (200, 9600), (400, None)]
-    assert [s.lr for s in plan.stages] == pytest.approx([1e-6 * math.sqrt(b / 50) for b in (100, 200, 400)])
+    plan = plan_schedule(
+        runs, fit=_fit(), group_size=10, start_fraction=0.5, clock_fraction=0.5, growth=2, max_stages=3
+    )
+    # the clock (10,000 at the failed runs' geometric-mean batch 100, on the rule) fires at half of
+    # what is left: 5,000 at 100; then the LR is held at 200, so the rest (5,000) is postponed by
+    # sqrt 2 and half of it (3,535.5) is spent at 200
+    assert [(s.batch, s.until_samples) for s in plan.stages] == [(100, 5000), (200, 8536), (400, None)]
+    assert [s.lr for s in plan.stages] == pytest.approx([1e-6 * math.sqrt(2)] * 3)  # LR held
+    assert plan.stages[1].reason.startswith("failure clock: 0.5")
     # E(100) = 1000 / (1 - 100/400) = 1333.3 rollouts, reached inside the first stage
     assert plan.predicted["samples_to_target"] == pytest.approx(4000 / 3)
     assert plan.predicted["steps_to_target"] == pytest.approx(4000 / 3 / 100)
-    # health: 0.8 spent in stage 0, 0.16 in stage 1, the rest (0.04 x 10000) in stage 2
-    assert plan.predicted["failure_samples"] == pytest.approx(10_000)
+    # the pooled clock: 0.5 spent at 100, 0.25 at 200, the last quarter postponed x2 at 400
+    assert plan.predicted["failure_samples"] == pytest.approx(8536 + 5000, rel=1e-3)
     assert plan.predicted["reaches_target_before_failure"] is True
     assert plan.samples_to_target_at_zero == pytest.approx(1000)
 
 
 def test_target_spanning_stages_and_failure_scaling():
     runs = [_run(b, 1e-6) for b in (50, 100, 200)]
-    # E0 = 9000: stage 0 (B=100, E=12000) does 8000/12000 of the climb, stage 1 (B=200, E=18000) the rest
-    plan = plan_schedule(runs, fit=_fit(e0=9000.0), group_size=10, base_batch=50, base_lr=1e-6, max_stages=2)
-    assert plan.predicted["samples_to_target"] == pytest.approx(8000 + 18000 / 3)
-    assert plan.predicted["steps_to_target"] == pytest.approx(80 + 6000 / 200)
-    assert plan.predicted["reaches_target_before_failure"] is False  # the sample clock runs out at 10000
-    # with a third stage at 2B* = 400 (no progress per rollout) the target is never predicted
-    assert plan_schedule(runs, fit=_fit(e0=9000.0), group_size=10).predicted["samples_to_target"] is None
-    # a step-like failure clock (alpha = 1) lengthens the horizon of the larger batches
-    steep = plan_schedule(runs, fit=_fit(alpha=1.0), group_size=10)
-    assert steep.stages[1].until_samples - steep.stages[0].until_samples > 1600
+    # E0 = 9000: stage 0 (B=100, E=12000) does 5000/12000 of the climb; stage 1 (B=200 at the held LR,
+    # sqrt 2 below the rule: E = 18000 x sqrt 2) the rest
+    kw = dict(group_size=10, base_batch=50, base_lr=1e-6, start_fraction=0.5, clock_fraction=0.5)
+    plan = plan_schedule(runs, fit=_fit(e0=9000.0), max_stages=2, **kw)
+    rest = 7 / 12 * 18000 * math.sqrt(2)
+    assert plan.predicted["samples_to_target"] == pytest.approx(5000 + rest)
+    assert plan.predicted["steps_to_target"] == pytest.approx(50 + rest / 200)
+    assert plan.predicted["reaches_target_before_failure"] is False  # the clock runs out at 12,071
+    # the default start is the live policy's: 2 x 0.1 / 1.1 of B* = 36.4, snapped down to 30
+    assert plan_schedule(runs, fit=_fit(e0=9000.0), group_size=10).stages[0].batch == 30
+    # a step-like failure clock (alpha = 1) lengthens the stages of the larger batches
+    flat = plan_schedule(runs, fit=_fit(), **kw)
+    steep = plan_schedule(runs, fit=_fit(alpha=1.0), **kw)
+    gap = [p.stages[1].until_samples - p.stages[0].until_samples for p in (flat, steep)]
+    assert gap[1] == pytest.approx(2 * gap[0], rel=1e-3)
 
 
 def test_no_critical_batch_is_refused():
@@ -95,7 +106,11 @@ def test_plan_from_a_synthetic_sweep(sweep):
     assert stages[0]["batch"] < 256 and stages[-1]["until_samples"] is None
     assert all(s["batch"] % 8 == 0 for s in stages)
     untils = [s["until_samples"] for s in stages[:-1]]
-    assert untils == sorted(untils) and untils[-1] < 50_000  # every switch before the failure clock
+    assert untils == sorted(untils)
+    # the first switch at half the clock's lower bound: between 0.4 x the pooled clock and that bound
+    lo = d["failure_samples_interval"][0] if d.get("failure_samples_interval") else d["failure_samples"]
+    assert 0.4 * d["failure_samples"] <= untils[0] <= lo
+    assert d["predicted"]["failure_samples"] > d["failure_samples"]  # the switches postpone the clock
     assert [c["batch"] for c in d["constant"]] == [32, 64, 128, 256, 512]
     # the fitted curve tracks the measured constant runs below B*
     for c in d["constant"][:4]:
@@ -110,4 +125,5 @@ def test_plan_schedule_runs_and_switches_before_failure(sweep):
     assert isinstance(sched, StaticSchedule)
     env = SyntheticEnvironment(critical_batch=256, failure_samples=50_000, seed=3)
     check = assert_switches_before_failure(sched, env, max_samples=60_000)
-    assert check.batches == [s.batch for s in plan.stages]
+    planned = [s.batch for s in plan.stages]
+    assert check.batches == planned[: len(check.batches)] and len(check.batches) >= 3

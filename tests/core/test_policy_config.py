@@ -180,6 +180,8 @@ def test_numeric_coercion_follows_the_dataclass_fields():
                 "switch_on_alarm",
                 "track_critical_batch",
                 "legacy",
+                "forecast",
+                "failure_samples_interval",
             ):
                 assert f.name not in _INT_FIELDS | _FLOAT_FIELDS
             else:

@@ -25,6 +25,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "demo"
 def demo_policy(**kw) -> TwoClockScheduler:
     """The demo's policy: `critical_batch` from its sweep's fit, the trainer's LR and batch range."""
     cfg = dict(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch="auto",
         critical_batch=110.6678556376168,
         base_lr=4e-4,
@@ -88,3 +89,49 @@ def test_a_forecast_needs_its_evidence_window_in_rollouts():
     # the default hysteresis of 48 rollouts (6 records at batch 8) alone also holds the early trigger
     held = failure_switches(demo_policy(initial_batch=8, forecast_samples=256), recs)
     assert held and held[0] > 2048
+
+
+def demo_failure_clock() -> dict:
+    """The failure clock of the demo's sweep (tests/data/demo/demo_sweep_rewards.json: 10 runs, 3
+    collapsed, 7 right-censored at 14,336 rollouts), as ``SweepFit.failure_clock()`` gives it."""
+    import json
+
+    from rlvr_schedule.clocks import FailureScalingFit
+    from rlvr_schedule.records import Run, StepRecord
+
+    doc = json.loads((DATA / "demo_sweep_rewards.json").read_text())["runs"]
+    runs, fails = [], []
+    for name, r in doc.items():
+        recs = [
+            StepRecord(step=i, samples=int(s), batch=r["batch"], lr=r["lr"])
+            for i, s in enumerate(r["samples"])
+        ]
+        runs.append(Run(recs, name=name))
+        fails.append(r["failure_samples"])
+    fit = FailureScalingFit().fit(runs, fails, [False] * len(runs))
+    lo, hi = fit.failure_samples_interval_
+    alo, ahi = fit.alpha_interval_
+    return dict(
+        failure_samples=fit.failure_samples_,
+        failure_samples_interval=(lo, hi),
+        failure_exponent=fit.alpha_ if alo > 0 or ahi < 0 else 0.0,
+        failure_batch=fit.batch_,
+    )
+
+
+def test_the_sweep_failure_clock_switches_between_0_4f_and_its_lower_bound():
+    # issue 20: the live policy given the sweep's clocks (B* and the failure clock), as the demo does
+    clock = demo_failure_clock()
+    f, (lo, hi) = clock["failure_samples"], clock["failure_samples_interval"]
+    # censoring the 7 runs that did not collapse lifts the pooled clock above the 3 failures (10.8k-11.3k)
+    assert 11_078 < f < 20_000 and lo < 11_078 < hi
+    sched = demo_policy(**{**clock, "forecast": "advisory"})
+    recs = records("b16_s0")  # the constant run at the policy's first batch (16)
+    decisions = [sched.step(r) for r in recs]
+    first = next(d for d in decisions if d.switched and d.reason.startswith("failure clock"))
+    assert 0.4 * f <= first.samples <= lo
+    assert first.batch == 32 and first.lr == pytest.approx(sched.stages[0].lr)  # LR held
+    # the reason says which clock, how much of it was spent, and what is left
+    assert (
+        "sweep's clock" in first.reason and "lower bound" in first.reason and "rollouts left" in first.reason
+    )

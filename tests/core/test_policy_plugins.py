@@ -13,6 +13,7 @@ from rlvr_schedule.records import StepRecord
 # hysteresis_samples 1 and an absolute threshold: the first record with entropy <= 0.5 triggers a switch
 # (failure_exponent > 0: growing the batch postpones the failure, so the failure trigger grows it)
 CFG = dict(
+    forecast="on",  # the live forecast switches (default: advisory)
     initial_batch=8,
     hysteresis_samples=1,
     legacy={"failure_threshold": 0.5},  # an absolute collapse level (an old key, kept)

@@ -9,7 +9,8 @@ decisions, field for field, directly and through a :class:`~rlvr_schedule.driver
 
 Policy v3 (issue 12) switches before failure by default; v2 is v3 with the failure-clock trigger
 off (``failure_switch_fraction: 0``) and square-root failure switches (``failure_lr_exponent: 0.5``),
-so the recordings are replayed under those two settings. Only the wording of the "hold" reason
+so the recordings are replayed under those two settings, with the live forecast switching
+(``forecast: on``; issue 20 made it advisory by default). Only the wording of the "hold" reason
 changed; it is compared up to that wording.
 """
 
@@ -40,7 +41,7 @@ def _schedule(doc: dict):
     kind = doc.get("schedule", "two_clock")
     cons = BatchConstraints(group_size=8, max_batch=HI)
     if kind == "two_clock":
-        v2 = dict(doc["config"], failure_switch_fraction=0.0, failure_lr_exponent=0.5)
+        v2 = dict(doc["config"], failure_switch_fraction=0.0, failure_lr_exponent=0.5, forecast="on")
         return TwoClockScheduler(PolicyConfig.from_dict(v2))
     if kind == "noise_scale":
         return NoiseScaleAdaptiveSchedule(

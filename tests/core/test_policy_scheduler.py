@@ -48,6 +48,7 @@ def test_is_a_batch_schedule_and_starts_at_initial_batch():
 def test_auto_starts_below_a_known_critical_batch():
     s = TwoClockScheduler(
         PolicyConfig(
+            forecast="on",  # the live forecast switches (default: advisory)
             critical_batch=1000,
             sample_tolerance=PolicyConfig.tolerance_for(0.5),
             constraints=BatchConstraints(group_size=16),
@@ -66,6 +67,7 @@ def test_auto_starts_below_a_known_critical_batch():
 )  # 0.4 x 600
 def test_auto_starts_below_the_gradient_noise_estimate(kw, batch):
     cfg = PolicyConfig(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch="auto",
         fallback_batch=32,
         base_batch=32,
@@ -120,6 +122,7 @@ def rising_drive(sched, steps=400, start=200.0, end=1600.0):
 
 def test_follows_a_rising_critical_batch_in_fine_steps():
     cfg = PolicyConfig(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch="auto",
         fallback_batch=16,
         base_batch=16,
@@ -140,6 +143,7 @@ def test_follows_a_rising_critical_batch_in_fine_steps():
 def test_known_critical_batch_is_tracked_relative_to_the_gradient_noise_start():
     # B_simple is LR-free and here 4x lower than the known B*: only its ratio counts
     cfg = PolicyConfig(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch="auto",
         critical_batch=800,
         sample_tolerance=PolicyConfig.tolerance_for(0.25),
@@ -158,6 +162,7 @@ def test_known_critical_batch_is_tracked_relative_to_the_gradient_noise_start():
 def test_switches_to_larger_batch_before_the_failure():
     # a square-root switch (q = 1/2) postpones the failure only because alpha > 0
     cfg = PolicyConfig(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch=64,
         base_lr=1e-6,
         growth=2,
@@ -181,6 +186,7 @@ def test_switches_to_larger_batch_before_the_failure():
 def test_default_switch_holds_the_lr_on_a_sample_clock_and_restarts_the_forecast():
     # alpha = 0, q = 0 (the defaults): batch x 2 at the same LR, once under 0.25 of the clock is left
     cfg = PolicyConfig(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch=64,
         base_lr=1e-6,
         growth=2,
@@ -193,7 +199,7 @@ def test_default_switch_holds_the_lr_on_a_sample_clock_and_restarts_the_forecast
     sw = [d for d in decs if d.switched]
     assert [d.batch for d in sw] == [128, 256]
     assert [d.lr for d in sw] == [1e-6, 1e-6]
-    assert sw[0].samples < 100_000 and "failure clock: 0.2" in sw[0].reason
+    assert sw[0].samples < 100_000 and "failure forecast: 0.2" in sw[0].reason
     assert s.forecast.restarts == 2
 
 
@@ -208,6 +214,7 @@ def test_no_failure_in_sight_means_no_switch():
 
 def test_hysteresis_needs_consecutive_triggers():
     cfg = PolicyConfig(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch=8,
         hysteresis_samples=32,  # 4 records at batch 8
         legacy={"failure_threshold": 0.5},  # an absolute collapse level (an old key, kept)
@@ -238,7 +245,11 @@ def test_hysteresis_needs_consecutive_triggers():
 
 def test_at_max_batch_the_lr_is_divided_instead():
     cfg = PolicyConfig(
-        initial_batch=64, hysteresis_samples=1, max_stages=3, constraints=BatchConstraints(max_batch=64)
+        forecast="on",  # the live forecast switches (default: advisory)
+        initial_batch=64,
+        hysteresis_samples=1,
+        max_stages=3,
+        constraints=BatchConstraints(max_batch=64),
     )
     _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)
     sw = [d for d in decs if d.switched]
@@ -250,6 +261,7 @@ def test_at_max_batch_the_lr_is_divided_instead():
 
 def test_held_at_max_batch_says_why_under_v2():
     cfg = PolicyConfig(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch=64,
         hysteresis_samples=1,
         failure_exponent=0.5,
@@ -287,6 +299,7 @@ def _make(c):
     )
     first = c["group"] * c["initial_groups"]
     return PolicyConfig(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch="auto" if c["auto"] else first,
         fallback_batch=first,
         base_batch=first,

@@ -12,11 +12,12 @@ from rlvr_schedule.synthetic import SyntheticEnvironment, make_sweep
 from rlvr_schedule.synthetic.testing import assert_beats_constant, assert_switches_before_failure
 
 B_STAR, FAIL = 256, 50_000
-FAILURE_REASONS = ("failure clock", "forecast failure")
+FAILURE_REASONS = ("failure forecast", "forecast failure")
 
 
 def make(**kw):
     cfg = dict(
+        forecast="on",  # the live forecast switches (default: advisory)
         initial_batch="auto",
         fallback_batch=32,
         base_batch=64,
@@ -61,7 +62,7 @@ def test_sample_clock_default_grows_at_the_held_lr_and_postpones_the_collapse():
     clock is left; the per-rollout drift falls, so the collapse comes later than at the first stage."""
     env = SyntheticEnvironment(critical_batch=B_STAR, failure_samples=FAIL, seed=0)
     check = assert_switches_before_failure(make(track_critical_batch=False), env, max_samples=90_000)
-    grown = [d for d in env.decisions if d.switched and d.reason.startswith("failure clock")]
+    grown = [d for d in env.decisions if d.switched and d.reason.startswith("failure forecast")]
     assert grown and grown[0].samples < FAIL
     before = env.decisions[env.decisions.index(grown[0]) - 1]
     assert grown[0].batch == 2 * before.batch and grown[0].lr == before.lr

@@ -334,6 +334,7 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
         failure_signal: entropy
         legacy: {failure_threshold: 0.2}
         forecast_samples: 64
+        forecast: "on"
         failure_exponent: 0.5
         failure_lr_exponent: 0.5
         constraints: {group_size: 4, max_batch: 256}

@@ -54,8 +54,13 @@ class SweepFit:
     """Both clocks of a sweep.
 
     ``critical_batch`` (rollouts per update) at which per-rollout progress halves; ``failure_samples``
-    pooled over the runs that collapsed (geometric mean); ``failure_exponent`` alpha of failure
-    samples ~ B^alpha (0: sample clock); ``target`` the reward the samples-to-target refer to.
+    the pooled failure clock (:class:`~rlvr_schedule.clocks.FailureScalingFit`: a log-normal with
+    the runs that did not fail right-censored at the rollouts they consumed), measured at
+    ``failure_batch`` and ``failure_lr`` (the failed runs' geometric-mean batch and the sweep's LR
+    rescaled to it by the square-root rule); ``failure_exponent`` alpha of failure samples ~
+    B^alpha (0: sample clock); ``failure_probability`` the probability that a run fails within
+    ``budget`` rollouts (default: the longest run's) at ``failure_batch``; ``target`` the reward
+    the samples-to-target refer to.
     """
 
     critical_batch: float
@@ -68,6 +73,31 @@ class SweepFit:
     target: float
     initial_reward: float
     runs: list[RunFit] = field(default_factory=list)
+    failure_batch: float = math.nan
+    failure_lr: float = math.nan
+    failure_censored: int = 0
+    budget: float = math.nan
+    failure_probability: float = math.nan
+
+    def failure_clock(self) -> dict[str, Any]:
+        """The failure-clock knobs of :class:`~rlvr_schedule.policy.PolicyConfig` (JSON-ready;
+        empty when no run failed). The exponent is the fitted alpha only where its interval
+        excludes 0, else 0 (a sample clock): a noisy alpha <= -1/2 would make every failure switch
+        "unable to postpone" and hold it."""
+        if not finite(self.failure_samples):
+            return {}
+        iv = [v if finite(v) else None for v in self.failure_samples_interval]
+        a, (alo, ahi) = self.failure_exponent, self.failure_exponent_interval
+        alpha = a if finite(a) and finite(alo) and finite(ahi) and (alo > 0 or ahi < 0) else 0.0
+        return _clean(
+            {
+                "failure_samples": self.failure_samples,
+                "failure_samples_interval": iv if None not in iv else None,
+                "failure_exponent": alpha,
+                "failure_batch": self.failure_batch if finite(self.failure_batch) else None,
+                "failure_lr": self.failure_lr if finite(self.failure_lr) else None,
+            }
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of ``rlvr-schedule fit --json`` (NaN and inf become null)."""
@@ -85,6 +115,7 @@ def fit_sweep(
     level: float = 0.95,
     n_boot: int = 200,
     seed: int = 0,
+    budget: float | None = None,
 ) -> SweepFit:
     """Fit both clocks to a sweep of runs.
 
@@ -94,7 +125,9 @@ def fit_sweep(
     failure alarm of ``detectors`` (default
     :func:`~rlvr_schedule.clocks.failure.default_detectors`); runs that diverged (reward falling
     from the start) have none and stay out of the pooled failure samples. Runs whose
-    batch changed are reported but left out of the critical-batch and failure-scaling fits.
+    batch changed are reported but left out of the critical-batch and failure-scaling fits. Runs
+    that did not fail are right-censored at the rollouts they consumed (not dropped).
+    ``budget``: rollouts at which ``failure_probability`` is reported (default: the longest run's).
     """
     runs = list(runs)
     if not runs:
@@ -110,6 +143,18 @@ def fit_sweep(
     )
     out = []
     nan = math.nan
+    longest = max((float(r.records[-1].samples) for r in runs if r.records), default=nan)
+    budget_ = float(budget) if budget is not None else longest
+    # the LR the failure clock was measured at: the constant runs' LR by the square-root rule to
+    # the reference batch (the sweep's own rule; one LR when every run shares it)
+    fb = fsf.batch_
+    flr = nan
+    if finite(fb):
+        from rlvr_schedule.ingest.lr import training_lr  # the LR after warm-up, not the first record's
+
+        trained = [(runs[i].batch, training_lr(runs[i]).lr) for i in const]
+        lrs = [lr * math.sqrt(fb / b) for b, lr in trained if finite(lr) and lr > 0]
+        flr = float(math.exp(sum(math.log(v) for v in lrs) / len(lrs))) if lrs else nan
     for r, fc, row, pc in zip(runs, fclocks, cbf.table_, cbf.clocks_, strict=True):
         # the sweep's rate (level crossings) with its own interval; a run with none (batch
         # changed, or no rising part) falls back to its regression slope and that slope's interval
@@ -144,4 +189,9 @@ def fit_sweep(
         target=cbf.target_,
         initial_reward=cbf.initial_reward_,
         runs=out,
+        failure_batch=fb,
+        failure_lr=flr,
+        failure_censored=len(fsf.censored_samples_) if finite(fsf.failure_samples_) else 0,
+        budget=budget_,
+        failure_probability=fsf.failure_probability(budget_) if finite(budget_) else nan,
     )

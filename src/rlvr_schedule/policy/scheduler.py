@@ -7,15 +7,20 @@ B = 2B* x 0.1/1.1 = 0.18 B*. B* is a known value (e.g.
 B* ~ 1/lr, B_simple serves as a *relative* tracker (its ratio to its first value times the known
 B*). As B* rises the batch follows a continuous target (fraction x estimate, snapped), moving
 once the target is ``track_step`` above the current batch, as the Pollux rule re-optimises.
-Failure clock (the seed's prescription): the failure signal's trend is followed online; once less
-than ``failure_switch_fraction`` (0.25) of the way from its level at the last (re)start to the
-collapse level remains, the batch grows by ``growth`` with the LR x growth^q
-(q = ``failure_lr_exponent``, default 0: the LR held) and the forecast restarts; at the largest
-batch the LR is divided by sqrt(growth) instead. In the local quadratic model a switch moves the
-remaining failure from F to F k^(alpha + e - q) rollouts (k the batch factor, e the LR rule's
+Failure clock: the sweep's (``failure_samples`` from ``rlvr-schedule fit``, with its interval and
+the batch and LR it was measured at) is spent rollout by rollout; once a stage has spent
+``failure_clock_fraction`` of the clock's lower bound left at its start, the batch grows by
+``growth`` with the LR x growth^q (q = ``failure_lr_exponent``, default 0: the LR held); at the
+largest batch the LR is divided by sqrt(growth) instead. In the local quadratic model a switch moves
+the remaining failure from F to F k^(alpha + e - q) rollouts (k the batch factor, e the LR rule's
 exponent, 1/2 for "sqrt", alpha = ``failure_exponent``): with q = 0 a sample clock (alpha = 0) is
-postponed too, which a square-root switch (q = e) cannot do; where the exponent is <= 0 the
-policy holds and says so ("failure forecast: hold").
+postponed too, which a square-root switch (q = e) cannot do; where the exponent is <= 0 the policy
+holds and says so ("failure forecast: hold"). The live forecast (``forecast``) is advisory by
+default; "on" makes it a trigger that can only come earlier than the clock (the clock where no
+sweep is given). Detector alarms are failure triggers too.
+:meth:`TwoClockScheduler.propose` reads as triggers (``policy/triggers.py``: auto start, failure
+clock, forecast, alarm, B* tracker up and down, in that order) and one gate (``_gate``: snap to
+``self.constraints``, then the pacing).
 Every trigger must hold for ``hysteresis_samples`` rollouts of consecutive records, a stage runs
 ``min_stage_samples`` rollouts before the next switch, and there are at most ``max_stages``: every
 rate limit counts rollouts, so it lasts as long in data at every batch (old files' record-counted
@@ -43,8 +48,10 @@ from rlvr_schedule.clocks import (
     ZeroVarianceGroups,
 )
 from rlvr_schedule.errors import ConfigError
+from rlvr_schedule.policy import triggers
 from rlvr_schedule.policy.base import Schedule, decode_floats, encode_floats
 from rlvr_schedule.policy.constraints import BatchConstraints
+from rlvr_schedule.policy.triggers import FailureClockTrigger, Proposal
 from rlvr_schedule.records import Decision, Stage, StepRecord
 from rlvr_schedule.theory.scaling import RULES, lr_for_batch
 
@@ -100,6 +107,9 @@ LEGACY_COUNTS = frozenset(
     }
 )
 LEGACY_FLOATS = frozenset({"margin", "failure_threshold", "critical_fraction"})
+#: What the live forecast may do: "on" (switch, earlier than the sweep's clock where one is given;
+#: the clock where none is), "advisory" (warn in the decision and the log, the batch stays), "off".
+FORECAST_MODES = ("advisory", "on", "off")
 #: Rollouts over which the forecast's early level is taken (as :class:`EntropyCollapse`'s).
 REFERENCE_SAMPLES = 512
 #: Records the forecast's window holds at most (its memory bound).
@@ -120,6 +130,13 @@ GROUPS = {
     ),
     "tracking": ("track_critical_batch", "track_step", "estimate_samples"),
     "failure": (
+        "failure_samples",
+        "failure_samples_interval",
+        "failure_batch",
+        "failure_lr",
+        "failure_clock_fraction",
+        "failure_clock_floor",
+        "forecast",
         "failure_signal",
         "failure_fraction",
         "failure_switch_fraction",
@@ -182,11 +199,26 @@ class PolicyConfig:
         Larger: a steadier start, a later first move.
 
     Failure (failure clock: switch before it runs out)
+    failure_samples, failure_samples_interval, failure_batch, failure_lr: the sweep's failure clock
+        (``SweepFit.failure_clock()``, what ``rlvr-schedule fit`` measures: rollouts to failure,
+        their interval, and the batch and LR they were measured at; None: the policy's base batch
+        and the rule's LR there). With it, the failure-clock trigger
+        (:class:`~rlvr_schedule.policy.triggers.FailureClockTrigger`) spends the interval's lower
+        end at 1/F(B, lr) per rollout, F(B, lr) = F (B/B_ref)^(alpha + e) (r_ref / lr), and
+        switches once a stage has spent ``failure_clock_fraction`` (0.5) of what was left at its
+        start: the first switch at half the lower bound, but not before ``failure_clock_floor``
+        (0.45) of the pooled clock (a wide interval from few failures puts the lower bound far
+        below it). ``rlvr-schedule plan`` writes the same switches down.
+    forecast: what the live forecast (:class:`rlvr_schedule.clocks.FailureForecast`) may do:
+        "advisory" (default: it warns, in the decision's reason and once per stage in the log, and
+        does not move the batch; it has not yet met its skill target on recorded runs), "on" (a
+        failure trigger: earlier than the sweep's clock where one is given, the clock where none
+        is), "off".
     failure_signal, failure_fraction: the forecast (:class:`rlvr_schedule.clocks.FailureForecast`)
         follows this signal to ``failure_fraction`` x its level over the first 512 rollouts
         (default 0.1 for falling signals such as entropy, 10 for rising ones such as kl): where
         the failure clock runs out.
-    failure_switch_fraction: switch once the signal's fitted trend has less than this fraction of
+    failure_switch_fraction: (``forecast: on``) switch once the signal's fitted trend has less than this fraction of
         the way left from its level at the last (re)start to the collapse level (0.25). Larger:
         earlier, more switches. 0 gives policy v2: this trigger off, no forecast restart and no
         LR division at the largest batch (with v2's horizon trigger, see ``legacy``).
@@ -242,6 +274,13 @@ class PolicyConfig:
     track_step: float = 2.0**0.25
     estimate_samples: int = 1600
     # failure
+    failure_samples: float | None = None
+    failure_samples_interval: tuple[float, float] | None = None
+    failure_batch: float | None = None
+    failure_lr: float | None = None
+    failure_clock_fraction: float = 0.5
+    failure_clock_floor: float = 0.45
+    forecast: str = "advisory"
     failure_signal: str = "entropy"
     failure_fraction: float | None = None
     failure_switch_fraction: float = 0.25
@@ -265,6 +304,11 @@ class PolicyConfig:
             self.constraints = BatchConstraints.from_dict(self.constraints)
         if isinstance(self.detectors, list):
             self.detectors = tuple(self.detectors)
+        if isinstance(self.failure_samples_interval, list):
+            self.failure_samples_interval = (
+                self.failure_samples_interval[0],
+                self.failure_samples_interval[1],
+            )
         self.legacy = dict(self.legacy or {})
         self.validate()
 
@@ -385,6 +429,34 @@ class PolicyConfig:
         if self.growth <= 1:
             raise bad("growth", f"must be > 1 (the batch grows at each switch), got {self.growth!r}")
         pos_int("forecast_samples", self.forecast_samples)
+        pos_num("failure_samples", self.failure_samples, optional=True)
+        iv = self.failure_samples_interval
+        if iv is not None:
+            if not (isinstance(iv, (tuple, list)) and len(iv) == 2 and all(_finite(v) and v > 0 for v in iv)):
+                raise bad(
+                    "failure_samples_interval", f"must be [low, high] positive numbers or null, got {iv!r}"
+                )
+            if self.failure_samples is None or not iv[0] <= self.failure_samples <= iv[1]:
+                raise bad(
+                    "failure_samples_interval",
+                    f"must hold failure_samples ({self.failure_samples!r}) between its ends, got {list(iv)!r}",
+                )
+        pos_num("failure_batch", self.failure_batch, optional=True)
+        pos_num("failure_lr", self.failure_lr, optional=True)
+        pos_num("failure_clock_fraction", self.failure_clock_fraction)
+        if self.failure_clock_fraction > 1:
+            raise bad(
+                "failure_clock_fraction",
+                f"must be at most 1 (the part of the clock a stage spends), got {self.failure_clock_fraction!r}",
+            )
+        pos_num("failure_clock_floor", self.failure_clock_floor, zero=True)
+        if self.failure_clock_floor > 1:
+            raise bad(
+                "failure_clock_floor",
+                f"must be at most 1 (a part of the pooled clock), got {self.failure_clock_floor!r}",
+            )
+        if self.forecast not in FORECAST_MODES:
+            raise bad("forecast", f"must be one of {', '.join(FORECAST_MODES)}, got {self.forecast!r}")
         if not isinstance(self.detectors, (tuple, list)) or any(d not in DETECTORS for d in self.detectors):
             raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {self.detectors!r}")
         pos_int("hysteresis_samples", self.hysteresis_samples)
@@ -410,6 +482,8 @@ class PolicyConfig:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "legacy"}
         d["constraints"] = self.constraints.to_dict()
         d["detectors"] = list(self.detectors)
+        if self.failure_samples_interval is not None:
+            d["failure_samples_interval"] = list(self.failure_samples_interval)
         if self.legacy:
             d["legacy"] = dict(self.legacy)
         return d
@@ -487,6 +561,9 @@ class PolicyConfig:
         kw["constraints"] = BatchConstraints.from_dict(kw.get("constraints"), source=source)
         if isinstance(kw.get("detectors"), list):
             kw["detectors"] = tuple(kw["detectors"])
+        if isinstance(kw.get("failure_samples_interval"), list):
+            iv = kw["failure_samples_interval"]
+            kw["failure_samples_interval"] = tuple(iv) if len(iv) == 2 else iv
         kw["legacy"] = legacy
         cfg = object.__new__(cls)
         for f in dataclasses.fields(cls):
@@ -592,6 +669,24 @@ class TwoClockScheduler(Schedule):
             batch = c.snap(cfg.fallback_batch or cfg.base_batch or c.lowest)
             reason = "initial: fallback until the gradient-noise estimate"
         self.base_batch = cfg.base_batch or batch
+        self.constraints = c  # the grid the gate snaps to (set_constraints replaces it)
+        self._rule_e = triggers.rule_exponent(cfg.lr_rule)
+        self._advised = False  # an advisory forecast warned in this stage (logged once)
+        self.clock: FailureClockTrigger | None = None
+        if cfg.failure_samples is not None:
+            ref_b = float(cfg.failure_batch or cfg.base_batch or batch)
+            iv = cfg.failure_samples_interval
+            self.clock = FailureClockTrigger(
+                float(cfg.failure_samples),
+                lower=float(iv[0]) if iv is not None else None,
+                batch=ref_b,
+                lr=float(cfg.failure_lr) if cfg.failure_lr is not None else self._lr_at(ref_b),
+                exponent=cfg.failure_exponent,
+                rule_exponent=self._rule_e,
+                fraction=cfg.failure_clock_fraction,
+                floor=cfg.failure_clock_floor,
+                min_rollouts=cfg.min_stage_samples,
+            )
         if self._v2:
             self.forecast.warmup_samples = min(10, self.forecast.window) * batch
         super().__init__([Stage(batch=batch, lr=self._lr(batch), reason=reason)])
@@ -612,10 +707,14 @@ class TwoClockScheduler(Schedule):
         self._ps = 0.0  # EMA (the noise estimate's weights) of the rollout position of its records
         self._pw = 0.0
         self._floor = 0  # the batch of the last failure switch: tracking does not move below it
-        self._nxt_cache: tuple[int, int | None] | None = None
         self._holding = False  # a failure trigger is being held (sample clock); logged on entry
 
     def propose(self, record: StepRecord) -> Decision:
+        """Fold ``record`` into the clocks, ask the triggers in order, and pass the first proposal
+        through the gate: the decision for the next update."""
+        cur = self._stages[-1]
+        if self.clock is not None:  # the record's rollouts ran at the stage in effect
+            self.clock.spend(max(record.samples - self._samples, 0), cur.batch, cur.lr)
         self._records += 1
         self._samples = record.samples
         stf = self.forecast.update(record)
@@ -627,34 +726,20 @@ class TwoClockScheduler(Schedule):
             self._pw = beta * self._pw + (1 - beta)
             self._noise_samples += record.batch
         alarm, faulted = self._run_detectors(record) if self.detectors else (None, False)
-        cur = self._stages[-1]
-        target, reason = self._propose(record, cur, stf, b_simple, alarm)
-        if target is not None and faulted:  # a detector raised: its alarm may be missing
-            target, reason = None, "held: a plugin raised on this record"
-        if target is None:
+        bstar = self._estimate(b_simple)
+        decision = None
+        auto = self._auto(record, cur, bstar)
+        if auto is not None:  # picked once, unpaced; when it does not move, the others are asked
+            decision = self._gate(record, cur, auto, "")
+        if decision is None or not decision.switched:
+            proposal, note = self._failure(record, cur, stf, alarm)
+            if proposal is None:
+                proposal = self._tracking(record, cur, bstar)
+            decision = self._gate(record, cur, proposal, note)
+        if decision.switched and faulted:  # a detector raised: its alarm may be missing
             self._failure_switch = False
-            return self._decision(record, reason)
-        if isinstance(target, tuple):  # a failure switch: (batch, lr)
-            batch, lr = target
-            return Decision(
-                step=record.step,
-                samples=record.samples,
-                batch=batch,
-                lr=lr,
-                stage=len(self._stages),
-                switched=True,
-                reason=reason,
-            )
-        self._failure_switch = False
-        return Decision(
-            step=record.step,
-            samples=record.samples,
-            batch=target,
-            lr=self._lr(target) * self._lr_scale(cur),
-            stage=len(self._stages),
-            switched=True,
-            reason=reason,
-        )
+            return self._decision(record, "held: a plugin raised on this record")
+        return decision
 
     # --- policy --------------------------------------------------------------------------------
     @property
@@ -709,133 +794,208 @@ class TwoClockScheduler(Schedule):
         """The stage's LR relative to the LR rule at its batch (1.0 until a failure switch)."""
         return stage.lr / self._lr(stage.batch)
 
-    def _propose(
-        self, record: StepRecord, cur: Stage, stf: float, b_simple: float, alarm: str | None
-    ) -> tuple[int | tuple[int, float] | None, str]:
-        cfg = self.config
-        c = cfg.constraints
-        frac = cfg.operating_fraction
-        room = len(self._stages) < cfg.max_stages
+    # --- the triggers, in the order they are asked ---------------------------------------------
+    def _estimate(self, b_simple: float) -> float:
+        """The B* estimate once the gradient-noise estimate is warm (NaN before)."""
         if not self._warm:  # both counts only grow: checked until they pass
             self._warm = (
                 self._noise_samples >= self._est_samples and self.noise.n_updates >= self._est_records
             )
         estimated = self._warm and math.isfinite(b_simple) and b_simple > 0
-        if estimated and math.isnan(self._bs_ref):
+        if not estimated:
+            return math.nan
+        if math.isnan(self._bs_ref):
             self._bs_ref, self._pos_ref = b_simple, self._pos
-        if estimated and not self._v2:  # v2 (failure_switch_fraction 0) kept its one-value anchor
+        if not self._v2:  # v2 (failure_switch_fraction 0) kept its one-value anchor
             self._maybe_freeze_b0(b_simple)
-        bstar = self.critical_estimate(b_simple) if estimated else math.nan
-        if self._auto_pending and estimated:
-            # picked once; stays pending only while a fault holds the switch
-            auto = c.snap(frac * bstar, "down")
-            if record.micro_batch:  # keep the noise estimate alive (micro-batch below the batch)
-                auto = max(auto, c.snap(2 * record.micro_batch, "up"))
-            if room and auto != cur.batch:
-                return auto, f"auto: {frac:.3g} x critical batch estimate {bstar:.4g} (gradient noise)"
-            self._auto_pending = False
-        nxt = self._next_batch(cur.batch)
-        failure = ""
-        fc = self.forecast
-        left = math.nan
-        # cheapest first: the evidence (an int comparison), the part left (the cached fit), and
-        # only then the slope's confidence band (a t quantile)
-        if cfg.failure_switch_fraction > 0 and fc.samples - fc.start_samples >= fc.min_samples:
-            left = fc.fraction_left(stf)
-            if left < cfg.failure_switch_fraction and not fc.significant:
-                left = math.nan
-        if left < cfg.failure_switch_fraction:  # False on NaN
-            failure = (
-                f"failure clock: {max(left, 0.0):.2f} of the stage's rollouts to the forecast collapse left "
-                f"< {cfg.failure_switch_fraction:g} (collapse in {stf:.4g} rollouts, on "
-                f"{fc.samples - fc.start_samples} rollouts of evidence)"
-            )
-        elif self._v2 and stf < self._horizon[0] * self._horizon[1] * (nxt or cur.batch):
-            m, h = self._horizon
-            failure = f"forecast failure in {stf:.4g} samples < {m:g} x {h} x {nxt}"
-        elif alarm is not None and cfg.switch_on_alarm:
-            failure = alarm
-        expo = self._expo
-        grow_for_failure = expo > 0
-        hold = ""
-        if failure and not grow_for_failure:
+        return self.critical_estimate(b_simple)
+
+    def _auto(self, record: StepRecord, cur: Stage, bstar: float) -> Proposal | None:
+        """``initial_batch: auto`` without a known B*: the first estimate sets the batch, once."""
+        if not self._auto_pending:
+            return None
+        p = triggers.auto_start(bstar, self.config.operating_fraction, cur.batch, record.micro_batch)
+        return p
+
+    def _failure(
+        self, record: StepRecord, cur: Stage, stf: float, alarm: str | None
+    ) -> tuple[Proposal | None, str]:
+        """The failure triggers: the sweep's clock, then the live forecast (``forecast: on``; it can
+        only come earlier than the clock), then an alarm. (proposal, note): the note says why a
+        trigger was held, or what an advisory forecast said."""
+        cfg = self.config
+        nxt = self._next_stage(cur)
+        reason = ""
+        if self.clock is not None:
+            p = self.clock.propose(cur.batch, cur.lr, nxt)
+            reason = p.reason if p is not None else ""
+        note = ""
+        if not reason:
+            said = self._forecast_says(cur, stf)
+            if said and cfg.forecast == "on":
+                reason = said
+            elif said and cfg.forecast == "advisory":
+                note = f"advisory (forecast: advisory, the batch stays): {said}"
+                if not self._advised:
+                    log.warning("two-clock: %s", note)
+                    self._advised = True
+        if not reason:
+            reason = triggers.alarm_trigger(alarm, cfg.switch_on_alarm) or ""
+        if not reason:
+            self._holding = False
+            return None, note
+        if self._expo <= 0:  # a switch cannot postpone the failure: hold, and say so
             hold = (
                 f"failure forecast: hold (failure_exponent {cfg.failure_exponent:g}, failure_lr_exponent "
-                f"{cfg.failure_lr_exponent:g}: a switch cannot postpone the failure; {failure})"
+                f"{cfg.failure_lr_exponent:g}: a switch cannot postpone the failure; {reason})"
             )
             if not self._holding:
                 log.info("two-clock: %s", hold)
-        self._holding = bool(hold)
-        trigger = ""
-        target: int | tuple[int, float] | None = None
-        failure_switch = False
-        if failure and grow_for_failure:
-            failure_switch = True
-            if nxt is not None and room:
-                k = nxt / cur.batch
-                trigger = f"{failure}: batch x {k:g}, LR x {k:g}^{cfg.failure_lr_exponent:g}"
-                e = cfg.postpone_exponent - cfg.failure_exponent + cfg.failure_lr_exponent  # the rule's
-                q = cfg.failure_lr_exponent
-                lr = self._lr(nxt) * self._lr_scale(cur) if q == e else cur.lr * k**q  # (exact on the rule)
-                target = (nxt, lr)
-            elif cfg.failure_switch_fraction > 0 and room:  # a stage of its own: max_stages bounds it
-                trigger = f"{failure}: no larger batch or stage left, LR / sqrt({cfg.growth:g})"
-                target = (cur.batch, cur.lr / math.sqrt(cfg.growth))
-            else:  # v2: the failure trigger only grows the batch
-                trigger, target = failure, None
-        elif cfg.track_critical_batch and estimated:
-            # snapped down, the target is at most frac x B*: skip the snap when that cannot move
-            up = frac * bstar >= cfg.track_step * cur.batch
-            tracked = c.snap(frac * bstar, "down") if up else cur.batch
-            if tracked > cur.batch and tracked >= cfg.track_step * cur.batch:
-                trigger, target = (
-                    (f"critical batch estimate {bstar:.4g} rose: {frac:.3g} x it -> batch {tracked}"),
-                    tracked,
-                )
-            elif not self._v2 and frac * bstar * cfg.track_step**2 <= cur.batch:  # two-sided: no ratchet
-                # not below the last failure switch's batch, nor where the noise estimate goes blind
-                keep = 2 * record.micro_batch if record.micro_batch else 0
-                down = max(c.snap(frac * bstar, "up"), self._floor, c.snap(keep, "up") if keep else 0)
-                if down < cur.batch:
-                    trigger, target = (
-                        (f"critical batch estimate {bstar:.4g} fell: {frac:.3g} x it -> batch {down}"),
-                        down,
-                    )
-        self._failure_switch = failure_switch
-        if not trigger:
+            self._holding = True
+            return None, hold
+        self._holding = False
+        kind = "failure_clock" if reason.startswith("failure clock") else "alarm"
+        if reason.startswith("failure forecast") or reason.startswith("forecast failure"):
+            kind = "forecast"
+        if nxt is None:  # v2 at the largest batch: nothing to switch to
+            return triggers.Proposal(kind, cur.batch, reason, failure=True, lo=cur.batch + 1), ""
+        b, lr = nxt
+        if b > cur.batch:
+            why = f"{reason}: batch x {b / cur.batch:g}, LR x {b / cur.batch:g}^{cfg.failure_lr_exponent:g}"
+        else:
+            why = f"{reason}: no larger batch or stage left, LR / sqrt({cfg.growth:g})"
+        return triggers.Proposal(kind, b, why, lr=lr, snap="up", lo=b, hi=b, failure=True), ""
+
+    def _next_stage(self, cur: Stage) -> tuple[int, float] | None:
+        """Where a failure switch goes (:func:`triggers.next_failure_stage`: batch x growth with
+        the LR x k^q, LR / sqrt(growth) at the largest batch); on the rule (q = e) the rule's LR
+        exactly; None under v2 at the largest batch."""
+        cfg = self.config
+        b, lr = triggers.next_failure_stage(
+            cur.batch,
+            cur.lr,
+            growth=cfg.growth,
+            lr_exponent=cfg.failure_lr_exponent,
+            constraints=self.constraints,
+        )
+        if b > cur.batch and cfg.failure_lr_exponent == self._rule_e:
+            lr = self._lr(b) * self._lr_scale(cur)
+        if b == cur.batch and self._v2:
+            return None
+        return b, lr
+
+    def _forecast_says(self, cur: Stage, stf: float) -> str:
+        """What the live forecast says this record ("" when it says nothing)."""
+        cfg = self.config
+        fc = self.forecast
+        if self._v2:  # v2's horizon trigger: margin x horizon_steps x the next batch
+            m, h = self._horizon
+            nb: int | None = self.constraints.snap(cur.batch * cfg.growth, "up")
+            nb = nb if nb is not None and nb > cur.batch else None
+            return (
+                f"forecast failure in {stf:.4g} samples < {m:g} x {h} x {nb}"
+                if stf < m * h * (nb or cur.batch)
+                else ""
+            )
+        if cfg.failure_switch_fraction <= 0 or fc.samples - fc.start_samples < fc.min_samples:
+            return ""
+        # cheapest first: the part left (the cached fit), then the slope's band (a t quantile)
+        left = fc.fraction_left(stf)
+        if left < cfg.failure_switch_fraction and not fc.significant:
+            left = math.nan
+        return (
+            triggers.forecast_trigger(
+                left, cfg.failure_switch_fraction, stf, int(fc.samples - fc.start_samples)
+            )
+            or ""
+        )
+
+    def _tracking(self, record: StepRecord, cur: Stage, bstar: float) -> Proposal | None:
+        """The B* tracker: up once the target is ``track_step`` above the batch, down once
+        ``track_step``^2 below it (not below the last failure switch's batch, nor 2 x the
+        micro-batch, where the noise estimate would go blind)."""
+        cfg = self.config
+        if not (cfg.track_critical_batch and math.isfinite(bstar)):
+            return None
+        frac = cfg.operating_fraction
+        up = triggers.track_up(bstar, frac, cur.batch, cfg.track_step)
+        if up is not None or self._v2:
+            return up
+        keep = self.constraints.snap(2 * record.micro_batch, "up") if record.micro_batch else 0
+        return triggers.track_down(bstar, frac, cur.batch, cfg.track_step, max(self._floor, keep))
+
+    # --- the gate --------------------------------------------------------------------------------
+    def set_constraints(self, constraints: BatchConstraints) -> None:
+        """Replace the grid the gate snaps to (e.g. the host's runnable batches)."""
+        self.constraints = constraints
+
+    def _gate(self, record: StepRecord, cur: Stage, p: Proposal | None, note: str) -> Decision:
+        """The one gate: snap the proposal to the runnable grid (:attr:`constraints`), then the
+        pacing (the streak of consecutive records with a trigger, ``max_stages``,
+        ``min_stage_samples``); the decision says which held it."""
+        cfg = self.config
+        c = self.constraints
+        room = len(self._stages) < cfg.max_stages
+        batch, lr = cur.batch, cur.lr
+        if p is not None:
+            batch = c.snap(p.batch, p.snap)
+            if not p.paced and p.lo:
+                batch = max(batch, c.snap(p.lo, "up"))
+            lr = p.lr if p.lr is not None else self._lr(batch) * self._lr_scale(cur)
+            if not p.paced:  # the auto start: picked once, no pacing
+                if room and batch != cur.batch:
+                    return self._switch(record, batch, lr, p)
+                self._auto_pending = False
+                return self._decision(record, note)
+            if not p.failure and not (p.lo <= batch <= p.hi):  # the snapped move is too small
+                p = None
+        self._failure_switch = p is not None and p.failure
+        if p is None:
             if self._streak:
                 self._streak = self._streak_samples = 0
-            return None, hold
-        if hold:
-            trigger = f"{trigger}; {hold}"
+            return self._decision(record, note)
+        trigger = p.reason
+        if p.kind in ("track_up", "track_down"):
+            trigger = f"{trigger} -> batch {batch}"
+        if note.startswith("failure forecast: hold"):
+            trigger = f"{trigger}; {note}"
         self._streak += 1
         self._streak_samples += record.batch
         if self._streak < self._hyst_records:  # an old file's hysteresis, in records
-            return None, f"trigger {self._streak}/{self._hyst_records}: {trigger}"
+            return self._decision(record, f"trigger {self._streak}/{self._hyst_records}: {trigger}")
         if self._streak_samples < self._hyst_samples:
-            return None, f"trigger {self._streak_samples}/{self._hyst_samples} rollouts: {trigger}"
+            return self._decision(
+                record, f"trigger {self._streak_samples}/{self._hyst_samples} rollouts: {trigger}"
+            )
         if not room:
-            return None, f"held: max_stages {cfg.max_stages} reached ({trigger})"
-        if target is None:
-            return None, f"held: batch at its maximum ({trigger})"
+            return self._decision(record, f"held: max_stages {cfg.max_stages} reached ({trigger})")
+        if not (p.lo <= batch <= p.hi) or (batch == cur.batch and lr == cur.lr):
+            return self._decision(record, f"held: batch at its maximum ({trigger})")
         if record.samples - self._last_switch < cfg.min_stage_samples:
-            return None, f"held: min_stage_samples {cfg.min_stage_samples} ({trigger})"
+            return self._decision(record, f"held: min_stage_samples {cfg.min_stage_samples} ({trigger})")
         if self._records - self._last_switch_step < self._stage_records:  # an old file's, in updates
-            return None, f"held: min_stage_steps {self._stage_records} ({trigger})"
-        return target, trigger
+            return self._decision(record, f"held: min_stage_steps {self._stage_records} ({trigger})")
+        return self._switch(record, batch, lr, p, trigger)
 
-    def _next_batch(self, batch: int) -> int | None:
-        cached = self._nxt_cache
-        if cached is not None and cached[0] == batch:  # one snap per stage, not per record
-            return cached[1]
-        nxt = self.config.constraints.snap(batch * self.config.growth, "up")
-        out = nxt if nxt > batch else None
-        self._nxt_cache = (batch, out)
-        return out
+    def _switch(self, record: StepRecord, batch: int, lr: float, p: Proposal, reason: str = "") -> Decision:
+        self._failure_switch = p.failure
+        return Decision(
+            step=record.step,
+            samples=record.samples,
+            batch=batch,
+            lr=lr,
+            stage=len(self._stages),
+            switched=True,
+            reason=reason or p.reason,
+        )
 
     def _lr(self, batch: int) -> float:
         cfg = self.config
         return float(lr_for_batch(batch, self.base_batch, cfg.base_lr, rule=cfg.lr_rule))
+
+    def _lr_at(self, batch: float) -> float:
+        """The rule's LR at a (possibly fractional) batch: where the sweep measured its clock."""
+        return self.config.base_lr * (batch / self.base_batch) ** self._rule_e
 
     def _committed(self, d: Decision) -> None:
         self._streak = self._streak_samples = 0
@@ -847,6 +1007,10 @@ class TwoClockScheduler(Schedule):
         self._scale = self._lr_scale(self.current)
         if self._failure_switch:
             self._floor = self.current.batch
+        if self._failure_switch and self.clock is not None:
+            self.clock.restart()
+        if self._failure_switch:
+            self._advised = False
         if self._failure_switch and self.config.failure_switch_fraction > 0:
             self.forecast.restart()
             self._failure_switch = False
@@ -1007,6 +1171,7 @@ class TwoClockScheduler(Schedule):
             "holding": self._holding,
             "failure_switch": self._failure_switch,
             "forecast": self.forecast.state_dict(),
+            "clock": self.clock.state_dict() if self.clock is not None else None,
             "noise": self.noise.state_dict(),
             "detectors": dets,
         }
@@ -1052,6 +1217,8 @@ class TwoClockScheduler(Schedule):
         self._failure_switch = bool(state.get("failure_switch", False))
         self._scale = self._lr_scale(self.current)
         self.forecast.load_state_dict(state["forecast"])
+        if self.clock is not None and state.get("clock"):
+            self.clock.load_state_dict(state["clock"])
         self.noise.load_state_dict(state["noise"])
         self._noise_samples = int(state.get("noise_samples", int(self.noise.n_updates) * batch))
         self._warm = self._noise_samples >= self._est_samples and self.noise.n_updates >= self._est_records

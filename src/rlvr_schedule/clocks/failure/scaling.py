@@ -1,4 +1,13 @@
-"""How the failure point scales with batch across a sweep: failure samples ~ B^alpha."""
+"""How the failure point scales with batch across a sweep: failure samples ~ B^alpha.
+
+Runs that did not fail are right-censored at the rollouts they consumed: they say the clock is at
+least that long. The pooled clock is a log-normal fitted by maximum likelihood with those
+censored runs (EM on the log rollouts, at the failed runs' geometric-mean batch after the B^alpha
+adjustment). Why log-normal: a failure clock is a length (positive, multiplicative spread; the
+sweep's pooled value was already a geometric mean, which is this fit's answer when nothing is
+censored), and unlike an exponential it is not memoryless: the clock "runs out", it is not a
+constant hazard. Kaplan-Meier would need many more runs than a sweep has to give a median.
+"""
 
 from __future__ import annotations
 
@@ -12,18 +21,77 @@ from rlvr_schedule.clocks.failure.base import Detector
 from rlvr_schedule.clocks.failure.clock import FailureClock
 from rlvr_schedule.records import Run
 
-__all__ = ["FailureScalingFit"]
+__all__ = ["FailureScalingFit", "censored_lognormal"]
+
+
+def _phi(z: float) -> float:
+    return math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+
+
+def _cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def _hazard(z: float) -> float:
+    """phi(z) / (1 - Phi(z)), the inverse Mills ratio, stable in the far tail (continued fraction
+    beyond z = 5, where 1 - Phi underflows)."""
+    if z < 5.0:
+        return _phi(z) / (1.0 - _cdf(z))
+    cf = z
+    for k in range(40, 0, -1):
+        cf = z + k / cf
+    return cf  # 1 / R(z), R the Mills ratio 1 / (z + 1/(z + 2/(z + ...)))
+
+
+def censored_lognormal(
+    failed: Sequence[float], censored: Sequence[float], *, iters: int = 5000
+) -> tuple[float, float]:
+    """(mu, sigma) of a normal fitted by maximum likelihood to the values ``failed`` and the
+    right-censored values ``censored`` (each only known to be above its value), by EM.
+
+    Without censored values it is the mean and the ML standard deviation. NaN sigma with fewer
+    than two failures (no spread to estimate)."""
+    x = np.asarray(failed, dtype=float)
+    c = np.asarray(censored, dtype=float)
+    if x.size == 0:
+        return math.nan, math.nan
+    if x.size < 2:
+        return float(x.mean()), math.nan
+    mu, sig = float(x.mean()), float(x.std())
+    if c.size == 0 or sig <= 0:
+        return mu, sig
+    both = np.concatenate([x, c])  # start as if the censored values had failed there
+    mu, sig = float(both.mean()), max(float(both.std()), sig)
+    for _ in range(iters):
+        z = (c - mu) / sig
+        lam = np.array([_hazard(float(v)) for v in z])
+        e1 = mu + sig * lam  # E[x | x > c]
+        e2 = mu * mu + sig * sig + sig * (c + mu) * lam  # E[x^2 | x > c]
+        n = x.size + c.size
+        mu_new = (x.sum() + e1.sum()) / n
+        var = (np.square(x).sum() + e2.sum()) / n - mu_new * mu_new
+        sig_new = math.sqrt(max(var, 1e-12))
+        done = abs(mu_new - mu) < 1e-10 and abs(sig_new - sig) < 1e-10
+        mu, sig = float(mu_new), sig_new
+        if done:
+            break
+    return mu, sig
 
 
 class FailureScalingFit:
     """How the failure point scales with batch across a sweep: failure samples ~ B^alpha.
 
-    ``alpha_`` (log-log regression slope) with a ``level`` t-interval ``alpha_interval_``:
-    alpha = 0 is a sample clock (the run fails after the same rollouts at any batch), alpha = 1
-    a step clock. ``failure_samples_`` pools the runs that failed (geometric mean, with a
-    t-interval in log space); runs that never failed are listed in ``censored_``, runs that
-    diverged (reward falling from the start: no failure-clock reading, see
-    :class:`FailureClock`) in ``diverging_``; neither enters the pooled value or the exponent.
+    ``alpha_`` (log-log regression slope over the runs that failed) with a ``level`` t-interval
+    ``alpha_interval_``: alpha = 0 is a sample clock (the run fails after the same rollouts at any
+    batch), alpha = 1 a step clock. ``failure_samples_`` is the pooled clock at ``batch_`` (the
+    failed runs' geometric-mean batch): the median of a log-normal fitted with the runs that never
+    failed as right-censored at the rollouts they consumed (``censored_samples_``; the module
+    docstring says why), with a Wald interval in log space from the censored likelihood's
+    information and the failures' t quantile (without censored runs: the geometric mean and its
+    t-interval). ``sigma_`` is the log spread;
+    :meth:`failure_probability` gives P(failure within a budget). Runs that never failed are
+    listed in ``censored_``, runs that diverged (reward falling from the start: no failure-clock
+    reading, see :class:`FailureClock`) in ``diverging_`` and left out.
     """
 
     def __init__(self, detectors: Sequence[Detector] | None = None, level: float = 0.95) -> None:
@@ -35,9 +103,12 @@ class FailureScalingFit:
         runs: Sequence[Run],
         failure_samples: Sequence[float | None] | None = None,
         diverging: Sequence[bool] | None = None,
+        consumed: Sequence[float | None] | None = None,
     ) -> FailureScalingFit:
         """``failure_samples`` (one per run, None = no failure) skips re-running the detectors;
-        ``diverging`` (one flag per run) goes with it (default: none diverged)."""
+        ``diverging`` (one flag per run) goes with it (default: none diverged). ``consumed``: the
+        rollouts each run consumed (default: its last record's count), where a run that did not
+        fail is censored."""
         if failure_samples is None:
             clocks = [FailureClock(self.detectors).fit(r) for r in runs]
             failure_samples = [c.failure_samples_ for c in clocks]
@@ -59,7 +130,15 @@ class FailureScalingFit:
             }
             for r, f, d in zip(runs, failure_samples, div, strict=True)
         ]
+        if consumed is None:
+            consumed = [_consumed(r) for r in runs]
         self.diverging_ = [r.name for r, d in zip(runs, div, strict=True) if d]
+        cens = [
+            (r.batch, float(t))
+            for r, f, d, t in zip(runs, failure_samples, div, consumed, strict=True)
+            if f is None and not d and t is not None and t > 0
+        ]
+        self.censored_samples_ = [t for _, t in cens]
         self.censored_ = [
             r.name for r, f, d in zip(runs, failure_samples, div, strict=True) if f is None and not d
         ]
@@ -69,26 +148,59 @@ class FailureScalingFit:
         nan = math.nan
         self.alpha_, self.alpha_interval_ = nan, (nan, nan)
         self.failure_samples_, self.failure_samples_interval_ = nan, (nan, nan)
+        self.sigma_, self.batch_ = nan, nan
         self._c = nan
         if not pts:
             return self
         lb = np.log([p[0] for p in pts])
         lf = np.log([p[1] for p in pts])
         n = lf.size
-        self.failure_samples_ = float(np.exp(lf.mean()))
-        if n >= 2:
-            t = t_quantile(0.5 + self.level / 2, n - 1)
-            h = t * float(lf.std(ddof=1)) / math.sqrt(n)
-            self.failure_samples_interval_ = (float(np.exp(lf.mean() - h)), float(np.exp(lf.mean() + h)))
         res = ols(lb, lf)
         if finite(res.slope):
             self.alpha_ = res.slope
             self._c = res.intercept
             self.alpha_interval_ = res.slope_interval(self.level)
+        a = self.alpha_ if finite(self.alpha_) else 0.0
+        lref = float(lb.mean())
+        self.batch_ = float(math.exp(lref))
+        # every reading moved to the reference batch along B^alpha (OLS passes through the means,
+        # so without censored runs this is the plain geometric mean)
+        x = lf - a * (lb - lref)
+        c = [math.log(t) - a * (math.log(b) - lref) for b, t in cens]
+        mu, sig = censored_lognormal(list(x), c)
+        self.failure_samples_ = float(np.exp(mu))
+        self.sigma_ = sig
+        if n >= 2 and finite(sig) and sig > 0:
+            # Wald interval from the censored likelihood's observed information for mu,
+            # (d + sum over censored of lam (lam - z)) / sigma^2, with the failures' t quantile and
+            # the n / (n - 1) correction of sigma: without censored runs, the geometric mean's t-interval
+            info = float(n)
+            for v in c:
+                z = (v - mu) / sig
+                lam = _hazard(z)
+                info += lam * (lam - z)
+            t = t_quantile(0.5 + self.level / 2, n - 1)
+            h = t * sig * math.sqrt(n / (n - 1)) / math.sqrt(info)
+            self.failure_samples_interval_ = (float(np.exp(mu - h)), float(np.exp(mu + h)))
+        if finite(self._c):  # the intercept moves with the pooled value (censoring lifts it)
+            self._c = mu - a * lref
         return self
+
+    def failure_probability(self, budget: float, batch: float | None = None) -> float:
+        """P(the run fails within ``budget`` rollouts) at ``batch`` (default: the reference batch),
+        under the fitted log-normal; NaN without a spread (fewer than two failures)."""
+        if not (finite(self.sigma_) and self.sigma_ > 0 and budget > 0):
+            return math.nan
+        med = self.failure_samples_ if batch is None else self.predict(batch)
+        return _cdf((math.log(budget) - math.log(med)) / self.sigma_)
 
     def predict(self, batch: float) -> float:
         """Failure samples at ``batch`` from the fitted power law (pooled value if alpha unknown)."""
         if finite(self.alpha_):
             return float(math.exp(self._c + self.alpha_ * math.log(batch)))
         return self.failure_samples_
+
+
+def _consumed(run: Run) -> float | None:
+    """Rollouts the run consumed (its last record's count); None for an empty run."""
+    return float(run.records[-1].samples) if run.records else None
