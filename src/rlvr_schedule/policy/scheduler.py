@@ -578,7 +578,8 @@ class TwoClockScheduler(Schedule):
         self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
         self._n_builtin = len(self.detectors)
         self.detectors += list(detectors)
-        c = cfg.constraints
+        # [i23 grid] the constraints in use, read from this one place; set_host_grid replaces them
+        self.constraints = c = cfg.constraints
         self._auto_pending = cfg.initial_batch == "auto" and cfg.critical_batch is None
         if cfg.initial_batch != "auto":
             batch = int(cfg.initial_batch)
@@ -612,7 +613,7 @@ class TwoClockScheduler(Schedule):
         self._ps = 0.0  # EMA (the noise estimate's weights) of the rollout position of its records
         self._pw = 0.0
         self._floor = 0  # the batch of the last failure switch: tracking does not move below it
-        self._nxt_cache: tuple[int, int | None] | None = None
+        self._nxt_cache: tuple[tuple[int, BatchConstraints], int | None] | None = None
         self._holding = False  # a failure trigger is being held (sample clock); logged on entry
 
     def propose(self, record: StepRecord) -> Decision:
@@ -713,7 +714,7 @@ class TwoClockScheduler(Schedule):
         self, record: StepRecord, cur: Stage, stf: float, b_simple: float, alarm: str | None
     ) -> tuple[int | tuple[int, float] | None, str]:
         cfg = self.config
-        c = cfg.constraints
+        c = self.constraints  # [i23 grid]
         frac = cfg.operating_fraction
         room = len(self._stages) < cfg.max_stages
         if not self._warm:  # both counts only grow: checked until they pass
@@ -826,11 +827,11 @@ class TwoClockScheduler(Schedule):
 
     def _next_batch(self, batch: int) -> int | None:
         cached = self._nxt_cache
-        if cached is not None and cached[0] == batch:  # one snap per stage, not per record
+        if cached is not None and cached[0] == (batch, self.constraints):  # one snap per stage [i23 grid]
             return cached[1]
-        nxt = self.config.constraints.snap(batch * self.config.growth, "up")
+        nxt = self.constraints.snap(batch * self.config.growth, "up")
         out = nxt if nxt > batch else None
-        self._nxt_cache = (batch, out)
+        self._nxt_cache = ((batch, self.constraints), out)
         return out
 
     def _lr(self, batch: int) -> float:
@@ -887,7 +888,7 @@ class TwoClockScheduler(Schedule):
         """One greedy plan of :meth:`reachable_batches` (``failure``: with failure switches)."""
 
         cfg = self.config
-        cons = cfg.constraints
+        cons = self.constraints  # [i23 grid]
         hi = float(cons.highest) if cons.highest is not None else math.inf
         records0 = self._records
         last, streak, auto = self._last_switch_step, self._streak, self._auto_pending
@@ -942,7 +943,7 @@ class TwoClockScheduler(Schedule):
         if steps is None:
             # every remaining stage, each switch as late as the rules make it at most (at the
             # smallest batch, the rollout limits take the most updates)
-            low = max(int(cfg.constraints.lowest), 1)
+            low = max(int(self.constraints.lowest), 1)  # [i23 grid]
             per_switch = max(
                 self._stage_records,
                 self._hyst_records,
