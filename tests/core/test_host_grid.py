@@ -67,7 +67,11 @@ def test_a_fixed_schedule_keeps_its_stages_and_the_driver_snaps_what_the_host_ru
     ran = []
     d = ScheduleDriver(s, lambda b, lr: ran.append((b, lr)))
     notes = d.set_host_grid(BatchConstraints(divisor=48))
-    assert notes == [] and [st.batch for st in s.stages] == [128, 256]
+    assert [st.batch for st in s.stages] == [128, 256]
+    assert notes == [
+        "stage 0 (128 rollouts) is off the host's grid (multiples of 48): the host runs 144",
+        "stage 1 (256 rollouts) is off the host's grid (multiples of 48): the host runs 240",
+    ]
     assert d.start() and ran == [(144, 1e-3)]
     dec = None
     for i in range(4):

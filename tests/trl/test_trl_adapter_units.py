@@ -206,6 +206,32 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
     assert any(d.reason.startswith("held: the host could not apply it (ValueError") for d in decisions)
 
 
+def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
+    from rlvr_schedule.policy import BatchConstraints
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+
+    # the same schedule, with the grid the trainer publishes at train begin (4 x 1 x 2): growth 1.5
+    # from 8 snaps up to 16, which the trainer runs, instead of 12, which it cannot
+    spec = {
+        "type": "two_clock",
+        "initial_batch": 8,
+        "base_lr": 1e-3,
+        "growth": 1.5,
+        "max_stages": 2,
+        "hysteresis_samples": 1,
+        "legacy": {"failure_threshold": 1.0},
+        "forecast_samples": 16,
+        "failure_exponent": 0.5,
+        "failure_lr_exponent": 0.5,
+        "constraints": {"group_size": 4},
+    }
+    cb = RlvrScheduleCallback(spec, strict=True)
+    cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)
+    assert cb.driver.set_host_grid(BatchConstraints(divisor=cb._unit.multiple)) == []
+    switched = [d for d in _falling_entropy(cb, 25) if d.switched]
+    assert [d.batch for d in switched] == [16] and cb.wanted[0] == 16 and not cb.host.faults
+
+
 def _two(**kw):
     spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "constraints": {"group_size": 4}}
     return schedule_from_dict({**spec, **kw})

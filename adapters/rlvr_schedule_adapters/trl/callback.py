@@ -438,6 +438,7 @@ class _ScheduleCallbackCore:
             # B* tracking can move the batch only when the records carry the noise estimate's input
             noise_estimate=self._noise_measurable(ga0)
             or getattr(getattr(self.schedule, "noise", None), "n_updates", 0) > 0,
+            snap=self.driver.snap,
         )
         warn_setup(reasons, framework="TRL", stacklevel=4)
 

@@ -177,7 +177,14 @@ class Schedule:
         self.constraints = merged
         self.host_grid = grid
         cur = self.current
-        if type(self).index is Schedule.index and not merged.is_valid(cur.batch):
+        if type(self).index is not Schedule.index:  # fixed stages: the driver snaps what the host runs
+            notes += [
+                f"stage {i} ({st.batch} rollouts) is off the host's grid (multiples of {merged.multiple}): "
+                f"the host runs {merged.snap(st.batch)}"
+                for i, st in enumerate(self._stages)
+                if not merged.is_valid(st.batch)
+            ]
+        elif not merged.is_valid(cur.batch):
             batch = merged.snap(cur.batch)
             rule = getattr(self, "_lr", None)
             lr = cur.lr * rule(batch) / rule(cur.batch) if callable(rule) else cur.lr
