@@ -27,8 +27,7 @@ from pathlib import Path
 
 import pytest
 from transformers import TrainerCallback
-from trl_harness import Measured, _Probe, grpo_args
-from trl_grpo_cpu import prompt_dataset, repeat_first_word
+from trl_harness import Measured, _Probe, grpo_args, prompts
 
 from rlvr_schedule.policy import read_config
 from rlvr_schedule_adapters.trl import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
@@ -50,11 +49,14 @@ class _Noise:
     def __init__(self, measured: Measured) -> None:
         self.m, self.updates, self.rng = measured, 0, random.Random(0)
         self.__name__ = "noisy_repeat_first_word"
+        from trl_grpo_cpu import repeat_first_word  # on the path trl_harness set
+
+        self.signal = repeat_first_word
 
     def __call__(self, prompts, completions, **kwargs):
         self.m.reward(completions, prompts)  # count what reached the reward function
         sigma = 0.3 if self.updates < NOISE_SWITCH else 0.6
-        return [r + sigma * self.rng.gauss(0.0, 1.0) for r in repeat_first_word(prompts, completions)]
+        return [r + sigma * self.rng.gauss(0.0, 1.0) for r in self.signal(prompts, completions)]
 
 
 class _Stop(TrainerCallback):
@@ -66,7 +68,11 @@ class _Stop(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         self.noise.updates = state.global_step
         done = [d for d in self.cb.decisions if d.switched]
-        if self.left is None and len(done) >= self.switches and self.cb.applied == (done[-1].batch, done[-1].lr):
+        if (
+            self.left is None
+            and len(done) >= self.switches
+            and self.cb.applied == (done[-1].batch, done[-1].lr)
+        ):
             self.left = 3
         if self.left is not None:
             self.left -= 1
@@ -100,7 +106,7 @@ def example_run(request, tiny_model, tmp_path_factory):
         model=model,
         reward_funcs=noise,
         args=args,
-        train_dataset=prompt_dataset(20_000),
+        train_dataset=prompts(20_000),
         processing_class=tok,
         callbacks=[cb, _Stop(cb, noise, switches), _Probe(m)],
     )
