@@ -383,3 +383,22 @@ def test_last_complete_checkpoint_skips_ones_cut_by_a_kill(tmp_path):
     assert "no trainer_state.json" in dict(choice.skipped)["checkpoint-4"]
     assert "unreadable" in dict(choice.skipped)["checkpoint-6"]
     assert last_complete_checkpoint(tmp_path / "missing").path is None
+
+
+def test_a_resume_at_another_world_size_republishes_the_grid_and_snaps_the_saved_stages():
+    from rlvr_schedule_adapters._common import ScheduleSetupWarning
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+
+    spec = {"type": "two_clock", "initial_batch": 96, "base_lr": 1e-3, "constraints": {"group_size": 8}}
+    cb = RlvrScheduleCallback(spec, strict=True)
+    # saved on 2 ranks x 24 per device x steps_per_generation 2 (multiples of 96) ...
+    cb.applied, cb.pending, cb.driver.resume_target = (96, 1e-3), (192, 1.4e-3), (96, 1e-3)
+    # ... resumed on 3 ranks x 12 (multiples of 72)
+    args = SimpleNamespace(num_generations=8, per_device_train_batch_size=12, world_size=3)
+    cb._unit = BatchUnit(per_step=36, accumulation_multiple=2)
+    with pytest.warns(ScheduleSetupWarning) as rec:
+        cb._publish_grid(args)
+    text = " ".join(str(w.message) for w in rec)
+    assert cb.applied == (72, 1e-3) and cb.pending == (216, 1.4e-3) and cb.driver.resume_target == (72, 1e-3)
+    assert "the saved stage applied (96 rollouts) is off this trainer's grid (multiples of 72" in text
+    assert cb.schedule.current.batch == 72 and "96 -> 72" in cb.schedule.current.reason
