@@ -119,7 +119,12 @@ def example_run(request, tiny_model, tmp_path_factory):
             trainer.train()
     finally:
         logging.getLogger("rlvr_schedule").removeHandler(handler)
-    return name, find_callback(trainer), m, switches, [str(w.message) for w in setup], logs
+    cb = find_callback(trainer)
+    print(  # the run in one line (pytest -s)
+        f"\n{name}: {trainer.state.global_step} updates, first stage {cb.schedule.stages[0].batch}, switches "
+        f"{[(d.step, d.batch, d.reason[:70]) for d in cb.decisions if d.switched]}, ran {sorted(set(m.completions))}"
+    )
+    return name, cb, m, switches, [str(w.message) for w in setup], logs
 
 
 def test_no_callback_errors_and_nothing_logged_as_not_runnable(example_run):
