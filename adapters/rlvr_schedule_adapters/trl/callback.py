@@ -573,13 +573,15 @@ class _ScheduleCallbackCore:
         Sharded runs (empty ``.grad``) take the hook meter, from the next update on."""
         ga = int(args.gradient_accumulation_steps)
         if self._meter is not None:
-            self._micro_sq = self._meter.sq_value(ga)
+            sq = self._meter.sq_value(ga)
         else:
             sq = grad_sq_norm(model)
             if sq is None and self.noise_meter == "auto":
                 log.info("rlvr-schedule: no .grad after the first micro-step (a sharded engine): hook meter")
                 self._meter = micro_meter(model)
-            self._micro_sq = None if sq is None else sq * float(ga * ga)
+            sq = None if sq is None else sq * float(ga * ga)
+        # NaN when nothing was seen: every rank still joins the mean at the log (no rank waits alone)
+        self._micro_sq = math.nan if sq is None else sq
         self._micro_batch = int(args.per_device_train_batch_size)
 
     @_guarded
@@ -626,7 +628,8 @@ class _ScheduleCallbackCore:
 
         if self._micro_sq is not None:  # the one host read of the micro-batch norm, at the log
             sq, self._micro_sq = self._micro_sq, None
-            self._grad_norm_micro = math.sqrt(max(mean_over_ranks(sq), 0.0))
+            mean = mean_over_ranks(sq)
+            self._grad_norm_micro = math.sqrt(max(mean, 0.0)) if math.isfinite(mean) else math.nan
         if math.isfinite(self._grad_norm_micro) and "grad_norm_micro" not in logs:
             logs = {**logs, "grad_norm_micro": self._grad_norm_micro, "micro_batch": self._micro_batch}
         with warnings.catch_warnings():
