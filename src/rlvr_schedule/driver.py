@@ -13,6 +13,11 @@ for every host:
    the trigger lasts;
 4. ``rlvr_schedule_on_decision`` observers see the decision.
 
+Only batches the host can run reach ``apply``: at set-up the host publishes its grid of runnable
+batches (:meth:`ScheduleDriver.set_host_grid`), which goes to the schedule (its proposals then lie
+on the grid) and stays here as the last gate: a proposal off the grid (a schedule that ignores
+constraints, a fixed stage written for another host) is snapped onto it, and its reason says so.
+
 Faults are isolated: a raising observer, plugin detector, schedule or ``apply`` is logged and kept in
 :attr:`ScheduleDriver.faults`, and the run goes on at the stage in effect (``strict=True`` re-raises,
 for tests). In advisory mode (``advisory=True``) nothing is applied: the schedule decides as if its
@@ -28,6 +33,7 @@ the measured effect of each switch) and feeds the plugins' progress estimators
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -38,6 +44,7 @@ from rlvr_schedule.records import Decision, StepRecord
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.plugins import PluginHost
     from rlvr_schedule.policy.base import Schedule
+    from rlvr_schedule.policy.constraints import BatchConstraints
 
 __all__ = ["ApplyFn", "ScheduleDriver"]
 
@@ -83,6 +90,7 @@ class ScheduleDriver:
         self.last_step: int | None = None
         self.last_decision: Decision | None = None
         self.resume_target: tuple[int, float] | None = None
+        self.grid: BatchConstraints | None = None  # the runnable batches (set_host_grid)
         self.progress = OnlineProgress()  # the live progress rate, whatever the schedule
         self.estimators: list[Any] = plugins.progress_estimators() if plugins is not None else []
 
@@ -117,8 +125,66 @@ class ScheduleDriver:
         for est in self.estimators:
             est.update(record)  # fault-isolated by the plugin host
 
+    # --- the host's grid ------------------------------------------------------------------------
+    def set_host_grid(self, grid: BatchConstraints) -> list[str]:
+        """Publish the host's grid of runnable batches (at set-up, and again when it changes: a
+        resume at another world size). Returns the set-up warnings, one sentence each (also logged).
+
+        The schedule merges the grid into its constraints (:meth:`Schedule.set_host_grid
+        <rlvr_schedule.policy.base.Schedule.set_host_grid>`: a conflicting user divisor is one
+        warning, its stage in effect snapped another); the merged constraints are the driver's gate
+        for every later proposal. A stage in effect or to re-apply after a resume that is off the
+        grid is snapped onto it too.
+        """
+        notes: list[str] = []
+        publish = getattr(self.schedule, "set_host_grid", None)
+        if callable(publish):
+            notes += list(publish(grid))
+            merged = getattr(self.schedule, "constraints", None)
+            self.grid = merged if merged is not None else grid
+        else:
+            self.grid = grid
+        for name in ("in_effect", "resume_target"):
+            pair = getattr(self, name)
+            if pair is not None and not self.grid.is_valid(pair[0]):
+                batch = self.grid.snap(pair[0])
+                notes.append(
+                    f"the stage {'in effect' if name == 'in_effect' else 'saved in the checkpoint'} "
+                    f"({pair[0]} rollouts) is off the host's grid (multiples of {self.grid.multiple}): "
+                    f"snapped to {batch}"
+                )
+                setattr(self, name, (batch, pair[1]))
+        for note in notes:
+            log.warning("rlvr-schedule: %s", note)
+        return notes
+
+    def snap(self, batch: int) -> int:
+        """``batch`` on the host's grid (as is before a grid is published)."""
+        if self.grid is None or self.grid.is_valid(int(batch)):
+            return int(batch)
+        return self.grid.snap(batch)
+
+    def _on_grid(self, proposal: Decision) -> Decision:
+        """The proposal with its batch on the grid; the reason says so when it moved."""
+        batch = self.snap(proposal.batch)
+        if batch == proposal.batch:
+            return proposal
+        assert self.grid is not None
+        note = f"snapped to the host's grid (multiples of {self.grid.multiple}): {proposal.batch} -> {batch}"
+        return dataclasses.replace(
+            proposal, batch=batch, reason=f"{proposal.reason}; {note}" if proposal.reason else note
+        )
+
     def _settle(self, proposal: Decision) -> Decision:
-        target = (int(proposal.batch), float(proposal.lr))
+        # the schedule commits (or holds) in its own terms; the host runs the batch on the grid
+        on_grid = self._on_grid(proposal)
+        decision = self._settle_target(proposal, (int(on_grid.batch), float(on_grid.lr)))
+        if decision is proposal:
+            return on_grid
+        batch = self.snap(decision.batch)
+        return decision if batch == decision.batch else dataclasses.replace(decision, batch=batch)
+
+    def _settle_target(self, proposal: Decision, target: tuple[int, float]) -> Decision:
         if self.advisory:
             if proposal.switched:
                 log.info(
@@ -162,7 +228,10 @@ class ScheduleDriver:
         """Apply the stage to run first: the schedule's current one, or after :meth:`load_state_dict`
         the one in effect when the state was saved (hosts do not save their batch). False when the
         host refused it (logged); the run then goes on as launched."""
-        target = self.resume_target or (int(self.schedule.current.batch), float(self.schedule.current.lr))
+        target = self.resume_target or (
+            self.snap(int(self.schedule.current.batch)),
+            float(self.schedule.current.lr),
+        )
         if self.advisory:
             return True
         if self.resume_target is None and target == self.in_effect:

@@ -217,3 +217,29 @@ def test_advisory_controller_decides_but_never_reaches_the_workers(openrlhf_args
     assert [d.batch for d in decisions if d.switched] == [16]
     assert rec.calls == [] and openrlhf_args.train.batch_size == 8 and ctl.batch == 8
     assert "advisory, not applied" in caplog.text
+
+
+def test_the_published_grid_is_what_plan_for_batch_accepts(openrlhf_args):
+    from rlvr_schedule_adapters.openrlhf.plan import host_grid, plan_for_batch
+
+    grid = host_grid(openrlhf_args)  # micro-batch 2 x 1 rank; 8 rollouts per update = 1 per step
+    for batch in range(1, 100):
+        try:
+            plan_for_batch(openrlhf_args, batch)
+            ok = True
+        except ValueError:
+            ok = False
+        assert ok == grid.is_valid(batch), batch
+
+
+def test_a_resume_on_another_grid_snaps_the_saved_stage_with_a_warning(openrlhf_args):
+    from rlvr_schedule_adapters._common import ScheduleSetupWarning
+
+    sched = StaticSchedule([{"batch": 8, "lr": 1e-3, "until_samples": None}])
+    rec = _Recorder()
+    ctl = ScheduleController(sched, openrlhf_args, rec)
+    ctl.driver.resume_target = (6, 1e-3)  # saved by a run whose grid was multiples of 2 x 3 ranks
+    openrlhf_args.train.micro_batch_size = 4  # this launch: multiples of 4
+    with pytest.warns(ScheduleSetupWarning, match=r"saved in the checkpoint \(6 rollouts\).*snapped to 4"):
+        assert ctl.begin()
+    assert rec.calls == [(4, 1e-3)]

@@ -208,6 +208,32 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
     assert any(d.reason.startswith("held: the host could not apply it (ValueError") for d in decisions)
 
 
+def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
+    from rlvr_schedule.policy import BatchConstraints
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+
+    # the same schedule, with the grid the trainer publishes at train begin (4 x 1 x 2): growth 1.5
+    # from 8 snaps up to 16, which the trainer runs, instead of 12, which it cannot
+    spec = {
+        "type": "two_clock",
+        "initial_batch": 8,
+        "base_lr": 1e-3,
+        "growth": 1.5,
+        "max_stages": 2,
+        "hysteresis_samples": 1,
+        "legacy": {"failure_threshold": 1.0},
+        "forecast_samples": 16,
+        "failure_exponent": 0.5,
+        "failure_lr_exponent": 0.5,
+        "constraints": {"group_size": 4},
+    }
+    cb = RlvrScheduleCallback(spec, strict=True)
+    cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)
+    assert cb.driver.set_host_grid(BatchConstraints(divisor=cb._unit.multiple)) == []
+    switched = [d for d in _falling_entropy(cb, 25) if d.switched]
+    assert [d.batch for d in switched] == [16] and cb.wanted[0] == 16 and not cb.host.faults
+
+
 def _two(**kw):
     spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "constraints": {"group_size": 4}}
     return schedule_from_dict({**spec, **kw})
@@ -359,3 +385,22 @@ def test_last_complete_checkpoint_skips_ones_cut_by_a_kill(tmp_path):
     assert "no trainer_state.json" in dict(choice.skipped)["checkpoint-4"]
     assert "unreadable" in dict(choice.skipped)["checkpoint-6"]
     assert last_complete_checkpoint(tmp_path / "missing").path is None
+
+
+def test_a_resume_at_another_world_size_republishes_the_grid_and_snaps_the_saved_stages():
+    from rlvr_schedule_adapters._common import ScheduleSetupWarning
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+
+    spec = {"type": "two_clock", "initial_batch": 96, "base_lr": 1e-3, "constraints": {"group_size": 8}}
+    cb = RlvrScheduleCallback(spec, strict=True)
+    # saved on 2 ranks x 24 per device x steps_per_generation 2 (multiples of 96) ...
+    cb.applied, cb.pending, cb.driver.resume_target = (96, 1e-3), (192, 1.4e-3), (96, 1e-3)
+    # ... resumed on 3 ranks x 12 (multiples of 72)
+    args = SimpleNamespace(num_generations=8, per_device_train_batch_size=12, world_size=3)
+    cb._unit = BatchUnit(per_step=36, accumulation_multiple=2)
+    with pytest.warns(ScheduleSetupWarning) as rec:
+        cb._publish_grid(args)
+    text = " ".join(str(w.message) for w in rec)
+    assert cb.applied == (72, 1e-3) and cb.pending == (216, 1.4e-3) and cb.driver.resume_target == (72, 1e-3)
+    assert "the saved stage applied (96 rollouts) is off this trainer's grid (multiples of 72" in text
+    assert cb.schedule.current.batch == 72 and "96 -> 72" in cb.schedule.current.reason

@@ -124,15 +124,18 @@ def test_raising_schedule_does_not_stop_training(tiny_model, tmp_path, caplog):
     assert "broken schedule" in caplog.text
 
 
-def test_unrunnable_batch_is_refused_and_stage_held(tiny_model, tmp_path, caplog):
-    # 12 rollouts is not a multiple of per-device 4 x steps_per_generation 2
+def test_an_off_grid_stage_is_snapped_onto_the_trainers_grid(tiny_model, tmp_path, caplog):
+    # 12 rollouts is not a multiple of per-device 4 x steps_per_generation 2: the trainer published its
+    # grid (multiples of 8) at train begin, so the stage runs at 8 (the nearest, ties down) with its LR
     sched = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 16}, {"batch": 12, "lr": 5e-4}]}
     cb = RlvrScheduleCallback(sched)
-    with caplog.at_level(logging.ERROR), pytest.warns(ScheduleSetupWarning, match="not runnable"):
+    with caplog.at_level(logging.ERROR), pytest.warns(ScheduleSetupWarning, match="off the host's grid"):
         trainer, m = run_grpo(tiny_model, tmp_path, [cb], max_steps=4)
     assert trainer.state.global_step == 4
-    assert m.completions == [8] * 4 and m.lr == pytest.approx([1e-3] * 4)
-    assert cb.errors and "multiple of 8" in cb.errors[0]
+    assert m.completions == [8] * 4 and m.lr == pytest.approx([1e-3, 1e-3, 5e-4, 5e-4])
+    assert cb.errors == [] and not caplog.records
+    switch = next(d for d in cb.decisions if d.switched)
+    assert switch.batch == 8 and "snapped to the host's grid (multiples of 8): 12 -> 8" in switch.reason
 
 
 def test_warns_when_the_dataset_cannot_hold_the_schedule(tiny_model, tmp_path):

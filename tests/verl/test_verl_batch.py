@@ -149,3 +149,44 @@ def test_check_setup_auto_batch_needs_what_verl_does_not_log(verl_config):
         PolicyConfig(initial_batch="auto", critical_batch=128, constraints=BatchConstraints(group_size=4))
     )
     assert not any("grad_norm_micro" in m for m in check_setup(verl_config, given, warn=False))
+
+
+@pytest.mark.parametrize("mode", ["per_step", "fixed"])
+def test_the_published_grid_is_what_apply_accepts(verl_config, mode):
+    from omegaconf import open_dict
+
+    from rlvr_schedule_adapters.verl.batch import host_grid
+
+    with open_dict(verl_config):
+        verl_config.trainer.n_gpus_per_node = 2  # two data-parallel ranks
+        verl_config.data.gen_batch_size = 2
+        verl_config.actor_rollout_ref.actor.ppo_mini_batch_size = 4  # 2 mini-batches of the 8 prompts
+    grid = host_grid(verl_config, mini_batch_mode=mode)
+    assert grid.group_size == 4
+    # per_step: whole groups of 4 x lcm(gen 2, 2 mini-batches) prompts, each mini-batch over 2 ranks;
+    # fixed: whole groups of 4 x lcm(gen 2, mini-batch 4 prompts)
+    assert grid.multiple == {"per_step": 8, "fixed": 16}[mode]
+    for rollouts in range(4, 200, 4):
+        cfg = copy.deepcopy(verl_config)
+        try:
+            apply_rollout_batch(cfg, rollouts, mini_batch_mode=mode)
+            ok = (cfg.data.train_batch_size * 4) % 2 == 0 and (
+                cfg.actor_rollout_ref.actor.ppo_mini_batch_size * 4
+            ) % 2 == 0
+        except ValueError:
+            ok = False
+        assert ok == grid.is_valid(rollouts), rollouts
+
+
+def test_an_auto_schedule_on_verls_grid_snaps_its_first_stage_with_a_warning(verl_config):
+    from rlvr_schedule.driver import ScheduleDriver
+    from rlvr_schedule_adapters.verl.batch import host_grid
+
+    sched = TwoClockScheduler(
+        PolicyConfig(initial_batch="auto", critical_batch=300, base_lr=1e-6, constraints={"group_size": 4})
+    )
+    assert sched.current.batch == 52  # 0.18 x 300, whole groups of 4: not whole fetches of 8 prompts
+    d = ScheduleDriver(sched, lambda b, lr: True)
+    notes = d.set_host_grid(host_grid(verl_config))
+    assert sched.current.batch == 64 and any("52 -> 64" in n for n in notes)
+    apply_rollout_batch(verl_config, sched.current.batch)  # runnable

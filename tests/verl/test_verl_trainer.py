@@ -220,7 +220,10 @@ def test_setup_warnings(verl_config, write_schedule, tmp_path):
     text = " ".join(str(w.message) for w in rec)
     assert "planned rollout batch 42 is not a multiple of actor_rollout_ref.rollout.n=4" in text
     assert "planned rollout batch 48 (12 prompts) is not a multiple of the dataloader batch" in text
-    assert len(t.rlvr_setup_warnings) == 2
+    # verl's grid (whole groups of 4 x whole fetches of 8 prompts): the driver runs the nearest batch on it
+    assert "stage 1 (42 rollouts) is off the host's grid (multiples of 32): the host runs 32" in text
+    assert "stage 2 (48 rollouts) is off the host's grid (multiples of 32): the host runs 32" in text
+    assert len(t.rlvr_setup_warnings) == 4
 
 
 def test_mini_batches_warning(schedule_config):

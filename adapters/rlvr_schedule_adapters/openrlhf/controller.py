@@ -15,9 +15,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rlvr_schedule.driver import ScheduleDriver
-from rlvr_schedule_adapters._common import as_number
+from rlvr_schedule_adapters._common import as_number, warn_setup
 from rlvr_schedule_adapters.openrlhf.metrics import translate_metrics
-from rlvr_schedule_adapters.openrlhf.plan import apply_plan_to_args, plan_for_batch, updates_per_rollout
+from rlvr_schedule_adapters.openrlhf.plan import (
+    apply_plan_to_args,
+    host_grid,
+    plan_for_batch,
+    updates_per_rollout,
+)
 
 __all__ = ["ARGS_ATTR", "STATE_KEY", "ScheduleController", "make_controller"]
 
@@ -85,8 +90,20 @@ class ScheduleController:
         )
         return True
 
+    def publish_grid(self) -> list[str]:
+        """Publish the run's grid of runnable batches (micro-batch x data-parallel size, whole prompts)
+        to the schedule; what conflicts, or a restored stage off the grid (a resume at another
+        world size), is a set-up warning, and snapped."""
+        notes = self.driver.set_host_grid(host_grid(self.args, updates=self.updates))
+        warn_setup(notes, framework="OpenRLHF")
+        return notes
+
     def begin(self) -> bool:
-        """Apply the stage to run first at the start of ``fit`` (fresh or resumed run)."""
+        """Publish the grid and apply the stage to run first at the start of ``fit`` (fresh or resumed run)."""
+        try:
+            self.publish_grid()
+        except Exception as exc:
+            self.fault("grid", exc)
         return self.driver.start()
 
     # -- one step ---------------------------------------------------------------------------------

@@ -76,6 +76,24 @@ def plan_for_batch(args: Any, batch: int, *, updates: int | None = None) -> Roll
     )
 
 
+def host_grid(args: Any, *, updates: int | None = None) -> Any:
+    """OpenRLHF's grid of runnable batches (rollouts per update) as
+    :class:`~rlvr_schedule.policy.BatchConstraints`: micro-batch x data-parallel size (unless
+    ``dynamic_batch_enable``), and ``updates`` (per rollout step, default the run's ratio) x batch in
+    whole prompts. What :func:`plan_for_batch` accepts, published to the schedule at set-up."""
+    import math
+
+    from rlvr_schedule.policy.constraints import BatchConstraints
+
+    n = int(args.rollout.n_samples_per_prompt)
+    k = updates if updates is not None else updates_per_rollout(args)
+    divisor = n // math.gcd(n, k)
+    if not getattr(args.train, "dynamic_batch_enable", False):
+        dp, micro = _dp_world(args)
+        divisor = math.lcm(divisor, dp * micro)
+    return BatchConstraints(divisor=divisor)
+
+
 def apply_plan_to_args(args: Any, plan: RolloutPlan) -> None:
     """Write ``plan`` into an OpenRLHF args namespace where ``SamplesGenerator`` reads it each step.
 

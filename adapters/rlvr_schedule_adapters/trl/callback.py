@@ -54,7 +54,7 @@ from rlvr_schedule_adapters.trl.data_order import (
     restore_order,
 )
 from rlvr_schedule_adapters.trl.epochs import BatchUnit
-from rlvr_schedule_adapters.trl.noise import grad_norm, mean_over_ranks
+from rlvr_schedule_adapters.trl.noise import grad_sq_norm, mean_over_ranks, micro_meter
 
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.records import BatchSchedule
@@ -105,6 +105,7 @@ class _ScheduleCallbackCore:
         check_setup: bool = True,
         apply: bool = True,
         measure_noise: bool = True,
+        noise_meter: str = "auto",
         name: str = "default",
         from_checkpoint: bool = False,
     ) -> None:
@@ -115,6 +116,10 @@ class _ScheduleCallbackCore:
         ``check_setup``: warn at train start when the data plan cannot hold the schedule.
         ``apply``: False runs in advisory mode: decide, forecast and log every decision, change nothing.
         ``measure_noise``: record the micro-batch gradient norm (needs gradient accumulation >= 2).
+        ``noise_meter``: how: "grad" reads the accumulated ``.grad`` after the first micro-step (one
+        fused norm); "hooks" sums what tensor hooks see in the first backward (DeepSpeed ZeRO and FSDP
+        leave ``.grad`` empty there); "auto" (default) takes hooks when the run is sharded or
+        ``.grad`` turns out empty, else ``.grad``.
         ``name``: a callback restored from a checkpoint (``from_checkpoint=True``, set in the saved args)
         takes the plugin host of the live callback of the same name (the one given to the resumed trainer).
         """
@@ -124,6 +129,9 @@ class _ScheduleCallbackCore:
         self.check_setup = check_setup
         self.advisory = not apply
         self.measure_noise = measure_noise
+        if noise_meter not in ("auto", "grad", "hooks"):
+            raise ValueError(f"noise_meter must be 'auto', 'grad' or 'hooks', got {noise_meter!r}")
+        self.noise_meter = noise_meter
         self.name = str(name)
         if plugins is None and from_checkpoint:
             plugins = _HOSTS.get(self.name)
@@ -164,8 +172,11 @@ class _ScheduleCallbackCore:
         self._loader: Any = None  # the train dataloader (on_train_begin)
         self._reattach_seed: Callable[[], None] | None = None  # undo of data_order.detach_loader_seed
         self._warned_spec = False
-        self._grad_norm_micro = math.nan  # of the last update's first micro-batch (GA >= 2)
+        self._micro_sq: Any = None  # squared norm of the last update's first micro-batch (a device tensor)
+        self._grad_norm_micro = math.nan  # its norm, read when the update's metrics are logged
         self._micro_batch: int | None = None
+        self._meter: Any = None  # the hook meter (sharded runs, noise_meter="hooks")
+        self.grid_notes: list[str] = []  # what publishing the host's grid found (set-up warnings)
 
     # --- the run's counters, kept by the driver ----------------------------------------------------
     @property
@@ -211,6 +222,7 @@ class _ScheduleCallbackCore:
                 "check_setup": self.check_setup,
                 "apply": not self.advisory,
                 "measure_noise": self.measure_noise,
+                "noise_meter": self.noise_meter,
                 "name": self.name,
                 "from_checkpoint": True,
             },
@@ -315,6 +327,8 @@ class _ScheduleCallbackCore:
         self._unit = BatchUnit(
             per_step=int(args.per_device_train_batch_size) * int(args.world_size), accumulation_multiple=s
         )
+        self._publish_grid(args)
+        self._setup_meter(args, kwargs.get("model"))
         if getattr(args, "num_iterations", 1) != 1:
             log.warning(
                 "num_iterations=%s: each rollout is used %s times; samples count completions per update",
@@ -371,6 +385,43 @@ class _ScheduleCallbackCore:
         if self.check_setup and micro_per_epoch:
             self._check_plan(state, micro_per_epoch, ga0)
 
+    def _publish_grid(self, args: Any) -> None:
+        """Tell the schedule which batches this trainer runs (per-device batch x world x
+        steps_per_generation, whole groups of ``num_generations``); a conflicting user divisor, and a
+        stage off the grid (a resume at another world size), are set-up warnings and get snapped."""
+        from rlvr_schedule.policy.constraints import BatchConstraints
+
+        assert self._unit is not None
+        group = getattr(args, "num_generations", None)
+        grid = BatchConstraints(
+            group_size=int(group) if isinstance(group, int) and group > 0 else 1, divisor=self._unit.multiple
+        )
+        notes = self.driver.set_host_grid(grid)
+        for name in ("applied", "pending"):
+            pair = getattr(self, name)
+            if pair is not None and not self.driver.grid.is_valid(pair[0]):  # type: ignore[union-attr]
+                batch = self.driver.snap(pair[0])
+                notes.append(
+                    f"the saved stage {name} ({pair[0]} rollouts) is off this trainer's grid (multiples of "
+                    f"{self._unit.multiple}: per_device_train_batch_size {args.per_device_train_batch_size} x "
+                    f"world {args.world_size} x steps_per_generation {self._unit.accumulation_multiple}): "
+                    f"snapped to {batch}"
+                )
+                setattr(self, name, (batch, pair[1]))
+        self.grid_notes = notes
+        warn_setup(notes, framework="TRL", stacklevel=5)
+
+    def _setup_meter(self, args: Any, model: Any) -> None:
+        """The hook meter when ``.grad`` will be empty after a micro-step (DeepSpeed ZeRO, FSDP) or asked for."""
+        if self._meter is not None:
+            self._meter.remove()
+            self._meter = None
+        if not self.measure_noise or model is None or self.noise_meter == "grad":
+            return
+        if self.noise_meter == "hooks" or _sharded(args):
+            self._meter = micro_meter(model)
+            self._meter.begin()
+
     def _check_plan(self, state: Any, micro_per_epoch: int, ga0: int) -> None:
         assert self._unit is not None
         epochs = max(
@@ -387,6 +438,7 @@ class _ScheduleCallbackCore:
             # B* tracking can move the batch only when the records carry the noise estimate's input
             noise_estimate=self._noise_measurable(ga0)
             or getattr(getattr(self.schedule, "noise", None), "n_updates", 0) > 0,
+            snap=self.driver.snap,
         )
         warn_setup(reasons, framework="TRL", stacklevel=4)
 
@@ -489,6 +541,12 @@ class _ScheduleCallbackCore:
         self._try_apply()
 
     @_guarded
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if self._meter is not None:  # the hooks go with the run
+            self._meter.remove()
+            self._meter = None
+
+    @_guarded
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._reattach_seed is not None:  # later epochs draw from the global RNG, as the run did
             self._reattach_seed()
@@ -509,11 +567,21 @@ class _ScheduleCallbackCore:
     def _measure_micro(self, args: Any, model: Any) -> None:
         """After the first micro-batch of an update the accumulated gradient is that micro-batch's,
         scaled by the loss's 1/GA: its norm x GA is |G_small| for B_small = the local micro-batch
-        (the two-batch estimator's small batch; the update's ``grad_norm`` is the big one). With
-        several processes the gradient there is rank-local (DDP syncs at the last micro-batch): the
-        squared norms are averaged over the ranks, so every rank records the same number."""
+        (the two-batch estimator's small batch; the update's ``grad_norm`` is the big one). Kept on
+        the device as a squared norm; :meth:`record` reads it (averaged over the ranks: the gradient
+        here is rank-local, DDP syncs at the last micro-batch) when the update's metrics are logged.
+        Sharded runs (empty ``.grad``) take the hook meter, from the next update on."""
         ga = int(args.gradient_accumulation_steps)
-        self._grad_norm_micro = math.sqrt(mean_over_ranks((grad_norm(model) * ga) ** 2))
+        if self._meter is not None:
+            sq = self._meter.sq_value(ga)
+        else:
+            sq = grad_sq_norm(model)
+            if sq is None and self.noise_meter == "auto":
+                log.info("rlvr-schedule: no .grad after the first micro-step (a sharded engine): hook meter")
+                self._meter = micro_meter(model)
+            sq = None if sq is None else sq * float(ga * ga)
+        # NaN when nothing was seen: every rank still joins the mean at the log (no rank waits alone)
+        self._micro_sq = math.nan if sq is None else sq
         self._micro_batch = int(args.per_device_train_batch_size)
 
     @_guarded
@@ -521,6 +589,8 @@ class _ScheduleCallbackCore:
         """Count the update just done from its micro-steps; apply a waiting stage if now aligned."""
         micro, self._micro = self._micro + 1, 0
         self._epoch_pos += micro
+        if self._meter is not None:
+            self._meter.begin()  # the next update's first backward
         if self._unit is not None:
             self.last_batch = self._unit.batch(micro)
             self.driver.consume(self.last_batch)
@@ -556,6 +626,10 @@ class _ScheduleCallbackCore:
         """TRL's log dict as a canonical record (samples and batch measured, not logged)."""
         from rlvr_schedule.ingest import canonicalize
 
+        if self._micro_sq is not None:  # the one host read of the micro-batch norm, at the log
+            sq, self._micro_sq = self._micro_sq, None
+            mean = mean_over_ranks(sq)
+            self._grad_norm_micro = math.sqrt(max(mean, 0.0)) if math.isfinite(mean) else math.nan
         if math.isfinite(self._grad_norm_micro) and "grad_norm_micro" not in logs:
             logs = {**logs, "grad_norm_micro": self._grad_norm_micro, "micro_batch": self._micro_batch}
         with warnings.catch_warnings():
@@ -569,6 +643,18 @@ class _ScheduleCallbackCore:
         decision = self.driver.observe(record)
         self.decisions.append(decision)
         return decision
+
+
+def _sharded(args: Any) -> bool:
+    """Whether the Trainer runs a DeepSpeed or FSDP engine (``.grad`` is empty between micro-steps)."""
+    import os
+
+    if getattr(args, "deepspeed", None) or getattr(args, "fsdp", None):
+        return True
+    return any(
+        os.environ.get(k, "").lower() in ("1", "true")
+        for k in ("ACCELERATE_USE_DEEPSPEED", "ACCELERATE_USE_FSDP")
+    )
 
 
 def find_callback(trainer: Any) -> Any:

@@ -10,6 +10,7 @@ growth) and return what would go wrong, one sentence each.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from rlvr_schedule_adapters._common import planned_batches, reachable_batches
@@ -28,18 +29,20 @@ def check_plan(
     ga0: int,
     epochs: int,
     noise_estimate: bool,
+    snap: Callable[[int], int] = int,
 ) -> list[str]:
     """Reasons the run cannot hold ``schedule`` for its ``remaining`` updates (empty: it can).
 
     ``unit``: rollouts per micro-step; ``micro_per_epoch``: the dataloader's length; ``ga0``: the
     accumulation the Trainer planned from; ``noise_estimate``: the records carry the micro-batch
-    gradient norm (so B* tracking can move the batch).
+    gradient norm (so B* tracking can move the batch); ``snap``: a planned batch as the host runs
+    it (on its grid, :meth:`~rlvr_schedule.driver.ScheduleDriver.snap`).
     """
     if remaining <= 0:
         return []
     stages = list(schedule.stages)
     index = getattr(schedule, "index", len(stages) - 1)
-    plan = planned_batches(stages, remaining, samples=samples, start=index)
+    plan = [snap(b) for b in planned_batches(stages, remaining, samples=samples, start=index)]
     try:
         accum = [unit.accumulation(b) for b in plan]
     except ValueError as exc:

@@ -30,6 +30,7 @@ __all__ = [
     "pin_gen_batch_size",
     "check_setup",
     "noise_estimate_gaps",
+    "host_grid",
     "MINI_BATCH_MODES",
 ]
 
@@ -142,6 +143,29 @@ def apply_rollout_batch(
     if use_critic and config.get("critic") is not None and config.critic.get("ppo_mini_batch_size"):
         _set(config.critic, "ppo_mini_batch_size", mini)
     return read_layout(config)
+
+
+def host_grid(config: Any, *, mini_batch_mode: str = "per_step", mini_batches: int | None = None) -> Any:
+    """verl's grid of runnable rollout batches as :class:`~rlvr_schedule.policy.BatchConstraints`: whole
+    groups (``rollout.n``) of whole dataloader fetches (``data.gen_batch_size``, fixed once the
+    dataloader is built), whole PPO mini-batches (``per_step``: ``mini_batches`` of them, default the
+    config's count; ``fixed``: of ``ppo_mini_batch_size`` prompts), each mini-batch split evenly over
+    the data-parallel ranks. What :func:`apply_rollout_batch` accepts, published to the schedule at
+    set-up so that it proposes nothing else."""
+    from rlvr_schedule.policy.constraints import BatchConstraints
+
+    layout = read_layout(config)
+    n, world = layout.group_size, layout.world_size
+    gen = layout.gen_batch_size or layout.train_batch_size
+    if mini_batch_mode == "per_step":
+        k = mini_batches if mini_batches is not None else (layout.mini_batches or 1)
+        divisor = math.lcm(n * math.lcm(gen, k), k * world)
+    else:
+        mini = layout.ppo_mini_batch_size
+        divisor = n * math.lcm(gen, mini)
+        if (mini * n) % world:  # every batch is padded by verl: the grid cannot fix that
+            divisor = math.lcm(divisor, world)
+    return BatchConstraints(group_size=n, divisor=divisor)
 
 
 def planned_rollout_batches(schedule: Any) -> list[int]:

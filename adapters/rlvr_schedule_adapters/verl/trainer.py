@@ -38,11 +38,12 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils import tensordict_utils as tu
 from verl.workers.engine_workers import ActorRolloutRefWorker, TrainingWorker
 
-from rlvr_schedule_adapters._common import ScheduleSetupWarning, scale_base_lr
+from rlvr_schedule_adapters._common import ScheduleSetupWarning, scale_base_lr, warn_setup
 from rlvr_schedule_adapters.verl.batch import (
     MINI_BATCH_MODES,
     apply_rollout_batch,
     check_setup,
+    host_grid,
     pin_gen_batch_size,
     read_layout,
 )
@@ -214,12 +215,25 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
         self.rlvr_controller = build_controller(config, self._rlvr_apply)
         schedule = self.rlvr_controller.schedule
         pin_gen_batch_size(config, schedule)
-        self.rlvr_setup_warnings = check_setup(
+        self._rlvr_mini_batches = read_layout(config).mini_batches or 1
+        self.rlvr_setup_warnings = self._rlvr_publish_grid(config)
+        self.rlvr_setup_warnings += check_setup(
             config, schedule, mini_batch_mode=self.rlvr_settings["mini_batch_mode"]
         )
-        self._rlvr_mini_batches = read_layout(config).mini_batches or 1
         self._rlvr_pending_state: tuple[int, str] | None = None
         super().__init__(config)
+
+    def _rlvr_publish_grid(self, config: Any) -> list[str]:
+        """Publish verl's grid of runnable batches (group size, gen_batch_size, mini-batches, data-parallel
+        ranks) to the schedule; what conflicts is a set-up warning."""
+        grid = host_grid(
+            config,
+            mini_batch_mode=self.rlvr_settings["mini_batch_mode"],
+            mini_batches=self._rlvr_mini_batches,
+        )
+        notes = self.rlvr_controller.driver.set_host_grid(grid)
+        warn_setup(notes, framework="verl")
+        return notes
 
     # --- workers ------------------------------------------------------------------------------
     def _init_resource_pool_mgr(self) -> None:
@@ -264,6 +278,10 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
         except Exception as exc:  # the schedule will not run
             self.rlvr_controller.fault("attach", exc)
             return
+        try:  # again: a resumed state may hold a stage off this launch's grid (another world size)
+            self._rlvr_publish_grid(self.config)
+        except Exception as exc:
+            self.rlvr_controller.fault("grid", exc)
         self.rlvr_controller.start()
 
     # --- checkpoints --------------------------------------------------------------------------

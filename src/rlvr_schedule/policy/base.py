@@ -19,10 +19,13 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.records import Decision, Stage, StepRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rlvr_schedule.policy.constraints import BatchConstraints
 
 __all__ = ["Schedule", "decode_floats", "encode_floats"]
 
@@ -149,6 +152,48 @@ class Schedule:
 
     def _committed(self, decision: Decision) -> None:
         """Subclass bookkeeping after a switch went into effect."""
+
+    # --- the host's grid -------------------------------------------------------------------------
+    def set_host_grid(self, grid: BatchConstraints) -> list[str]:
+        """Propose only batches the host can run: merge the host's grid (its runnable batches, published
+        at set-up) into the schedule's ``constraints``; returns the set-up warnings (one sentence each).
+
+        Merged into the constraints the schedule was built with (a re-published grid, e.g. a resume
+        at another world size, replaces the earlier one). The stage in effect of an online schedule
+        (it appends a stage per switch) is snapped onto the grid, its LR moved by the schedule's LR
+        rule (``_lr(batch)``, when it has one), and the snap is said in its reason and in the
+        warnings; a fixed schedule's stages stay as written (its checkpoint compares them) and the
+        driver snaps what the host runs.
+        """
+        from rlvr_schedule.policy.constraints import BatchConstraints
+
+        own = getattr(self, "_own_constraints", None)
+        if own is None:
+            own = getattr(self, "constraints", None) or BatchConstraints()
+            self._own_constraints = own
+        merged, notes = own.with_host_grid(
+            grid.multiple, max_batch=grid.max_batch, host=f"the host (grid {grid.multiple})"
+        )
+        self.constraints = merged
+        self.host_grid = grid
+        cur = self.current
+        if type(self).index is not Schedule.index:  # fixed stages: the driver snaps what the host runs
+            notes += [
+                f"stage {i} ({st.batch} rollouts) is off the host's grid (multiples of {merged.multiple}): "
+                f"the host runs {merged.snap(st.batch)}"
+                for i, st in enumerate(self._stages)
+                if not merged.is_valid(st.batch)
+            ]
+        elif not merged.is_valid(cur.batch):
+            batch = merged.snap(cur.batch)
+            rule = getattr(self, "_lr", None)
+            lr = cur.lr * rule(batch) / rule(cur.batch) if callable(rule) else cur.lr
+            note = f"snapped to the host's grid (multiples of {merged.multiple}): {cur.batch} -> {batch}"
+            self._stages[-1] = dataclasses.replace(
+                cur, batch=batch, lr=lr, reason=f"{cur.reason}; {note}" if cur.reason else note
+            )
+            notes.append(f"the stage in effect ({cur.batch} rollouts, lr {cur.lr:g}) is {note}, lr {lr:g}")
+        return notes
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -115,6 +115,56 @@ class BatchConstraints:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def with_host_grid(
+        self,
+        divisor: int,
+        *,
+        group_size: int | None = None,
+        max_batch: int | None = None,
+        host: str = "the host",
+    ) -> tuple[BatchConstraints, list[str]]:
+        """These constraints on the host's grid of runnable batches, and what conflicts (one sentence each).
+
+        A host can run only multiples of ``divisor`` (e.g. TRL: per-device batch x world x
+        steps_per_generation) of whole groups of ``group_size``, up to ``max_batch``; it publishes
+        that at set-up so that a schedule proposes only batches it can run instead of the user
+        copying the divisor into the schedule. The merge keeps every batch runnable for both:
+        divisor ``lcm(own, host)``, group size ``lcm(own, host)``, the tighter ``max_batch``. A user
+        divisor (or group size) that is not a multiple of the host's conflicts: the batches it
+        allows are not all runnable, so the merge narrows them, and says so. When nothing runnable
+        is left below ``max_batch``, the bound is raised to the smallest runnable batch (said too).
+        """
+        _check_int(divisor, "divisor", source=host)
+        _check_int(group_size, "group_size", source=host, optional=True)
+        _check_int(max_batch, "max_batch", source=host, optional=True)
+        notes: list[str] = []
+        div = math.lcm(self.divisor or 1, divisor)
+        if self.divisor is not None and self.divisor % divisor:
+            notes.append(
+                f"constraints.divisor {self.divisor} conflicts with {host}'s grid of runnable batches "
+                f"(multiples of {divisor}): the schedule's batches become multiples of {div}"
+            )
+        group = self.group_size
+        if group_size is not None and group % group_size:
+            group = math.lcm(group, group_size)
+            notes.append(
+                f"constraints.group_size {self.group_size} is not a multiple of {host}'s group size "
+                f"{group_size}: batches become whole groups of {group}"
+            )
+        top = self.max_batch if max_batch is None else min(max_batch, self.max_batch or max_batch)
+        multiple = math.lcm(group, div)
+        low = -(-self.min_batch // multiple) * multiple
+        if top is not None and low > top:
+            notes.append(
+                f"no batch on {host}'s grid (multiples of {multiple}) lies in [{self.min_batch}, {top}]: "
+                f"max_batch becomes {low}"
+            )
+            top = low
+        merged = BatchConstraints(
+            group_size=group, min_batch=self.min_batch, max_batch=top, divisor=None if div == 1 else div
+        )
+        return merged, notes
+
     @classmethod
     def from_dict(
         cls, d: Mapping[str, Any] | None, *, source: str | None = None, prefix: str = "constraints."

@@ -937,14 +937,21 @@ class TwoClockScheduler(Schedule):
         c = self.constraints
         room = len(self._stages) < cfg.max_stages
         batch, lr = cur.batch, cur.lr
+        grid_note = ""
         if p is not None:
             batch = c.snap(p.batch, p.snap)
+            own = getattr(self, "_own_constraints", None)  # set when a host published its grid
+            if own is not None and own.snap(p.batch, p.snap) != batch:
+                grid_note = (
+                    f"; snapped to the host's grid (multiples of {c.multiple}): "
+                    f"{own.snap(p.batch, p.snap)} -> {batch}"
+                )
             if not p.paced and p.lo:
                 batch = max(batch, c.snap(p.lo, "up"))
             lr = p.lr if p.lr is not None else self._lr(batch) * self._lr_scale(cur)
             if not p.paced:  # the auto start: picked once, no pacing
                 if room and batch != cur.batch:
-                    return self._switch(record, batch, lr, p)
+                    return self._switch(record, batch, lr, p, p.reason + grid_note)
                 self._auto_pending = False
                 return self._decision(record, note)
             if not p.failure and not (p.lo <= batch <= p.hi):  # the snapped move is too small
@@ -957,6 +964,7 @@ class TwoClockScheduler(Schedule):
         trigger = p.reason
         if p.kind in ("track_up", "track_down"):
             trigger = f"{trigger} -> batch {batch}"
+        trigger += grid_note
         if note.startswith("failure forecast: hold"):
             trigger = f"{trigger}; {note}"
         self._streak += 1
@@ -1051,7 +1059,7 @@ class TwoClockScheduler(Schedule):
         """One greedy plan of :meth:`reachable_batches` (``failure``: with failure switches)."""
 
         cfg = self.config
-        cons = cfg.constraints
+        cons = self.constraints
         hi = float(cons.highest) if cons.highest is not None else math.inf
         records0 = self._records
         last, streak, auto = self._last_switch_step, self._streak, self._auto_pending
@@ -1106,7 +1114,7 @@ class TwoClockScheduler(Schedule):
         if steps is None:
             # every remaining stage, each switch as late as the rules make it at most (at the
             # smallest batch, the rollout limits take the most updates)
-            low = max(int(cfg.constraints.lowest), 1)
+            low = max(int(self.constraints.lowest), 1)
             per_switch = max(
                 self._stage_records,
                 self._hyst_records,
