@@ -261,9 +261,9 @@ def trl_static_resume(ctx: Context) -> dict[str, Any]:
     killed = ctx.workdir / "killed"
     killed.mkdir()
     (killed / "model").symlink_to(plain / "model", target_is_directory=True)
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join(str(ctx.project / s) for s in ("src", "adapters", "examples"))
-    )
+    # the project's sources first, then what the parent had (the offline wheels' --target dir)
+    own = [str(ctx.project / s) for s in ("src", "adapters", "examples")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*own, *filter(None, [os.environ.get("PYTHONPATH")])]))
     child = [sys.executable, str(Path(__file__).resolve()), "static", ctx.device, str(killed)]
     first = subprocess.run([*child, "--kill-after", str(KILL_AFTER)], env=env, capture_output=True, text=True)
     second = subprocess.run([*child, "--resume"], env=env, capture_output=True, text=True)
