@@ -11,7 +11,7 @@ import numpy as np
 from rlvr_schedule.clocks._stats import SlidingOLS, finite, t_quantile
 from rlvr_schedule.records import StepRecord
 
-__all__ = ["FailureForecast"]
+__all__ = ["FailureForecast", "policy_forecast"]
 
 _DIRECTION = {
     "entropy": "down",
@@ -58,6 +58,7 @@ class FailureForecast:
         warmup_samples: int | None = None,
         min_samples: int = 0,
         recent: float = 1.0,
+        switch_fraction: float = 0.25,
     ) -> None:
         if model not in ("linear", "loglinear"):
             raise ValueError(f"model must be 'linear' or 'loglinear', got {model!r}")
@@ -77,6 +78,9 @@ class FailureForecast:
         if min_samples < 0:
             raise ValueError(f"min_samples must be >= 0, got {min_samples}")
         self.min_samples, self.recent = int(min_samples), float(recent)
+        if not 0 < switch_fraction <= 1:
+            raise ValueError(f"switch_fraction must be in (0, 1], got {switch_fraction}")
+        self.switch_fraction = float(switch_fraction)
         self.start_samples = 0  # rollouts at the last (re)start
         self._ols = SlidingOLS(self.window)
         self._early: list[float] = []
@@ -175,6 +179,16 @@ class FailureForecast:
         (``min_points`` records in the window) and :attr:`significant`."""
         return self.samples - self.start_samples >= self.min_samples and self.significant
 
+    def warns(self) -> bool:
+        """Whether a failure switch may fire on this record: :attr:`ready` (evidence and a
+        confident trend) and less than ``switch_fraction`` of the stage's failure clock left
+        (:meth:`fraction_left`). The one rule the policy's trigger and the skill replay
+        (:mod:`rlvr_schedule.clocks.failure.skill`) share."""
+        if self.samples - self.start_samples < self.min_samples:
+            return False
+        left = self.fraction_left(self.samples_to_failure)
+        return left < self.switch_fraction and self.significant  # False on NaN
+
     @property
     def stage_fraction_left(self) -> float:
         """Rollouts to failure / (rollouts since the (re)start + rollouts to failure): the part of
@@ -263,6 +277,7 @@ class FailureForecast:
             "min_samples": self.min_samples,
             "recent": self.recent,
             "start_samples": self.start_samples,
+            "switch_fraction": self.switch_fraction,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -284,3 +299,35 @@ class FailureForecast:
         self.min_samples = int(state.get("min_samples", 0))
         self.recent = float(state.get("recent", 1.0))
         self.start_samples = int(state.get("start_samples", 0))
+        self.switch_fraction = float(state.get("switch_fraction", 0.25))
+
+
+def policy_forecast(
+    signal: str = "entropy",
+    *,
+    fraction: float | None = None,
+    threshold: float | None = None,
+    min_samples: int = 2048,
+    switch_fraction: float = 0.25,
+    warmup_samples: int = 512,
+    window: int = 1000,
+) -> FailureForecast:
+    """The forecast as the live policy configures it (``PolicyConfig``'s failure knobs): the early
+    level over the first ``warmup_samples`` rollouts, the trend fitted on the later half of the
+    rollouts since the (re)start (at most ``window`` records), ``min_samples`` rollouts of
+    evidence, and :meth:`FailureForecast.warns` at ``switch_fraction``. ``fraction`` defaults to
+    0.1 for a falling signal and 10 for a rising one."""
+    direction = _DIRECTION.get(signal)
+    if fraction is None:
+        fraction = 0.1 if direction != "up" else 10.0
+    return FailureForecast(
+        signal,
+        threshold=threshold,
+        fraction=fraction,
+        window=window,
+        min_points=3,
+        warmup_samples=warmup_samples,
+        min_samples=min_samples,
+        recent=0.5,
+        switch_fraction=switch_fraction,
+    )
