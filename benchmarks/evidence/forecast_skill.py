@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr_schedule.clocks.failure import FailureClock
-from rlvr_schedule.clocks.failure.forecast import policy_forecast
+from rlvr_schedule.clocks.failure.forecast import AnyForecast, policy_forecast
 from rlvr_schedule.clocks.failure.skill import LabelledRun, Replay, replay, score
 from rlvr_schedule.records import METRIC_FIELDS, Run, StepRecord
 
@@ -42,11 +42,29 @@ REAL = ROOT / "tests" / "data" / "real" / "runs"
 SPLIT = json.loads((DATA / "SPLIT.json").read_text())
 #: record fields the replay and the labels need (the rest of a trainer log is left out)
 KEEP = ("step", "samples", "batch", "lr", *METRIC_FIELDS)
-KEEP_EXTRA = ("response_length_cap", "response_clip_ratio", "logprob_mismatch")
+KEEP_EXTRA = ("response_length_cap", "response_clip_ratio", "truncated_frac", "logprob_mismatch")
 
 #: forecast variants by name: a factory of a fresh forecast (each has update(record) and warns())
 VARIANTS: dict[str, Callable[[], object]] = {
     "entropy": lambda: policy_forecast("entropy"),
+    "entropy_1024": lambda: policy_forecast("entropy", min_samples=1024),
+    "entropy_sf0.4": lambda: policy_forecast("entropy", switch_fraction=0.4),
+    "entropy+trunc": lambda: AnyForecast(
+        [policy_forecast("entropy"), policy_forecast("response_clip_ratio", threshold=0.5)]
+    ),
+    "entropy+zerovar": lambda: AnyForecast(
+        [policy_forecast("entropy"), policy_forecast("frac_zero_std", threshold=0.9)]
+    ),
+    "entropy+kl": lambda: AnyForecast([policy_forecast("entropy"), policy_forecast("kl")]),
+    "entropy+trunc320": lambda: AnyForecast(
+        [policy_forecast("entropy"), policy_forecast("response_clip_ratio", threshold=0.5, min_samples=320)]
+    ),
+    "entropy+zerovar512": lambda: AnyForecast(
+        [policy_forecast("entropy"), policy_forecast("frac_zero_std", threshold=0.9, min_samples=512)]
+    ),
+    "entropy+reward512": lambda: AnyForecast(
+        [policy_forecast("entropy"), policy_forecast("reward_mean", fraction=0.5, min_samples=512)]
+    ),
 }
 
 
@@ -162,7 +180,8 @@ def table(replays: list[Replay], lead_fraction: float) -> list[str]:
         "| false switches per healthy run [95% Wilson] |",
         "|---|---|---|---|---|---|---|",
     ]
-    groups = sorted({(r.source, r.part) for r in replays}) + [("all", "calibration"), ("all", "test")]
+    parts = sorted({r.part for r in replays})
+    groups = sorted({(r.source, r.part) for r in replays}) + [("all", p) for p in parts]
     for src, part in groups:
         rs = [r for r in replays if r.part == part and (src == "all" or r.source == src)]
         kinds = sorted({r.kind for r in rs if r.kind is not None}) + ["any"]
@@ -179,42 +198,71 @@ def table(replays: list[Replay], lead_fraction: float) -> list[str]:
     return rows
 
 
+def select(replays_by_variant: dict[str, list[Replay]], lead_fraction: float) -> str:
+    """The candidate rule, fixed before the test part was replayed: on the calibration part, the
+    highest recall at lead over all failed runs among the variants whose false-switch rate over
+    all healthy runs is at most the target (0.1); ties go to the earlier (simpler) variant."""
+    best, key = "entropy", (-1.0,)
+    target = float(SPLIT["targets"]["false_switches_per_healthy_run"])
+    for name, reps in replays_by_variant.items():
+        sk = score(reps, lead_fraction=lead_fraction)
+        if sk.false_rate <= target and (sk.recall,) > key:
+            best, key = name, (sk.recall,)
+    return best
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--pack", nargs="+", type=Path, help="pack these trainer run directories and exit")
     ap.add_argument("--part", choices=["calibration", "test", "both"], default="both")
     ap.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))
-    ap.add_argument("--variant", default="entropy", choices=list(VARIANTS))
+    ap.add_argument("--variant", nargs="+", default=["entropy"], choices=list(VARIANTS) + ["all"])
+    ap.add_argument(
+        "--select",
+        action="store_true",
+        help="replay every variant on the calibration part, name the candidate",
+    )
     ap.add_argument("--hold-samples", type=float, default=48.0, help="the policy's hysteresis (48)")
-    ap.add_argument("--out", type=Path, help="also write the table (markdown) here")
+    ap.add_argument("--out", type=Path, help="also write the tables (markdown) here")
     ap.add_argument("--runs", action="store_true", help="print every run's replay")
     a = ap.parse_args(argv)
     if a.pack:
         pack(a.pack)
         return 0
     parts = ("calibration", "test") if a.part == "both" else (a.part,)
+    variants = list(VARIANTS) if "all" in a.variant or a.select else a.variant
+    if a.select:
+        parts = ("calibration",)
     t0 = time.time()
     runs: list[LabelledRun] = []
     for src in a.sources:
         gen = synthetic_runs(parts) if src == "synthetic" else SOURCES[src]()
         runs += [r for r in gen if r.part in parts]
-    reps = replay(VARIANTS[a.variant], runs, hold_samples=a.hold_samples)
     lf = float(SPLIT["lead_fraction"])
-    if a.runs:
-        for r in reps:
-            lead = "-" if r.lead_fraction is None else f"{r.lead_fraction:.2f}"
-            print(
-                f"{r.source:9s} {r.part:11s} {r.name:40s} fail {r.failure_samples!s:>9} {r.kind!s:17s} "
-                f"warn {r.warning!s:>9} lead {lead}"
-            )
+    counts = ", ".join(
+        f"{s}: {sum(r.source == s for r in runs)} ({sum(r.source == s and r.failed for r in runs)} failed)"
+        for s in a.sources
+    )
     lines = [
-        f"forecast variant {a.variant!r}, hold {a.hold_samples:g} rollouts, parts {'+'.join(parts)}; "
-        f"{len(runs)} runs ({', '.join(f'{s}: {sum(r.source == s for r in runs)}' for s in a.sources)}); "
+        f"forecast skill, parts {'+'.join(parts)}, hold {a.hold_samples:g} rollouts; {len(runs)} runs ({counts}); "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()} "
-        f"{platform.python_version()} numpy {np.__version__}, {time.time() - t0:.0f} s",
-        "",
-        *table(reps, lf),
+        f"Python {platform.python_version()} numpy {np.__version__}",
     ]
+    by_variant = {}
+    for v in variants:
+        reps = replay(VARIANTS[v], runs, hold_samples=a.hold_samples)
+        by_variant[v] = reps
+        if a.runs:
+            for r in reps:
+                lead = "-" if r.lead_fraction is None else f"{r.lead_fraction:.2f}"
+                print(
+                    f"{v} {r.source:9s} {r.part:11s} {r.name:40s} fail {r.failure_samples!s:>9} "
+                    f"{r.kind!s:17s} warn {r.warning!s:>9} lead {lead}"
+                )
+        lines += ["", f"variant `{v}`", "", *table(reps, lf)]
+    if a.select:
+        lines += ["", f"candidate (calibration rule of `select`): `{select(by_variant, lf)}`"]
+    lines.append(f"({time.time() - t0:.0f} s)")
     print("\n".join(lines))
     if a.out:
         a.out.write_text("\n".join(lines) + "\n")

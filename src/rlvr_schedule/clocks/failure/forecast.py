@@ -11,7 +11,7 @@ import numpy as np
 from rlvr_schedule.clocks._stats import SlidingOLS, finite, t_quantile
 from rlvr_schedule.records import StepRecord
 
-__all__ = ["FailureForecast", "policy_forecast"]
+__all__ = ["AnyForecast", "FailureForecast", "policy_forecast"]
 
 _DIRECTION = {
     "entropy": "down",
@@ -20,7 +20,23 @@ _DIRECTION = {
     "grad_norm": "up",
     "frac_zero_std": "up",
     "clip_frac": "up",
+    "response_clip_ratio": "up",
 }
+
+#: Where a signal that is no record field is looked for in ``record.extra`` (first finite wins):
+#: the share of responses cut at the length cap, as the trainers log it.
+_EXTRA = {"response_clip_ratio": ("response_clip_ratio", "truncated_frac", "completions/clipped_ratio")}
+
+
+def _value(record: StepRecord, signal: str) -> float:
+    v = getattr(record, signal, None)
+    if v is not None:
+        return float(v)
+    for k in _EXTRA.get(signal, (signal,)):
+        x = record.extra.get(k)
+        if x is not None and finite(x):
+            return float(x)
+    return math.nan
 
 
 class FailureForecast:
@@ -102,7 +118,7 @@ class FailureForecast:
     def update(self, record: StepRecord) -> float:
         """Consume one record; returns the current ``samples_to_failure``."""
         self.samples = int(record.samples)
-        v = getattr(record, self.signal)
+        v = _value(record, self.signal)
         if finite(v):
             if (
                 len(self._early) < self.warmup
@@ -331,3 +347,47 @@ def policy_forecast(
         recent=0.5,
         switch_fraction=switch_fraction,
     )
+
+
+class AnyForecast:
+    """Several :class:`FailureForecast` s on one record stream (e.g. entropy falling and a
+    precursor of a reward crash rising): it warns when any member warns, and its
+    ``samples_to_failure`` is the members' earliest. :attr:`reason` names the member that warned
+    first on the current record. The same ``update`` / ``warns`` / ``restart`` / ``state_dict``
+    interface as one forecast."""
+
+    def __init__(self, members: list[FailureForecast]) -> None:
+        if not members:
+            raise ValueError("AnyForecast needs at least one member forecast")
+        self.members = list(members)
+
+    def update(self, record: StepRecord) -> float:
+        return min((m.update(record) for m in self.members), key=lambda x: math.inf if x != x else x)
+
+    @property
+    def samples_to_failure(self) -> float:
+        vals = [m.samples_to_failure for m in self.members]
+        finite_vals = [v for v in vals if v == v]
+        return min(finite_vals) if finite_vals else math.nan
+
+    def warns(self) -> bool:
+        return any(m.warns() for m in self.members)
+
+    @property
+    def reason(self) -> str:
+        """The signal of the first member that warns now ("" if none)."""
+        return next((m.signal for m in self.members if m.warns()), "")
+
+    def restart(self) -> None:
+        for m in self.members:
+            m.restart()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"members": [m.state_dict() for m in self.members]}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        ms = state["members"]
+        if len(ms) != len(self.members):
+            raise ValueError(f"state has {len(ms)} member forecasts, this AnyForecast {len(self.members)}")
+        for m, st in zip(self.members, ms, strict=True):
+            m.load_state_dict(st)
