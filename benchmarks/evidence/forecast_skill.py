@@ -73,8 +73,16 @@ VARIANTS: dict[str, Callable[[], object]] = {
 
 
 # --- data ------------------------------------------------------------------------------------
+def _trim(v: object) -> object:
+    """A float to 6 significant digits (None for NaN/inf): the replay needs no more, the file shrinks."""
+    if isinstance(v, float):
+        return float(f"{v:.6g}") if math.isfinite(v) else None
+    return v
+
+
 def pack(dirs: list[Path], out: Path = DATA / "trainer_runs.json.gz") -> None:
-    """Trim each run directory's records to :data:`KEEP` (columns) and gzip them into ``out``."""
+    """Trim each finished run directory's records to :data:`KEEP` (columns, 6 significant digits) and
+    gzip them into ``out``."""
     runs = {}
     for d in sorted(dirs):
         m, c = d / "metrics.jsonl", d / "config.json"
@@ -89,7 +97,7 @@ def pack(dirs: list[Path], out: Path = DATA / "trainer_runs.json.gz") -> None:
         for k in KEEP + KEEP_EXTRA:
             col = [r.get(k) for r in recs]
             if any(v is not None for v in col):
-                cols[k] = [None if isinstance(v, float) and not math.isfinite(v) else v for v in col]
+                cols[k] = [_trim(v) for v in col]
         group = d.parts[d.parts.index("runs") + 1] if "runs" in d.parts[:-1] else d.parent.name
         name = f"{group}_lr{cfg['base_lr']:g}_b{cfg['batch']}_s{cfg['seed']}"
         meta = {
