@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr_schedule.clocks.failure.forecast import FailureForecast, policy_forecast
+from rlvr_schedule.clocks.failure.forecast import AnyForecast, FailureForecast, policy_forecast
 from rlvr_schedule.clocks.failure.skill import LabelledRun, Replay, first_warning, replay, score, wilson
 from rlvr_schedule.records import Run, StepRecord
 
@@ -123,3 +123,35 @@ def test_the_recorded_runs_load_and_replay() -> None:
         assert r.run.records[-1].samples >= 14_336 and all(r.run.array("entropy") > 0)
     reps = replay(bench.VARIANTS["entropy"], trainer[:4] + runs[:4])
     assert len(reps) == 8 and all(r.warning is None or r.warning > 0 for r in reps)
+
+
+def test_any_forecast_warns_when_a_member_does_and_reads_extra_signals() -> None:
+    recs = []
+    for i in range(1, 301):  # entropy flat; the share of responses cut at the cap climbs to 0.9
+        cut = min(0.9, i / 300)
+        recs.append(
+            StepRecord(
+                step=i,
+                samples=16 * i,
+                batch=16,
+                lr=1e-6,
+                entropy=1.0 + 0.01 * (-1) ** i,
+                extra={"truncated_frac": cut},
+            )
+        )
+    ent = lambda: policy_forecast("entropy", min_samples=512)  # noqa: E731
+    both = lambda: AnyForecast(  # noqa: E731
+        [ent(), policy_forecast("response_clip_ratio", threshold=0.5, min_samples=512)]
+    )
+    assert first_warning(ent, recs) is None
+    w = first_warning(both, recs)
+    assert w is not None and w < 150 * 16  # before the cut share reaches 0.5 (record 150)
+    fc = both()
+    for r in recs:
+        fc.update(r)
+    assert fc.warns() and fc.reason == "response_clip_ratio"
+    fc2 = both()
+    fc2.load_state_dict(fc.state_dict())
+    assert fc2.warns() and fc2.samples_to_failure == fc.samples_to_failure
+    with pytest.raises(ValueError, match="member"):
+        AnyForecast([ent()]).load_state_dict(fc.state_dict())
