@@ -11,7 +11,7 @@ import numpy as np
 from rlvr_schedule.clocks._stats import SlidingOLS, finite, t_quantile
 from rlvr_schedule.records import StepRecord
 
-__all__ = ["FailureForecast"]
+__all__ = ["AnyForecast", "FailureForecast", "policy_forecast"]
 
 _DIRECTION = {
     "entropy": "down",
@@ -20,7 +20,23 @@ _DIRECTION = {
     "grad_norm": "up",
     "frac_zero_std": "up",
     "clip_frac": "up",
+    "response_clip_ratio": "up",
 }
+
+#: Where a signal that is no record field is looked for in ``record.extra`` (first finite wins):
+#: the share of responses cut at the length cap, as the trainers log it.
+_EXTRA = {"response_clip_ratio": ("response_clip_ratio", "truncated_frac", "completions/clipped_ratio")}
+
+
+def _value(record: StepRecord, signal: str) -> float:
+    v = getattr(record, signal, None)
+    if v is not None:
+        return float(v)
+    for k in _EXTRA.get(signal, (signal,)):
+        x = record.extra.get(k)
+        if x is not None and finite(x):
+            return float(x)
+    return math.nan
 
 
 class FailureForecast:
@@ -58,6 +74,7 @@ class FailureForecast:
         warmup_samples: int | None = None,
         min_samples: int = 0,
         recent: float = 1.0,
+        switch_fraction: float = 0.25,
     ) -> None:
         if model not in ("linear", "loglinear"):
             raise ValueError(f"model must be 'linear' or 'loglinear', got {model!r}")
@@ -77,6 +94,9 @@ class FailureForecast:
         if min_samples < 0:
             raise ValueError(f"min_samples must be >= 0, got {min_samples}")
         self.min_samples, self.recent = int(min_samples), float(recent)
+        if not 0 < switch_fraction <= 1:
+            raise ValueError(f"switch_fraction must be in (0, 1], got {switch_fraction}")
+        self.switch_fraction = float(switch_fraction)
         self.start_samples = 0  # rollouts at the last (re)start
         self._ols = SlidingOLS(self.window)
         self._early: list[float] = []
@@ -98,7 +118,7 @@ class FailureForecast:
     def update(self, record: StepRecord) -> float:
         """Consume one record; returns the current ``samples_to_failure``."""
         self.samples = int(record.samples)
-        v = getattr(record, self.signal)
+        v = _value(record, self.signal)
         if finite(v):
             if (
                 len(self._early) < self.warmup
@@ -174,6 +194,16 @@ class FailureForecast:
         """Whether the forecast may trigger: ``min_samples`` rollouts since the (re)start, a fit
         (``min_points`` records in the window) and :attr:`significant`."""
         return self.samples - self.start_samples >= self.min_samples and self.significant
+
+    def warns(self) -> bool:
+        """Whether a failure switch may fire on this record: :attr:`ready` (evidence and a
+        confident trend) and less than ``switch_fraction`` of the stage's failure clock left
+        (:meth:`fraction_left`). The one rule the policy's trigger and the skill replay
+        (:mod:`rlvr_schedule.clocks.failure.skill`) share."""
+        if self.samples - self.start_samples < self.min_samples:
+            return False
+        left = self.fraction_left(self.samples_to_failure)
+        return left < self.switch_fraction and self.significant  # False on NaN
 
     @property
     def stage_fraction_left(self) -> float:
@@ -263,6 +293,7 @@ class FailureForecast:
             "min_samples": self.min_samples,
             "recent": self.recent,
             "start_samples": self.start_samples,
+            "switch_fraction": self.switch_fraction,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -284,3 +315,79 @@ class FailureForecast:
         self.min_samples = int(state.get("min_samples", 0))
         self.recent = float(state.get("recent", 1.0))
         self.start_samples = int(state.get("start_samples", 0))
+        self.switch_fraction = float(state.get("switch_fraction", 0.25))
+
+
+def policy_forecast(
+    signal: str = "entropy",
+    *,
+    fraction: float | None = None,
+    threshold: float | None = None,
+    min_samples: int = 2048,
+    switch_fraction: float = 0.25,
+    warmup_samples: int = 512,
+    window: int = 1000,
+) -> FailureForecast:
+    """The forecast as the live policy configures it (``PolicyConfig``'s failure knobs): the early
+    level over the first ``warmup_samples`` rollouts, the trend fitted on the later half of the
+    rollouts since the (re)start (at most ``window`` records), ``min_samples`` rollouts of
+    evidence, and :meth:`FailureForecast.warns` at ``switch_fraction``. ``fraction`` defaults to
+    0.1 for a falling signal and 10 for a rising one."""
+    direction = _DIRECTION.get(signal)
+    if fraction is None:
+        fraction = 0.1 if direction != "up" else 10.0
+    return FailureForecast(
+        signal,
+        threshold=threshold,
+        fraction=fraction,
+        window=window,
+        min_points=3,
+        warmup_samples=warmup_samples,
+        min_samples=min_samples,
+        recent=0.5,
+        switch_fraction=switch_fraction,
+    )
+
+
+class AnyForecast:
+    """Several :class:`FailureForecast` s on one record stream (e.g. entropy falling and a
+    precursor of a reward crash rising): it warns when any member warns, and its
+    ``samples_to_failure`` is the members' earliest. :attr:`reason` names the member that warned
+    first on the current record. The same ``update`` / ``warns`` / ``restart`` / ``state_dict``
+    interface as one forecast."""
+
+    def __init__(self, members: list[FailureForecast]) -> None:
+        if not members:
+            raise ValueError("AnyForecast needs at least one member forecast")
+        self.members = list(members)
+
+    def update(self, record: StepRecord) -> float:
+        return min((m.update(record) for m in self.members), key=lambda x: math.inf if x != x else x)
+
+    @property
+    def samples_to_failure(self) -> float:
+        vals = [m.samples_to_failure for m in self.members]
+        finite_vals = [v for v in vals if v == v]
+        return min(finite_vals) if finite_vals else math.nan
+
+    def warns(self) -> bool:
+        return any(m.warns() for m in self.members)
+
+    @property
+    def reason(self) -> str:
+        """The signal of the first member that warns now ("" if none)."""
+        return next((m.signal for m in self.members if m.warns()), "")
+
+    def restart(self) -> None:
+        for m in self.members:
+            m.restart()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"members": [m.state_dict() for m in self.members]}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        ms = state["members"]
+        if len(ms) != len(self.members):
+            raise ValueError(f"state has {len(ms)} member forecasts, this AnyForecast {len(self.members)}")
+        for m, st in zip(self.members, ms, strict=True):
+            m.load_state_dict(st)
