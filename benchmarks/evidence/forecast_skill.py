@@ -8,7 +8,7 @@ at least 10% of the time to failure, false switches per healthy run, the lead's 
 
 * ``trainer``: reference-trainer runs, trimmed and gzipped in ``tests/data/forecast/trainer_runs.json.gz``
   (``--pack DIR ...`` makes that file from run directories holding ``metrics.jsonl`` + ``config.json``);
-* ``real``: ``tests/data/real/runs`` (the committed JSONL conversions, split as committed there);
+* ``real``: ``tests/data/real/runs`` (the published logs read natively, split as committed there);
 * ``synthetic``: ``SyntheticEnvironment.run_constant`` over the split's tasks and seeds.
 
     python benchmarks/evidence/forecast_skill.py --select             # every variant on calibration
@@ -137,11 +137,13 @@ def trainer_runs(path: Path = DATA / "trainer_runs.json.gz") -> Iterator[Labelle
 
 
 def real_runs() -> Iterator[LabelledRun]:
+    sys.path.insert(0, str(ROOT / "tests" / "core"))
+    from real_runs import load_real  # the raw published logs, read natively (issue 21)
+
     split = json.loads((REAL / "SPLIT.json").read_text())
     for part in ("calibration", "test"):
         for name in split[part]:
-            lines = (REAL / f"{name}.jsonl").read_text().splitlines()
-            recs = [StepRecord.from_dict(json.loads(x)) for x in lines if x.strip()]
+            recs = load_real(name).records  # the product's own read of the published log
             lab = split["labels"][name]
             fail = None
             if lab["label"] == "collapsed":
