@@ -76,10 +76,10 @@ class VLLMEngine:
         max_model_len: int = 64,
         dtype: str = "float32",
         seed: int = 0,
+        log_file: str | Path | None = None,
     ) -> None:
         set_cpu_env()
         import torch
-        from vllm import LLM
 
         self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
         kw = {}
@@ -87,16 +87,21 @@ class VLLMEngine:
             # a prompt prefill split over engine steps rewinds the request's seeded generator, which
             # fails on CPU ("CPU Generator does not use offset"): schedule whole prompts only
             kw = {"enable_chunked_prefill": False, "max_num_batched_tokens": max(4096, max_model_len)}
-        self.llm = LLM(
-            model=str(model_dir),
-            dtype=dtype,
-            seed=seed,
-            max_model_len=max_model_len,
-            enforce_eager=True,
-            enable_prefix_caching=True,
-            gpu_memory_utilization=0.5,
-            **kw,
-        )
+        from rlvr_trainer.quiet import engine_log
+
+        with engine_log(log_file):  # vLLM's own log (and its dependencies' warnings) to the run's file
+            from vllm import LLM
+
+            self.llm = LLM(
+                model=str(model_dir),
+                dtype=dtype,
+                seed=seed,
+                max_model_len=max_model_len,
+                enforce_eager=True,
+                enable_prefix_caching=True,
+                gpu_memory_utilization=0.5,
+                **kw,
+            )
         self.tokenizer = self.llm.get_tokenizer()
         # rotary embeddings hold no checkpoint weights: vLLM warns on every reload and keeps its
         # own (correct) cos/sin cache; the logprob check in tests/trainer covers it
@@ -228,8 +233,9 @@ def make_engine(
     seed: int,
     max_model_len: int = 64,
     dtype: str = "float32",
+    log_file: str | Path | None = None,
 ):
-    """``"vllm"`` (default) or ``"hf"``."""
+    """``"vllm"`` (default) or ``"hf"``; ``log_file``: where vLLM's own log goes (None: console)."""
     if kind == "vllm":
         return VLLMEngine(
             model_dir,
@@ -238,6 +244,7 @@ def make_engine(
             seed=seed,
             max_model_len=max_model_len,
             dtype=dtype,
+            log_file=log_file,
         )
     if kind == "hf":
         return HFEngine(model, tokenizer, max_tokens=max_tokens, temperature=temperature, seed=seed)

@@ -232,6 +232,7 @@ class Trainer:
                 seed=c.seed,
                 max_model_len=c.max_model_len,
                 dtype=c.dtype,
+                log_file=self.out_dir / "vllm.log",
             )
         if self.engine is None:
             c = self.cfg
@@ -245,6 +246,7 @@ class Trainer:
                 seed=c.seed,
                 max_model_len=c.max_model_len,
                 dtype=c.dtype,
+                log_file=self.out_dir / "vllm.log",
             )
             self.engine.push_weights(self.model)  # the engine always runs the trainer's weights
         return self.engine
