@@ -248,7 +248,9 @@ def _main(args: argparse.Namespace) -> int:
         )
         return 0
     from rlvr_trainer import experiments as ex
+    from rlvr_trainer.quiet import quiet_transformers
 
+    quiet_transformers()  # the console: our progress bars, verdicts and paths (vLLM's log: <run>/vllm.log)
     resume, progress = not args.no_resume, not args.no_progress
     if args.command == "evidence" and args.scan:
         seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(ex.SCAN_LRS), args.batch or 8

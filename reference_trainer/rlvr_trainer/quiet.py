@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["engine_log", "route_logger"]
+__all__ = ["engine_log", "route_logger", "quiet_transformers"]
 
 #: The logger vLLM configures (``vllm.logger``: handler "vllm", ``propagate=False``).
 VLLM_LOGGER = "vllm"
@@ -75,3 +75,13 @@ def engine_log(path: str | Path | None) -> Iterator[None]:
             os.close(dup)
         f.close()
         route_logger(path)
+
+
+def quiet_transformers() -> None:
+    """transformers' own progress bars ("Loading weights", "Writing model shards": one per model
+    load) and its messages below ERROR off the console; the trainer's bars use tqdm directly and
+    stay. For console front ends (the CLI), not for library use."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
