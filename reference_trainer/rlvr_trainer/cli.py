@@ -224,6 +224,15 @@ def dry_run(cfg, *, batches: Sequence[int] | None = None) -> dict[str, Any]:
     }
 
 
+def _print_verdicts(report: Path) -> None:
+    """The report's verdict section (index.md beside index.html) on the console."""
+    md = report.with_name("index.md")
+    if md.exists():
+        part = md.read_text().split("## Verdicts on the predictions", 1)[1:]
+        if part:
+            print("Verdicts on the predictions:\n" + part[0].split("\n## ", 1)[0].strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -303,6 +312,7 @@ def _main(args: argparse.Namespace) -> int:
             progress=progress,
             schedule_seeds=seeds[:1] if demo else None,
         )
+        _print_verdicts(report)
         print(f"report: {report.resolve()}")
     elif args.command == "sweep":
         from rlvr_schedule.clocks import fit_sweep

@@ -31,6 +31,7 @@ def test_compare_writes_logs_checkpoints_and_report(tiny_model_dir, tmp_path, ca
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "report:" in printed and (out / "report" / "index.html").exists()
+    assert "Verdicts on the predictions:\n- per-sample progress falls above B*" in printed  # on the console
     for run in ("sweep/b8-s0", "sweep/b16-s0", "schedule/s0"):
         rows = [json.loads(x) for x in (out / run / "metrics.jsonl").read_text().splitlines()]
         assert rows[-1]["samples"] == 48
