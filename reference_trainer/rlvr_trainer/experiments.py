@@ -335,10 +335,9 @@ def evidence(
     lrs = sorted(set(float(x) for x in lrs) | {float(cfg.base_lr)})
     t0 = time.monotonic()
     todo = [(lr, seed, b) for seed in seeds for lr in lrs for b in batches]
-    if not _run_chunk(cfg, out, todo, t0, chunk_minutes, progress, "evidence"):
-        return None
-    if (time.monotonic() - t0) / 60 > chunk_minutes:
-        return None  # the schedule runs and the report in the next chunk
+    done, ran = _run_chunk(cfg, out, todo, t0, chunk_minutes, progress, "evidence")
+    if not done or (ran and (time.monotonic() - t0) / 60 > chunk_minutes):
+        return None  # the rest (or the schedule runs and the report) in the next chunk
     fits = fits_by_lr(out, lrs=lrs, batches=batches, seeds=seeds)
     base = out / f"lr{cfg.base_lr:g}"
     compare(cfg, base, batches=batches, seeds=seeds, resume=True, progress=progress, fits_by_lr=fits)
@@ -353,10 +352,10 @@ def _run_chunk(
     chunk_minutes: float,
     progress: bool,
     what: str,
-) -> bool:
+) -> tuple[bool, int]:
     """Train the (base LR, seed, batch) constant runs of ``todo`` not finished yet, under
     ``out/lr<base LR>/sweep/b<batch>-s<seed>``; stop starting runs once ``chunk_minutes`` have
-    passed since ``t0`` (at least one run per call). True when every run is finished."""
+    passed since ``t0`` (at least one run per call). Returns (every run finished, runs trained)."""
     import time
 
     ran = 0
@@ -373,10 +372,10 @@ def _run_chunk(
                 len(todo) - i,
                 len(todo),
             )
-            return False
+            return False, ran
         run_one(c, d, resume=True, progress=progress, desc=f"lr {lr:g} b{b}-s{seed}")
         ran += 1
-    return True
+    return True, ran
 
 
 #: The LR scan's base LRs (at ``base_batch``; issue 24's plan, benchmarks/evidence/LR_SCAN_PLAN.md):
@@ -403,7 +402,7 @@ def lr_scan(
 
     out = Path(out)
     todo = [(float(lr), seed, batch) for seed in seeds for lr in lrs]  # seed-major: whole seeds first
-    if not _run_chunk(cfg, out, todo, time.monotonic(), chunk_minutes, progress, "lr scan"):
+    if not _run_chunk(cfg, out, todo, time.monotonic(), chunk_minutes, progress, "lr scan")[0]:
         return None
     return scan_report(out, lrs=lrs, seeds=seeds, batch=batch)
 
