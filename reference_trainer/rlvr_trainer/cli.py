@@ -6,6 +6,7 @@
     rlvr-trainer compare --out runs/cmp
     rlvr-trainer train --batch 32 --max-samples 2048
     rlvr-trainer evidence --out runs/evidence   # 3 LRs x 16x batches x 3 seeds + schedule; resumable chunks
+    rlvr-trainer evidence --scan --out runs/scan   # 6 base LRs x 3 seeds at batch 8: in the regime?
     rlvr-trainer sweep --preset qwen2.5-math-1.5b --model /path/to/Qwen2.5-Math-1.5B --dry-run
 
 Each command writes canonical JSONL logs, checkpoints and (sweep/compare/demo) a report, and
@@ -114,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
                 nargs="+",
                 help="base LRs of the constant-batch sweeps (default: base LR x 1/4, 1/2, 1; above "
                 "the default base LR the tiny model crashes before it learns)",
+            )
+            s.add_argument(
+                "--scan",
+                action="store_true",
+                help="the LR scan instead: constant runs at --batch (default 8) for every --lrs "
+                "(default: 6 base LRs 5e-5..8e-4) x --seeds, then the regime/failure criterion "
+                "(scan.md, scan.json under --out)",
             )
             s.add_argument(
                 "--chunk-minutes",
@@ -318,6 +326,15 @@ def _too_big(cfg, est: dict[str, int], dev_mem: int) -> str:
     )
 
 
+def _print_verdicts(report: Path) -> None:
+    """The report's verdict section (index.md beside index.html) on the console."""
+    md = report.with_name("index.md")
+    if md.exists():
+        part = md.read_text().split("## Verdicts on the predictions", 1)[1:]
+        if part:
+            print("Verdicts on the predictions:\n" + part[0].split("\n## ", 1)[0].strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -352,9 +369,23 @@ def _main(args: argparse.Namespace) -> int:
 
         resolve_device(cfg.device)  # CUDA asked for where there is none: exit 2 before any work
     from rlvr_trainer import experiments as ex
+    from rlvr_trainer.quiet import quiet_transformers
 
+    quiet_transformers()  # the console: our progress bars, verdicts and paths (vLLM's log: <run>/vllm.log)
     resume, progress = not args.no_resume, not args.no_progress
-    if args.command == "evidence":
+    if args.command == "evidence" and args.scan:
+        seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(ex.SCAN_LRS), args.batch or 8
+        if args.report_only:
+            print(f"scan: {ex.scan_report(args.out, lrs=lrs, seeds=seeds, batch=b).resolve()}")
+            return 0
+        scan = ex.lr_scan(
+            cfg, args.out, lrs=lrs, seeds=seeds, batch=b, chunk_minutes=args.chunk_minutes, progress=progress
+        )
+        if scan is None:
+            print(f"lr scan: chunk done, not finished; run the same command again to continue ({args.out})")
+            return 3
+        print(f"scan: {scan.resolve()}")
+    elif args.command == "evidence":
         seeds = args.seeds or [0, 1, 2]
         lrs = args.lrs or [cfg.base_lr / 4, cfg.base_lr / 2, cfg.base_lr]
         if args.report_only:
@@ -393,6 +424,7 @@ def _main(args: argparse.Namespace) -> int:
             progress=progress,
             schedule_seeds=seeds[:1] if demo else None,
         )
+        _print_verdicts(report)
         print(f"report: {report.resolve()}")
     elif args.command == "sweep":
         from rlvr_schedule.clocks import fit_sweep

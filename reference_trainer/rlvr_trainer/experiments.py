@@ -31,6 +31,9 @@ __all__ = [
     "compare",
     "report",
     "evidence",
+    "lr_scan",
+    "scan_report",
+    "SCAN_LRS",
     "lr_grid",
     "policy_config",
     "read_run",
@@ -346,28 +349,223 @@ def evidence(
     lrs = sorted(set(float(x) for x in lrs) | {float(cfg.base_lr)})
     t0 = time.monotonic()
     todo = [(lr, seed, b) for seed in seeds for lr in lrs for b in batches]
+    done, ran = _run_chunk(cfg, out, todo, t0, chunk_minutes, progress, "evidence")
+    if not done or (ran and (time.monotonic() - t0) / 60 > chunk_minutes):
+        return None  # the rest (or the schedule runs and the report) in the next chunk
+    fits = fits_by_lr(out, lrs=lrs, batches=batches, seeds=seeds)
+    base = out / f"lr{cfg.base_lr:g}"
+    compare(cfg, base, batches=batches, seeds=seeds, resume=True, progress=progress, fits_by_lr=fits)
+    return evidence_report(out, base_lr=cfg.base_lr, lrs=lrs, batches=batches, seeds=seeds, fits=fits)
+
+
+def _run_chunk(
+    cfg: TrainConfig,
+    out: Path,
+    todo: Sequence[tuple[float, int, int]],
+    t0: float,
+    chunk_minutes: float,
+    progress: bool,
+    what: str,
+) -> tuple[bool, int]:
+    """Train the (base LR, seed, batch) constant runs of ``todo`` not finished yet, under
+    ``out/lr<base LR>/sweep/b<batch>-s<seed>``; stop starting runs once ``chunk_minutes`` have
+    passed since ``t0`` (at least one run per call). Returns (every run finished, runs trained)."""
+    import time
+
     ran = 0
     for i, (lr, seed, b) in enumerate(todo):
         c = cfg.replace(base_lr=lr, batch=b, seed=seed)
         d = out / f"lr{lr:g}" / "sweep" / f"b{b}-s{seed}"
         if _finished(d, c):
             continue
-        if ran and (time.monotonic() - t0) / 60 > chunk_minutes:  # at least one run per call
+        if ran and (time.monotonic() - t0) / 60 > chunk_minutes:
             log.warning(
-                "evidence: chunk of %.0f min used, %d of %d sweep runs left; run again to continue",
+                "%s: chunk of %.0f min used, %d of %d runs left; run again to continue",
+                what,
                 chunk_minutes,
                 len(todo) - i,
                 len(todo),
             )
-            return None
+            return False, ran
         run_one(c, d, resume=True, progress=progress, desc=f"lr {lr:g} b{b}-s{seed}")
         ran += 1
-    if ran and (time.monotonic() - t0) / 60 > chunk_minutes:
-        return None  # the schedule runs and the report in the next chunk
-    fits = fits_by_lr(out, lrs=lrs, batches=batches, seeds=seeds)
-    base = out / f"lr{cfg.base_lr:g}"
-    compare(cfg, base, batches=batches, seeds=seeds, resume=True, progress=progress, fits_by_lr=fits)
-    return evidence_report(out, base_lr=cfg.base_lr, lrs=lrs, batches=batches, seeds=seeds, fits=fits)
+    return True, ran
+
+
+#: The LR scan's base LRs (at ``base_batch``; issue 24's plan, benchmarks/evidence/LR_SCAN_PLAN.md):
+#: six LRs over a 16x range in steps of x1.74, around the demo's 1e-4..4e-4.
+SCAN_LRS: tuple[float, ...] = (5e-5, 8.7e-5, 1.5e-4, 2.6e-4, 4.6e-4, 8e-4)
+
+
+def lr_scan(
+    cfg: TrainConfig,
+    out: str | Path,
+    *,
+    lrs: Sequence[float] = SCAN_LRS,
+    seeds: Sequence[int] = (0, 1, 2),
+    batch: int = 8,
+    chunk_minutes: float = 45.0,
+    progress: bool = True,
+) -> Path | None:
+    """Is the task in the theory's regime (drift per rollout growing with the LR), and does the
+    failure clock show there? Constant-``batch`` runs at every base LR of ``lrs`` x ``seeds`` on
+    ``cfg``'s budget, resumable in chunks like :func:`evidence` (same layout, so a later
+    :func:`evidence` at these LRs reuses them), then :func:`scan_report`. Returns its markdown
+    path, or None when the chunk ran out first (call again to continue)."""
+    import time
+
+    out = Path(out)
+    todo = [(float(lr), seed, batch) for seed in seeds for lr in lrs]  # seed-major: whole seeds first
+    if not _run_chunk(cfg, out, todo, time.monotonic(), chunk_minutes, progress, "lr scan")[0]:
+        return None
+    return scan_report(out, lrs=lrs, seeds=seeds, batch=batch)
+
+
+def scan_report(
+    out: str | Path,
+    *,
+    lrs: Sequence[float] = SCAN_LRS,
+    seeds: Sequence[int] = (0, 1, 2),
+    batch: int = 8,
+    min_regime: int = 3,
+    min_failures: int = 2,
+) -> Path:
+    """(Re)write ``out/scan.md`` and ``out/scan.json`` from the scan's logs (no training; runs
+    not there yet are left out and counted).
+
+    One ``fit_sweep`` over every run, so all rates refer to the same reward levels. Per base LR:
+    the seeds' mean rate with a 95% t-interval over seeds, failures. The plan's criterion: an LR
+    is *in the regime* when it lies in a stretch of ``min_regime`` or more consecutive LRs over
+    which each LR's interval lies wholly above the previous one's; the failure clock *shows* at
+    an LR when ``min_failures`` of its runs fail within the budget."""
+    import numpy as np
+
+    from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.clocks._stats import t_quantile
+
+    out = Path(out)
+    lrs = [float(x) for x in lrs]
+    runs, keys = [], []
+    for lr in lrs:
+        for s in seeds:
+            d = out / f"lr{lr:g}" / "sweep" / f"b{batch}-s{s}"
+            if (d / "metrics.jsonl").exists():
+                runs.append(read_run(d, f"lr{lr:g} b{batch}-s{s}"))
+                keys.append((lr, s))
+    if not runs:
+        raise ConfigError(f"no scan run under {out}", field="out")
+    fit = fit_sweep(runs)
+    rows = []
+    for lr in lrs:
+        idx = [i for i, k in enumerate(keys) if k[0] == lr]
+        rates = np.array([fit.runs[i].rate for i in idx], float)
+        rates = np.where(np.isfinite(rates), rates, 0.0)  # crossed no level: no progress to target
+        n = rates.size
+        mean = float(rates.mean()) if n else math.nan
+        hw = float(t_quantile(0.975, n - 1) * rates.std(ddof=1) / math.sqrt(n)) if n >= 2 else math.nan
+        fails = [(fit.runs[i].failure_samples, fit.runs[i].failure_signal) for i in idx]
+        finals, peaks = [], []
+        for i in idx:
+            rew = runs[i].array("reward_mean")
+            finals.append(float(np.nanmean(rew[-max(1, len(rew) // 10) :])))
+            w = max(1, len(rew) // 10)
+            peaks.append(float(np.nanmax(np.convolve(rew, np.ones(w) / w, mode="valid"))))
+        rows.append(
+            {
+                "base_lr": lr,
+                "lr_at_batch": runs[idx[0]].lr if idx else None,
+                "runs": n,
+                "seeds": [keys[i][1] for i in idx],
+                "rate_mean": mean,
+                "rate_interval": [mean - hw, mean + hw],
+                "rates": [fit.runs[i].rate for i in idx],
+                "rate_intervals": [list(fit.runs[i].rate_interval) for i in idx],
+                "reached_target": sum(bool(fit.runs[i].reached_target) for i in idx),
+                "final_reward": finals,
+                "peak_reward": peaks,
+                "failures": sum(f is not None for f, _ in fails),
+                "failure_samples": [f for f, _ in fails],
+                "failure_signals": [g for f, g in fails if f is not None],
+            }
+        )
+
+    # adjacent separations -> stretches of consecutive LRs over which the rate rises significantly
+    def stretches(step_ok: list[bool]) -> list[list[int]]:
+        found, cur = [], [0]
+        for i, ok in enumerate(step_ok):
+            if ok:
+                cur.append(i + 1)
+            else:
+                found.append(cur)
+                cur = [i + 1]
+        found.append(cur)
+        return [c for c in found if len(c) >= min_regime]
+
+    lo = [r["rate_interval"][0] for r in rows]
+    hi = [r["rate_interval"][1] for r in rows]
+    strict = stretches([bool(lo[i + 1] > hi[i]) for i in range(len(rows) - 1)])
+    rising = stretches([bool(rows[i + 1]["rate_mean"] > rows[i]["rate_mean"]) for i in range(len(rows) - 1)])
+    weak = [c for c in rising if lo[c[-1]] > hi[c[0]]]
+    regime = sorted({i for c in strict for i in c})
+    shows = [i for i, r in enumerate(rows) if r["failures"] >= min_failures]
+    both = [i for i in regime if i in shows]
+    verdict = {
+        "regime": [lrs[i] for i in regime],
+        "regime_weak": sorted({lrs[i] for c in weak for i in c}),
+        "failure_clock_shows": [lrs[i] for i in shows],
+        "met": bool(both),
+        "chosen_base_lr": lrs[both[0]] if both else None,
+    }
+    summary = {"batch": batch, "seeds": list(seeds), "rows": rows, "verdict": verdict, "fit": fit.to_dict()}
+    (out / "scan.json").write_text(json.dumps(_jsonable(summary), indent=2))
+    md = [
+        f"LR scan at batch {batch}, seeds {', '.join(map(str, seeds))}, {len(runs)} of "
+        f"{len(lrs) * len(seeds)} runs; one fit_sweep over all of them: target reward "
+        f"{fit.target:.3f} (initial {fit.initial_reward:.3f}).",
+        "",
+        "| base LR | LR at batch | runs | rate (reward/rollout), mean [95% t over seeds] | per seed [own 95%] "
+        "| reached target | final reward (last 10%) | peak (10% window) | failed | failure at rollouts (signal) |",
+        "|---:|---:|---:|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        per = "; ".join(f"{_g(x)} {_iv(iv)}" for x, iv in zip(r["rates"], r["rate_intervals"], strict=True))
+        fails = ", ".join(f"{f:,.0f}" for f in r["failure_samples"] if f is not None) or "-"
+        sig = ", ".join(sorted(set(r["failure_signals"])))
+        md.append(
+            f"| {r['base_lr']:g} | {_g(r['lr_at_batch'])} | {r['runs']} | {_g(r['rate_mean'])} "
+            f"{_iv(r['rate_interval'])} | {per} | {r['reached_target']}/{r['runs']} | "
+            f"{_span(r['final_reward'])} | {_span(r['peak_reward'])} | {r['failures']}/{r['runs']} | "
+            f"{fails}{f' ({sig})' if sig else ''} |"
+        )
+    fmt = lambda xs: ", ".join(f"{x:g}" for x in xs) or "none"  # noqa: E731
+    md += [
+        "",
+        f"- In the regime (>= {min_regime} consecutive LRs, each rate interval wholly above the "
+        f"previous one's): **{fmt(verdict['regime'])}**; weaker reading (means rising, the ends' "
+        f"intervals separated): {fmt(verdict['regime_weak'])}.",
+        f"- Failure clock shows (>= {min_failures} runs failed within the budget): "
+        f"**{fmt(verdict['failure_clock_shows'])}**.",
+        f"- Criterion met: **{'yes' if verdict['met'] else 'no'}**"
+        + (f"; chosen base LR {verdict['chosen_base_lr']:g}." if verdict["met"] else "."),
+    ]
+    path = out / "scan.md"
+    path.write_text("\n".join(md) + "\n")
+    return path
+
+
+def _span(xs: Sequence[float]) -> str:
+    return f"{sum(xs) / len(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]" if xs else "-"
+
+
+def _jsonable(v: Any) -> Any:
+    """NaN/inf -> None, numpy scalars -> Python, recursively (strict JSON)."""
+    if isinstance(v, dict):
+        return {k: _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()
+    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 def fits_by_lr(

@@ -92,6 +92,7 @@ class EngineProcess:
         dtype: str = "float32",
         seed: int = 0,
         start_timeout: float = 600.0,
+        log_file: str | Path | None = None,
     ) -> None:
         import torch
         import torch.multiprocessing as mp
@@ -110,6 +111,7 @@ class EngineProcess:
             max_model_len=max_model_len,
             dtype=dtype,
             seed=seed,
+            log_file=log_file,
         )
         self.proc = ctx.Process(target=_worker, args=(child_conn, self.shared, kw), daemon=True)
         self.proc.start()

@@ -77,9 +77,9 @@ class VLLMEngine:
         seed: int = 0,
         device: str = "cpu",
         gpu_memory_utilization: float = 0.5,
+        log_file: str | Path | None = None,
     ) -> None:
         set_engine_env(device)
-        from vllm import LLM
 
         self.max_tokens, self.temperature, self.seed = max_tokens, temperature, seed
         self.cuda = str(device).startswith("cuda")
@@ -89,24 +89,29 @@ class VLLMEngine:
             # a prompt prefill split over engine steps rewinds the request's seeded generator, which
             # fails on CPU ("CPU Generator does not use offset"): schedule whole prompts only
             kw = {"enable_chunked_prefill": False, "max_num_batched_tokens": max(4096, max_model_len)}
-        else:
-            import inspect
+        from rlvr_trainer.quiet import engine_log
 
-            from vllm.engine.arg_utils import EngineArgs
+        with engine_log(log_file):  # vLLM's own log (and its dependencies' warnings) to the run's file
+            from vllm import LLM
 
-            self.can_sleep = "enable_sleep_mode" in inspect.signature(EngineArgs).parameters
-            if self.can_sleep:
-                kw["enable_sleep_mode"] = True
-        self.llm = LLM(
-            model=str(model_dir),
-            dtype=dtype,
-            seed=seed,
-            max_model_len=max_model_len,
-            enforce_eager=True,
-            enable_prefix_caching=True,
-            gpu_memory_utilization=gpu_memory_utilization,
-            **kw,
-        )
+            if self.cuda:
+                import inspect
+
+                from vllm.engine.arg_utils import EngineArgs
+
+                self.can_sleep = "enable_sleep_mode" in inspect.signature(EngineArgs).parameters
+                if self.can_sleep:
+                    kw["enable_sleep_mode"] = True
+            self.llm = LLM(
+                model=str(model_dir),
+                dtype=dtype,
+                seed=seed,
+                max_model_len=max_model_len,
+                enforce_eager=True,
+                enable_prefix_caching=True,
+                gpu_memory_utilization=gpu_memory_utilization,
+                **kw,
+            )
         self.asleep = False
         self.tokenizer = self.llm.get_tokenizer()
         # rotary embeddings hold no checkpoint weights: vLLM warns on every reload and keeps its
@@ -329,8 +334,10 @@ def make_engine(
     device: str = "cpu",
     gpu_memory_utilization: float = 0.5,
     compute_dtype=None,
+    log_file: str | Path | None = None,
 ):
-    """``"vllm"`` (default) or ``"hf"``; ``dtype`` is the vLLM engine's (bf16 on CUDA)."""
+    """``"vllm"`` (default) or ``"hf"``; ``dtype`` is the vLLM engine's (bf16 on CUDA); ``log_file``:
+    where vLLM's own log goes (None: console)."""
     if kind == "vllm":
         return VLLMEngine(
             model_dir,
@@ -341,6 +348,7 @@ def make_engine(
             dtype=dtype,
             device=device,
             gpu_memory_utilization=gpu_memory_utilization,
+            log_file=log_file,
         )
     if kind == "hf":
         return HFEngine(

@@ -255,6 +255,7 @@ class Trainer:
                 seed=c.seed,
                 max_model_len=c.max_model_len,
                 dtype=c.dtype,
+                log_file=self.out_dir / "vllm.log",
             )
         if self.engine is None:
             c = self.cfg
@@ -273,6 +274,7 @@ class Trainer:
                 device=str(self.device),
                 gpu_memory_utilization=c.gpu_memory_utilization,
                 compute_dtype=self.compute_dtype,
+                log_file=self.out_dir / "vllm.log",
             )
             self.engine.push_weights(self.model)  # the engine always runs the trainer's weights
         return self.engine

@@ -31,6 +31,7 @@ def test_compare_writes_logs_checkpoints_and_report(tiny_model_dir, tmp_path, ca
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "report:" in printed and (out / "report" / "index.html").exists()
+    assert "Verdicts on the predictions:\n- per-sample progress falls above B*" in printed  # on the console
     for run in ("sweep/b8-s0", "sweep/b16-s0", "schedule/s0"):
         rows = [json.loads(x) for x in (out / run / "metrics.jsonl").read_text().splitlines()]
         assert rows[-1]["samples"] == 48
@@ -150,3 +151,72 @@ def test_a_fresh_start_sets_old_logs_aside_instead_of_appending(tmp_path):
         "metrics.jsonl.old-1",
         "metrics.jsonl.old-2",
     ]
+
+
+def _scan_run(d, lr, seed, *, rate, crash_at=None, batch=8, samples=8192):
+    """A synthetic constant-batch run: reward rising at ``rate`` per rollout towards 0.8 (small
+    seed noise), entropy falling slowly; from ``crash_at`` rollouts reward and entropy collapse."""
+    import numpy as np
+
+    rng = np.random.default_rng([seed, int(lr * 1e7)])
+    d.mkdir(parents=True)
+    lines = []
+    for step in range(1, samples // batch + 1):
+        s = step * batch
+        rew = 0.1 + 0.7 * (1 - np.exp(-rate * s / 0.7)) + rng.normal(0, 0.01)
+        ent = 0.6 - 0.2 * s / samples
+        if crash_at is not None and s > crash_at:
+            rew, ent = 0.02, 0.01
+        lines.append(
+            json.dumps(
+                {"step": step, "samples": s, "batch": batch, "lr": lr / 2, "reward_mean": rew, "entropy": ent}
+            )
+        )
+    (d / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_scan_report_applies_the_plans_criterion(tmp_path):
+    """Rates x1.7 per LR step on the first three LRs (tight seeds: in the regime), flat on the
+    fourth; two of three runs crash at the third LR: the criterion is met there, and scan.md says so."""
+    from rlvr_trainer.experiments import scan_report
+
+    lrs = [1e-4, 1.7e-4, 2.9e-4, 5e-4]
+    rates = [2e-4, 3.4e-4, 5.8e-4, 5.8e-4]
+    for lr, rate in zip(lrs, rates, strict=True):
+        for s in (0, 1, 2):
+            crash = 6000 if (lr == 2.9e-4 and s < 2) else None
+            _scan_run(
+                tmp_path / f"lr{lr:g}" / "sweep" / f"b8-s{s}",
+                lr,
+                s,
+                rate=rate * (1 + 0.02 * s),
+                crash_at=crash,
+            )
+    md = scan_report(tmp_path, lrs=lrs, seeds=(0, 1, 2)).read_text()
+    res = json.loads((tmp_path / "scan.json").read_text())
+    v = res["verdict"]
+    assert v["regime"] == lrs[:3]
+    assert v["failure_clock_shows"] == [2.9e-4]
+    assert v["met"] is True and v["chosen_base_lr"] == 2.9e-4
+    rows = res["rows"]
+    assert [r["failures"] for r in rows] == [0, 0, 2, 0]
+    means = [r["rate_mean"] for r in rows]
+    assert means[0] < means[1] < means[2]
+    assert "Criterion met: **yes**" in md and "| 0.00029 |" in md
+
+
+@pytest.mark.slow
+def test_evidence_scan_runs_in_chunks_and_writes_the_scan(tiny_model_dir, tmp_path, capsys):
+    """`evidence --scan`: one run per zero-minute chunk (exit 3), then scan.md / scan.json, in
+    evidence's layout at batch 8."""
+    out = tmp_path / "scan"
+    argv = ["evidence", "--scan", "--out", str(out), "--max-samples", "48", "--rollout", "hf"]
+    argv += ["--model", str(tiny_model_dir), "--no-progress", "--seeds", "0", "--lrs", "1e-4", "2e-4"]
+    codes = [main([*argv, "--chunk-minutes", "0"]) for _ in range(2)]
+    assert codes == [3, 0]
+    runs = sorted(p.parent.relative_to(out).as_posix() for p in out.rglob("metrics.jsonl"))
+    assert runs == ["lr0.0001/sweep/b8-s0", "lr0.0002/sweep/b8-s0"]
+    assert "scan: " in capsys.readouterr().out
+    res = json.loads((out / "scan.json").read_text())
+    assert [r["base_lr"] for r in res["rows"]] == [1e-4, 2e-4] and res["batch"] == 8
+    assert main([*argv, "--report-only"]) == 0
