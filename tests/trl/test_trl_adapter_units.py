@@ -164,7 +164,7 @@ def test_two_clock_switch_is_applied_through_the_driver():
         "lr_rule": "sqrt",
         "max_stages": 2,
         "hysteresis_samples": 1,
-        "legacy": {"failure_threshold": 1.0},  # an absolute collapse level (an old key, kept)
+        "failure_threshold": 1.0,  # an absolute collapse level
         "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
         "forecast": "on",  # the live forecast switches (issue 20: advisory by default)
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
@@ -191,7 +191,7 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
         "growth": 1.5,
         "max_stages": 2,
         "hysteresis_samples": 1,
-        "legacy": {"failure_threshold": 1.0},  # an absolute collapse level (an old key, kept)
+        "failure_threshold": 1.0,  # an absolute collapse level
         "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
         "forecast": "on",  # the live forecast switches (issue 20: advisory by default)
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
@@ -221,7 +221,7 @@ def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
         "growth": 1.5,
         "max_stages": 2,
         "hysteresis_samples": 1,
-        "legacy": {"failure_threshold": 1.0},
+        "failure_threshold": 1.0,
         "forecast_samples": 16,
         "failure_exponent": 0.5,
         "failure_lr_exponent": 0.5,
