@@ -311,9 +311,7 @@ CONFIG_CASES = [
         "type: two_clock\nconstraints: {min_batch: 64, max_batch: 32}\n",
         "constraints.max_batch",
     ),
-    _config_case(
-        "count_not_integral", "type: two_clock\nhysteresis_samples: 2.5\n", "'hysteresis_samples'"
-    ),
+    _config_case("count_not_integral", "type: two_clock\nhysteresis_samples: 2.5\n", "'hysteresis_samples'"),
     _config_case("number_as_word", "stages:\n  - {batch: sixty-four, lr: 1.0e-6}\n", "stages[0].batch"),
 ]
 
