@@ -1,6 +1,6 @@
 """A scheduled GRPO run in 2 processes on CPU (torch.distributed with gloo): the child of ``test_trl_ddp``.
 
-    python -m torch.distributed.run --nproc_per_node 2 tests/trl/ddp_grpo.py MODEL_DIR OUT [CHECKPOINT]
+    python -m torch.distributed.run --standalone --nproc_per_node 2 tests/trl/ddp_grpo.py MODEL_DIR OUT [CHECKPOINT]
 
 Each rank writes ``OUT/rank<r>.json``: the records its callback fed the schedule (samples, batch,
 grad_norm_micro), its decisions, and per update the completions its reward function scored (count,
@@ -85,7 +85,46 @@ def main() -> None:
             }
         )
     )
+    # This frame outlives the call: an ImportError that vLLM keeps from a lazy import inside
+    # train() holds it in its traceback. Its locals must not keep the trainer (whose DDP wrapper
+    # holds the process group), or destroy_process_group() cannot free the group.
+    del trainer, cb
+
+
+def _gloo_threads() -> list[str]:
+    """This process's gloo threads (Linux thread names; empty where /proc is missing)."""
+    names = []
+    for task in Path("/proc/self/task").glob("*/comm"):
+        try:
+            name = task.read_text().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if "gloo" in name:
+            names.append(name)
+    return names
+
+
+def run() -> None:
+    """``main`` then ``destroy_process_group()``, also when ``main`` raised.
+
+    Without it the gloo group lives until the interpreter finalizes. Gloo's worker thread drops
+    the last collective's work (its tensors hold Python references) just after the collective
+    returned; when that happens during finalization, the thread's GIL acquire exits the thread
+    inside a ``noexcept`` destructor: "terminate called without an active exception", SIGABRT.
+    Freeing the group joins gloo's threads while the interpreter is alive; a rank whose gloo
+    threads survive it fails here instead of aborting at random at exit.
+    """
+    import torch.distributed as dist
+
+    try:
+        main()
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    left = _gloo_threads()
+    if left:
+        raise RuntimeError(f"gloo threads still running after destroy_process_group(): {left}")
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -225,6 +225,7 @@ def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
         "forecast": "on",  # the live forecast switches (default: advisory)
         "failure_threshold": 1.0,
         "forecast_samples": 16,
+        "forecast": "on",  # the live forecast moves the batch (the default only warns)
         "failure_exponent": 0.5,
         "failure_lr_exponent": 0.5,
         "constraints": {"group_size": 4},

@@ -20,9 +20,11 @@ pytestmark = pytest.mark.slow
 CHILD = Path(__file__).resolve().parent / "ddp_grpo.py"
 
 
-def _torchrun(model: Path, out: Path, port: int, *extra: str) -> list[dict]:
+def _torchrun(model: Path, out: Path, *extra: str) -> list[dict]:
+    """Both ranks' reports. ``--standalone``: the rendezvous takes a free port (no fixed one to race
+    another run for); the child destroys its process group before exit (see ``ddp_grpo.run``)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port)]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
     done = subprocess.run(
         [*cmd, str(CHILD), str(model), str(out), *extra], capture_output=True, text=True, timeout=600, env=env
     )
@@ -34,7 +36,7 @@ def _torchrun(model: Path, out: Path, port: int, *extra: str) -> list[dict]:
 def uninterrupted(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ddp")
     make_tiny_model(tmp / "model")
-    return tmp, _torchrun(tmp / "model", tmp / "full", 29531)
+    return tmp, _torchrun(tmp / "model", tmp / "full")
 
 
 def test_two_processes_count_rollouts_across_ranks_and_agree(uninterrupted):
@@ -59,7 +61,7 @@ def test_two_processes_resume_across_the_switch_as_the_uninterrupted_run(uninter
     its own batches up at the run's position (``BatchSamplerShard``: a micro-step takes 2 batches)."""
     tmp, full = uninterrupted
     saved = str(tmp / "full" / "trainer" / f"checkpoint-{ckpt}")
-    ranks = _torchrun(tmp / "model", tmp / f"resumed-{ckpt}", 29532 + ckpt, saved)
+    ranks = _torchrun(tmp / "model", tmp / f"resumed-{ckpt}", saved)
     assert all(r["errors"] == [] for r in ranks)
     for r, f in zip(ranks, full, strict=True):  # per rank, measured at its reward function and optimizer
         assert r["completions"] == f["completions"][ckpt:] == {4: [16, 16], 5: [16]}[ckpt]
