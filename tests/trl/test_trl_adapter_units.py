@@ -222,7 +222,6 @@ def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
         "growth": 1.5,
         "max_stages": 2,
         "hysteresis_samples": 1,
-        "forecast": "on",  # the live forecast switches (default: advisory)
         "failure_threshold": 1.0,
         "forecast_samples": 16,
         "forecast": "on",  # the live forecast moves the batch (the default only warns)
