@@ -1,8 +1,8 @@
 """Record the two-clock policy's decisions on the synthetic section 3a runs (RESULTS.md), for the
 regression test ``tests/core/test_policy_regression.py``.
 
-Each run is the closed loop of ``schedules_vs_baselines.py`` (two-clock, v2 defaults, the task's
-failure exponent) on one scenario and seed; the file keeps the policy config, every record the
+Each run is the closed loop of ``schedules_vs_baselines.py`` (two-clock, v3 defaults, the task's
+failure exponent; the v2 recordings were replaced when issue 20 removed v2) on one scenario and seed; the file keeps the policy config, every record the
 policy saw and every decision it answered. The test replays the records into a fresh policy and
 asserts the same decisions, so a refactor that changes a decision fails it. Re-run this only when a
 decision change is intended (and say why in the commit):

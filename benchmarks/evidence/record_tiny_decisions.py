@@ -2,8 +2,9 @@
 for the regression test ``tests/core/test_policy_regression.py``.
 
 The policy runs live in the trainer (``experiments.run_one``; the tiny_schedules.py settings: base LR
-1e-4 at batch 32, sqrt rule, micro_batch 4 so every update logs ``grad_norm_micro``, policy v2
-defaults with 20 records of gradient noise (the old ``auto_records``), ``critical_batch`` given);
+1e-4 at batch 32, sqrt rule, micro_batch 4 so every update logs ``grad_norm_micro``, policy v3
+defaults with the live forecast switching (``forecast: on``), ``critical_batch`` given). The v2
+recordings it once wrote were dropped with policy v2 (issue 20; ``tests/data/regression/README.md``);
 the file keeps the policy config, the trainer's records (metrics.jsonl) and the decisions (decisions.jsonl):
 
     python benchmarks/evidence/record_tiny_decisions.py OUT SEED CRITICAL_BATCH MAX_SAMPLES
@@ -40,19 +41,9 @@ def cfg_for(batch):
     )
 
 
-# policy v2 as recorded: its failure trigger, square-root switches, record-counted pacing (old keys)
-v2 = dict(
-    failure_switch_fraction=0.0,
-    failure_lr_exponent=0.5,
-    max_stages=16,
-    growth=2.0,
-    failure_exponent=0.0,
-    hysteresis_samples=1,
-    min_stage_samples=0,
-    estimate_samples=0,
-    legacy={"horizon_steps": 10, "hysteresis": 3, "min_stage_steps": 10, "auto_records": 20},
-)
-policy = policy_config(cfg_for(8), batches=BATCHES, critical_batch=bstar, **v2)
+# policy v3 with the live forecast switching (v2's record-counted keys are gone: issue 20)
+v3 = dict(forecast="on", max_stages=16, growth=2.0, failure_exponent=0.0)
+policy = policy_config(cfg_for(8), batches=BATCHES, critical_batch=bstar, **v3)
 cfg = cfg_for(TwoClockScheduler(policy).current.batch)
 t = time.perf_counter()
 run_one(cfg, out / "run", policy=policy, resume=False, progress=False)

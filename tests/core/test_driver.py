@@ -19,7 +19,7 @@ CFG = dict(
     forecast="on",  # the live forecast switches (default: advisory)
     initial_batch=8,
     hysteresis_samples=1,
-    legacy={"failure_threshold": 0.5},  # an absolute collapse level (an old key, kept)
+    failure_threshold=0.5,  # an absolute collapse level
     forecast_samples=8,
     max_stages=3,
     min_stage_samples=0,
@@ -167,9 +167,7 @@ def test_a_step_only_schedule_is_driven_too():
 
 
 def test_the_driver_runs_the_synthetic_task_like_the_schedule_alone():
-    cfg = PolicyConfig(
-        initial_batch="auto", fallback_batch=32, base_batch=64, base_lr=1e-6, legacy={"auto_records": 50}
-    )
+    cfg = PolicyConfig(initial_batch="auto", fallback_batch=32, base_batch=64, base_lr=1e-6)
     env = SyntheticEnvironment(critical_batch=256, failure_samples=20_000, drift=3.0, seed=3)
     env.run(TwoClockScheduler(cfg), 20_000)
     alone = env.decisions

@@ -311,7 +311,7 @@ CONFIG_CASES = [
         "type: two_clock\nconstraints: {min_batch: 64, max_batch: 32}\n",
         "constraints.max_batch",
     ),
-    _config_case("count_not_integral", "type: two_clock\nhysteresis: 2.5\n", "'hysteresis'"),
+    _config_case("count_not_integral", "type: two_clock\nhysteresis_samples: 2.5\n", "'hysteresis_samples'"),
     _config_case("number_as_word", "stages:\n  - {batch: sixty-four, lr: 1.0e-6}\n", "stages[0].batch"),
 ]
 
@@ -328,7 +328,6 @@ def _policy(host: PluginHost | None = None) -> TwoClockScheduler:
             fallback_batch=32,
             base_batch=64,
             base_lr=1e-6,
-            legacy={"auto_records": 50},  # 50 records: an old key, below the estimate's own horizon (100)
             constraints=BatchConstraints(group_size=8),
         ),
         detectors=host.failure_detectors() if host is not None else (),

@@ -179,7 +179,6 @@ def test_numeric_coercion_follows_the_dataclass_fields():
                 "failure_signal",
                 "switch_on_alarm",
                 "track_critical_batch",
-                "legacy",
                 "forecast",
                 "failure_samples_interval",
             ):
@@ -197,34 +196,43 @@ def test_numeric_coercion_follows_the_dataclass_fields():
     )
     assert s.config.min_stage_samples == 4 and s.config.forecast_samples == 1024 and s.config.base_lr == 1e-6
     assert s.config.constraints.max_batch == 512
-    with pytest.warns(FutureWarning):  # old keys are coerced too
-        s = schedule_from_dict({"type": "two_clock", "failure_switch_fraction": 0, "forecast_window": "50"})
-    assert s.config.legacy == {"forecast_window": 50} and s.forecast.window == 50
+    with pytest.raises(ConfigError, match="failure_switch_fraction") as err:  # old keys are coerced too
+        schedule_from_dict({"type": "two_clock", "forecast_window": "50"})
+    assert err.value.field == "forecast_window"
+    s = schedule_from_dict({"type": "two_clock", "failure_threshold": "0.5"})
+    assert s.config.failure_threshold == 0.5 and s.forecast.fixed_threshold == 0.5
 
 
-def test_a_v2_schedule_file_still_loads_and_says_what_is_deprecated(tmp_path):
+def test_a_v2_schedule_file_is_refused_naming_the_keys_to_give(tmp_path):
     # the shipped two_clock.yaml of policy v2 (before issue 12), without comments,
-    # margin 2 -> 3 (a non-default)
-    old = tmp_path / "v2.yaml"
-    old.write_text(
+    # margin 2 -> 3 (a non-default); each removed key is named with what to give instead
+    v2 = (
         "type: two_clock\ninitial_batch: auto\ncritical_batch: 1024\nsample_tolerance: 0.10\n"
         "base_lr: 1.0e-6\nlr_rule: sqrt\ntrack_critical_batch: true\ntrack_step: 1.19\n"
         "failure_exponent: 0.0\ngrowth: 2.0\nmargin: 3.0\nhorizon_steps: 10\nhysteresis: 3\n"
         "min_stage_steps: 10\nmax_stages: 16\nfailure_signal: entropy\nfailure_fraction: 0.1\n"
         "detectors: [entropy_collapse, reward_crash]\nconstraints:\n  group_size: 16\n  max_batch: 8192\n"
     )
-    with pytest.warns(FutureWarning) as got:
-        s = load_schedule(old)
-    said = {str(w.message).split("'")[1]: str(w.message) for w in got}
-    assert set(said) == {"margin", "hysteresis", "min_stage_steps"}  # horizon_steps 10: v2's own value
-    assert all(m.startswith(f"{old}: schedule key") for m in said.values())
-    assert "failure_switch_fraction" in said["margin"] and "ignored" in said["margin"]
-    assert "hysteresis_samples" in said["hysteresis"] and "min_stage_samples" in said["min_stage_steps"]
-    # v3 (the new default fraction) drops v2's trigger; the pacing keys keep counting records
-    assert s.config.failure_switch_fraction == 0.25
-    assert s.config.legacy == {"hysteresis": 3, "min_stage_steps": 10}
-    assert (s.config.hysteresis_samples, s.config.min_stage_samples) == (1, 0)
+    old = tmp_path / "v2.yaml"
+    for key, says, fix in (
+        ("margin", "failure_switch_fraction", ("margin: 3.0\n", "")),
+        ("hysteresis", "hysteresis_samples", ("hysteresis: 3\n", "hysteresis_samples: 48\n")),
+        ("min_stage_steps", "min_stage_samples", ("min_stage_steps: 10\n", "min_stage_samples: 160\n")),
+    ):
+        old.write_text(v2)
+        with pytest.raises(ConfigError, match=f"removed: .*{says}") as err:
+            load_schedule(old)
+        assert err.value.field == key and str(old) in str(err.value)
+        v2 = v2.replace(*fix)
+    old.write_text(v2)  # horizon_steps 10 (v2's own value, inert under v3) is dropped quietly
+    s = load_schedule(old)
+    assert (s.config.hysteresis_samples, s.config.min_stage_samples) == (48, 160)
     assert s.current.batch == 176
+    # a v2 file proper (failure_switch_fraction 0) is refused, pointing at the v3 forecast knobs
+    old.write_text(v2 + "failure_switch_fraction: 0\n")
+    with pytest.raises(ConfigError, match="forecast: off") as err:
+        load_schedule(old)
+    assert err.value.field in ("failure_switch_fraction", "horizon_steps")
 
 
 def _old_dump() -> dict:
@@ -242,22 +250,31 @@ def _old_dump() -> dict:
     }  # fmt: skip
 
 
-def test_an_old_saved_config_loads_with_its_old_meaning_and_the_new_one_round_trips():
+def test_an_old_saved_config_is_refused_naming_its_rollout_keys_and_the_new_one_round_trips():
     import warnings
 
     from rlvr_schedule.policy import PolicyConfig
 
-    with pytest.warns(FutureWarning) as got:
-        cfg = PolicyConfig.from_dict(_old_dump())
-    assert {str(w.message).split("'")[1] for w in got} == {"hysteresis", "min_stage_steps", "auto_records"}
-    assert cfg.legacy == {"hysteresis": 3, "min_stage_steps": 10, "auto_records": 100}
-    assert (cfg.hysteresis_samples, cfg.min_stage_samples, cfg.estimate_samples) == (1, 0, 0)
-    # this version's dump loads quietly and equal, legacy and all
+    with pytest.raises(ConfigError, match="hysteresis_samples") as err:
+        PolicyConfig.from_dict(_old_dump())
+    assert err.value.field == "hysteresis"
+    fixed = {
+        k: v for k, v in _old_dump().items() if k not in ("hysteresis", "min_stage_steps", "auto_records")
+    }
+    with pytest.raises(ConfigError, match="estimate_samples") as err:
+        PolicyConfig.from_dict(dict(fixed, auto_records=100))
+    assert err.value.field == "auto_records"
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
+        cfg = PolicyConfig.from_dict(fixed)  # the old dump without its removed keys: quiet
         assert PolicyConfig.from_dict(cfg.to_dict()) == cfg
         assert PolicyConfig.from_dict(PolicyConfig().to_dict()) == PolicyConfig()
     assert "legacy" not in PolicyConfig().to_dict()
+    # a previous version's legacy mapping: its failure_threshold is the knob now, the rest refused
+    assert PolicyConfig.from_dict({"legacy": {"failure_threshold": 0.5}}).failure_threshold == 0.5
+    with pytest.raises(ConfigError) as err:
+        PolicyConfig.from_dict({"legacy": {"min_stage_steps": 10}})
+    assert err.value.field == "min_stage_steps"
     # groups as mappings, and their mistakes named
     grouped = PolicyConfig.from_dict({"pacing": {"hysteresis_samples": 96}, "start": {"initial_batch": 64}})
     assert (grouped.hysteresis_samples, grouped.initial_batch) == (96, 64)
@@ -267,23 +284,37 @@ def test_an_old_saved_config_loads_with_its_old_meaning_and_the_new_one_round_tr
 
 
 @pytest.mark.parametrize(
-    ("key", "value", "says", "then"),
+    ("key", "value", "says"),
     [
-        ("forecast_window", 50, "counted in records.*ignored", {}),
-        ("horizon_steps", 4, "horizon trigger.*ignored", {}),
-        ("critical_fraction", 0.25, "sample_tolerance f / \\(2 - f\\)", {}),
-        ("failure_threshold", 0.5, "failure_fraction", {"failure_threshold": 0.5}),
-        ("auto_records", 20, "estimate_samples", {"auto_records": 20}),
+        ("forecast_window", 50, "counted in records.*failure_switch_fraction.*forecast_samples"),
+        ("horizon_steps", 4, "horizon trigger.*failure_switch_fraction"),
+        ("margin", 3.0, "horizon trigger.*failure_switch_fraction"),
+        ("auto_records", 20, "estimate_samples"),
+        ("hysteresis", 3, "hysteresis_samples"),
+        ("min_stage_steps", 10, "min_stage_samples"),
+        ("failure_switch_fraction", 0, "forecast: off"),
     ],
 )
-def test_old_keys_of_issue_12_load_with_a_warning_naming_them(tmp_path, key, value, says, then):
+def test_removed_keys_are_refused_naming_the_keys_to_give(tmp_path, key, value, says):
     old = tmp_path / "old.yaml"
     old.write_text(f"type: two_clock\ninitial_batch: 64\n{key}: {value}\n")
-    with pytest.warns(FutureWarning, match=rf"old.yaml: schedule key '{key}' is deprecated.*{says}"):
+    with pytest.raises(ConfigError, match=says) as err:
+        load_schedule(old)
+    assert err.value.field == key and "old.yaml" in str(err.value)
+
+
+def test_critical_fraction_and_failure_threshold_are_translated(tmp_path):
+    old = tmp_path / "old.yaml"
+    old.write_text("type: two_clock\ninitial_batch: 64\ncritical_fraction: 0.25\n")
+    with pytest.warns(
+        FutureWarning, match=r"old.yaml: schedule key 'critical_fraction' is deprecated.*f / \(2 - f\)"
+    ):
         s = load_schedule(old)
-    assert s.config.legacy == then
-    # the v3 forecast ignores the record-counted window and the horizon; v2 (fraction 0) still uses them
-    assert s.forecast.min_samples == 2048
+    assert s.config.operating_fraction == pytest.approx(0.25)
+    old.write_text("type: two_clock\ninitial_batch: 64\nfailure_threshold: 0.5\n")
+    s = load_schedule(old)  # an absolute collapse level: a knob, quietly
+    assert s.config.failure_threshold == 0.5 and s.forecast.fixed_threshold == 0.5
+    assert s.forecast.min_samples == 2048  # the v3 forecast
 
 
 def test_translated_keys_give_the_same_decisions(tmp_path):
@@ -296,28 +327,28 @@ def test_translated_keys_give_the_same_decisions(tmp_path):
     assert old.operating_fraction == 0.5 and TwoClockScheduler(old).current.batch == 496
     with pytest.warns(FutureWarning, match="min_samples_between.*min_stage_samples"):
         old = PolicyConfig.from_dict({"min_samples_between": 500})
-    assert old.min_stage_samples == 500 and old.legacy == {}
+    assert old.min_stage_samples == 500
     with pytest.raises(ConfigError) as err:
         PolicyConfig.from_dict({"min_samples_between": 500, "min_stage_samples": 200})
     assert err.value.field == "min_samples_between"
-    with pytest.raises(ConfigError) as err, pytest.warns(FutureWarning):
+    with pytest.raises(ConfigError) as err:
         PolicyConfig.from_dict({"hysteresis": 0})
     assert err.value.field == "hysteresis"
 
 
-def test_an_old_checkpoint_resumes_exactly_under_its_old_config(caplog):
-    """A state saved before items 3-4 (no rollout counters, the old keys in its config) loads into
-    the policy built from that old config and continues as the uninterrupted run, quietly."""
+def test_an_old_checkpoint_resumes_under_the_new_config_and_says_what_changed(caplog):
+    """A state saved before items 3-4 (no rollout counters, the removed record-counted keys in its
+    config) loads into the policy built from the config a user gives now (those keys replaced by
+    their rollout knobs): it continues as that config's uninterrupted run and names the removed
+    keys. A policy v2 state (failure_switch_fraction 0: its forecast counted records) is refused."""
     import json
-    import warnings
 
     from rlvr_schedule.policy import PolicyConfig
     from rlvr_schedule.synthetic import SyntheticEnvironment
 
     old = dict(_old_dump(), fallback_batch=32, base_batch=64, constraints={"group_size": 8, "max_batch": 512})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        cfg = PolicyConfig.from_dict(old)
+    now = {k: v for k, v in old.items() if k not in ("hysteresis", "min_stage_steps", "auto_records")}
+    cfg = PolicyConfig.from_dict(now)
     env = SyntheticEnvironment(critical_batch=256, failure_samples=20_000, drift=3.0, seed=1)
     run = env.run(TwoClockScheduler(cfg), 30_000)
     full = env.decisions
@@ -330,7 +361,12 @@ def test_an_old_checkpoint_resumes_exactly_under_its_old_config(caplog):
             del state[key]
         state["version"], state["config"] = 2, old
         b = TwoClockScheduler(cfg)
+        caplog.clear()
         with caplog.at_level("WARNING", logger="rlvr_schedule.policy"):
             b.load_state_dict(state)
-        assert "another config" not in caplog.text  # the old dump is the same config, read as now
+        assert "another config" in caplog.text
+        assert all(key in caplog.text for key in ("hysteresis", "min_stage_steps", "auto_records"))
         assert head + [b.step(r) for r in run.records[k:]] == full
+    state["config"] = dict(old, failure_switch_fraction=0.0, margin=2.0)
+    with pytest.raises(ConfigError, match="policy v2.*fresh schedule state"):
+        TwoClockScheduler(cfg).load_state_dict(state)

@@ -163,7 +163,7 @@ TWO_CLOCK = {
     "min_stage_samples": 1,
     "max_stages": 2,
     "failure_signal": "entropy",
-    "legacy": {"failure_threshold": 0.5},  # an absolute collapse level (an old key, kept)
+    "failure_threshold": 0.5,  # an absolute collapse level
     "forecast_samples": 16,  # v3's forecast evidence in rollouts (default 2048)
     "forecast": "on",  # the live forecast switches (issue 20: advisory by default)
     "failure_exponent": 0.5,

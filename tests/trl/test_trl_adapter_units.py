@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.plugins import PluginHost, hookimpl
 from rlvr_schedule.policy import StaticSchedule, schedule_from_dict
 from rlvr_schedule.records import Stage, StepRecord
@@ -164,7 +165,7 @@ def test_two_clock_switch_is_applied_through_the_driver():
         "lr_rule": "sqrt",
         "max_stages": 2,
         "hysteresis_samples": 1,
-        "legacy": {"failure_threshold": 1.0},  # an absolute collapse level (an old key, kept)
+        "failure_threshold": 1.0,  # an absolute collapse level
         "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
         "forecast": "on",  # the live forecast switches (issue 20: advisory by default)
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
@@ -191,7 +192,7 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
         "growth": 1.5,
         "max_stages": 2,
         "hysteresis_samples": 1,
-        "legacy": {"failure_threshold": 1.0},  # an absolute collapse level (an old key, kept)
+        "failure_threshold": 1.0,  # an absolute collapse level
         "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
         "forecast": "on",  # the live forecast switches (issue 20: advisory by default)
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
@@ -221,7 +222,7 @@ def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
         "growth": 1.5,
         "max_stages": 2,
         "hysteresis_samples": 1,
-        "legacy": {"failure_threshold": 1.0},
+        "failure_threshold": 1.0,
         "forecast_samples": 16,
         "forecast": "on",  # the live forecast moves the batch (the default only warns)
         "failure_exponent": 0.5,
@@ -255,10 +256,9 @@ def test_largest_reachable_batch_of_the_two_clock_policy():
     assert _two(**grow).largest_reachable_batch(20, noise_estimate=False) is None
     assert _two(**grow).largest_reachable_batch(36, noise_estimate=False) == 64
     assert _two(**grow).largest_reachable_batch(35, noise_estimate=False) == 32
-    # an old file's record-counted limit keeps its meaning: 10 updates at every batch
-    with pytest.warns(FutureWarning, match="min_stage_steps"):
-        old = _two(**grow, min_stage_steps=10)
-    assert old.largest_reachable_batch(31, noise_estimate=False) == 64
+    # an old file's record-counted limit is refused, naming its rollout knob
+    with pytest.raises(ConfigError, match="min_stage_samples"):
+        _two(**grow, min_stage_steps=10)
     assert _two(max_stages=1, failure_exponent=0.5).largest_reachable_batch() is None
     assert reachable_batches(StaticSchedule([Stage(8, 1e-3)]), 5) is None
 
@@ -278,13 +278,13 @@ class _AlarmPlugin:
         return [_AlwaysAlarm()]
 
 
-@pytest.mark.filterwarnings("ignore::FutureWarning")  # the old keys of the last case
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # the old key of the last case (translated)
 @pytest.mark.parametrize(
     "extra",
     [
         {},
         {"min_stage_samples": 200, "hysteresis_samples": 96},
-        {"min_samples_between": 200, "hysteresis": 12, "min_stage_steps": 4},
+        {"min_samples_between": 200, "hysteresis_samples": 12},
     ],
 )
 def test_reachable_batches_are_what_the_policy_does_when_every_record_triggers(extra):

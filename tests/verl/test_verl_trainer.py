@@ -335,7 +335,7 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
         min_stage_samples: 0
         max_stages: 2
         failure_signal: entropy
-        legacy: {failure_threshold: 0.2}
+        failure_threshold: 0.2
         forecast_samples: 64
         forecast: "on"
         failure_exponent: 0.5

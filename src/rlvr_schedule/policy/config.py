@@ -39,8 +39,8 @@ from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.scheduler import (
     GROUPS,
-    LEGACY_COUNTS,
-    LEGACY_FLOATS,
+    OLD_COUNTS,
+    OLD_FLOATS,
     PolicyConfig,
     TwoClockScheduler,
 )
@@ -76,8 +76,8 @@ def _numeric_fields(*classes: type) -> tuple[frozenset[str], frozenset[str]]:
 #: What numeric strings and integral floats are coerced to, per key: the fields of the config classes
 #: (static files use Stage's fields and PolicyConfig's base_lr / base_batch).
 _INT_FIELDS, _FLOAT_FIELDS = _numeric_fields(PolicyConfig, BatchConstraints, Stage)
-_INT_FIELDS |= LEGACY_COUNTS  # old files' keys (PolicyConfig.from_dict translates them)
-_FLOAT_FIELDS |= LEGACY_FLOATS
+_INT_FIELDS |= OLD_COUNTS  # old files' keys (PolicyConfig.from_dict translates or refuses them)
+_FLOAT_FIELDS |= OLD_FLOATS
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 

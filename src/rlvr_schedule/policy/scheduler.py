@@ -23,8 +23,9 @@ clock, forecast, alarm, B* tracker up and down, in that order) and one gate (``_
 ``self.constraints``, then the pacing).
 Every trigger must hold for ``hysteresis_samples`` rollouts of consecutive records, a stage runs
 ``min_stage_samples`` rollouts before the next switch, and there are at most ``max_stages``: every
-rate limit counts rollouts, so it lasts as long in data at every batch (old files' record-counted
-limits keep their meaning, :attr:`PolicyConfig.legacy`). Each record costs O(1) amortised work;
+rate limit counts rollouts, so it lasts as long in data at every batch. Keys of earlier versions
+(policy v2's horizon trigger, the record-counted limits) are translated or refused on load
+(:data:`REMOVED`, :data:`TRANSLATED`): there is one code path. Each record costs O(1) amortised work;
 the state is a bounded window plus at most ``max_stages`` stages.
 """
 
@@ -66,25 +67,23 @@ SIGNALS = ("entropy", "reward_mean", "kl", "grad_norm", "clip_frac", "frac_zero_
 DETECTORS = {c.name: c for c in (EntropyCollapse, RewardCrash, GradNormSpike, KLBlowup, ZeroVarianceGroups)}
 
 
-_V2_ONLY = (
-    "it applies only to policy v2 (failure_switch_fraction 0); v3's one forecast trigger is "
-    "failure_switch_fraction (the part of the stage's failure clock left, in rollouts, once "
-    "forecast_samples rollouts back a confident forecast)"
+_V2 = (
+    "policy v2 (failure_switch_fraction 0 and its horizon trigger) was removed in policy v3; the "
+    "forecast trigger is failure_switch_fraction (the part of the stage's way to the forecast "
+    "collapse left, in (0, 1)) with forecast_samples (rollouts of evidence), or forecast: off"
 )
-#: Keys of earlier versions that keep their old meaning when a file (or a saved config) gives them:
-#: they land in :attr:`PolicyConfig.legacy`, with a ``FutureWarning`` naming the replacement.
-LEGACY = {
-    "hysteresis": "it counts records; give hysteresis_samples, which counts rollouts "
-    "(3 records at batch 16 = 48, the default)",
-    "min_stage_steps": "it counts updates; give min_stage_samples, which counts rollouts "
-    "(10 updates at batch 16 = 160, the default)",
-    "auto_records": "it counts records; give estimate_samples, which counts rollouts "
-    "(100 records at batch 16 = 1600, the default)",
-    "failure_threshold": "it is an absolute collapse level; give failure_fraction, the level "
-    "relative to the signal's median over its first 512 rollouts",
-    "margin": "the horizon trigger (margin x horizon_steps x the next batch): " + _V2_ONLY,
-    "horizon_steps": "the horizon trigger (margin x horizon_steps x the next batch): " + _V2_ONLY,
-    "forecast_window": "a forecast window counted in records: " + _V2_ONLY,
+#: Keys of earlier versions that no v3 knob means: a file (or a saved config) that gives them gets a
+#: ConfigError naming the keys to give instead (``None``: an earlier ``to_dict``'s "unset" loads).
+REMOVED = {
+    "hysteresis": "it counted records; give hysteresis_samples, which counts rollouts "
+    "(records x the batch: 3 records at batch 16 = 48, the default)",
+    "min_stage_steps": "it counted updates; give min_stage_samples, which counts rollouts "
+    "(updates x the batch: 10 updates at batch 16 = 160, the default)",
+    "auto_records": "it counted records; give estimate_samples, which counts rollouts "
+    "(records x the batch: 100 records at batch 16 = 1600, the default)",
+    "margin": "the horizon trigger (margin x horizon_steps x the next batch) of " + _V2,
+    "horizon_steps": "the horizon trigger (margin x horizon_steps x the next batch) of " + _V2,
+    "forecast_window": "a forecast window counted in records, of " + _V2,
 }
 #: Keys of earlier versions translated exactly into a v3 knob on load (with a ``FutureWarning``).
 TRANSLATED = {
@@ -93,10 +92,11 @@ TRANSLATED = {
     "min_samples_between": "rate limits merged: it is min_stage_samples (rollouts a stage runs "
     "before the next switch); translated",
 }
-#: Policy v2's values of its horizon trigger and window (used when a v2 file leaves them out).
+#: Policy v2's values of its horizon trigger and window: what configs saved by v3 before this
+#: version carried, with no effect (they load quietly and are dropped; any other value is refused).
 V2_DEFAULTS: dict[str, Any] = {"margin": 2.0, "horizon_steps": 10, "forecast_window": 200}
-#: Old keys by kind, for the file loader's number coercion.
-LEGACY_COUNTS = frozenset(
+#: Old keys by kind, for the file loader's number coercion (so that its error is the one below).
+OLD_COUNTS = frozenset(
     {
         "hysteresis",
         "min_stage_steps",
@@ -106,7 +106,7 @@ LEGACY_COUNTS = frozenset(
         "min_samples_between",
     }
 )
-LEGACY_FLOATS = frozenset({"margin", "failure_threshold", "critical_fraction"})
+OLD_FLOATS = frozenset({"margin", "critical_fraction"})
 #: What the live forecast may do: "on" (switch, earlier than the sweep's clock where one is given;
 #: the clock where none is), "advisory" (warn in the decision and the log, the batch stays), "off".
 FORECAST_MODES = ("advisory", "on", "off")
@@ -139,6 +139,7 @@ GROUPS = {
         "forecast",
         "failure_signal",
         "failure_fraction",
+        "failure_threshold",
         "failure_switch_fraction",
         "failure_lr_exponent",
         "failure_exponent",
@@ -219,9 +220,10 @@ class PolicyConfig:
         (default 0.1 for falling signals such as entropy, 10 for rising ones such as kl): where
         the failure clock runs out.
     failure_switch_fraction: (``forecast: on``) switch once the signal's fitted trend has less than this fraction of
-        the way left from its level at the last (re)start to the collapse level (0.25). Larger:
-        earlier, more switches. 0 gives policy v2: this trigger off, no forecast restart and no
-        LR division at the largest batch (with v2's horizon trigger, see ``legacy``).
+        the way left from its level at the last (re)start to the collapse level (0.25), in (0, 1).
+        Larger: earlier, more switches. (0 was policy v2, removed: give ``forecast: off``.)
+    failure_threshold: an absolute collapse level of the signal (e.g. entropy 0.5), used instead of
+        ``failure_fraction`` x its early level where the level is known in advance (None: relative).
     growth: batch factor per switch. failure_lr_exponent: q, the LR x growth^q at a failure switch.
         0 (default): the LR held, so per-rollout drift falls by growth^-(e - q) (e: the rule's
         exponent, 1/2 for sqrt) and the failure clock is postponed; q = e leaves the drift per
@@ -252,12 +254,9 @@ class PolicyConfig:
 
     Constraints: :class:`BatchConstraints` (group size, divisor, min and max batch).
 
-    legacy: keys of earlier versions kept with their old meaning (:data:`LEGACY`: the pacing
-        limits counted in records or updates, an absolute ``failure_threshold``, and policy v2's
-        ``margin``, ``horizon_steps``, ``forecast_window``); :meth:`from_dict` fills it from old
-        files and saved configs, so old runs replay exactly. An old ``hysteresis`` or
-        ``auto_records`` replaces its rollout counterpart (and the estimate's horizon); an old
-        ``min_stage_steps`` applies besides ``min_stage_samples``. Not a knob to tune.
+    Keys of earlier versions: :data:`TRANSLATED` ones become their knob on load (with a
+    ``FutureWarning``); :data:`REMOVED` ones (policy v2's horizon trigger, the limits counted in
+    records or updates) raise a ConfigError naming the keys to give instead.
     """
 
     # start
@@ -283,6 +282,7 @@ class PolicyConfig:
     forecast: str = "advisory"
     failure_signal: str = "entropy"
     failure_fraction: float | None = None
+    failure_threshold: float | None = None
     failure_switch_fraction: float = 0.25
     failure_lr_exponent: float = 0.0
     failure_exponent: float = 0.0
@@ -296,8 +296,6 @@ class PolicyConfig:
     max_stages: int = 16
     # constraints
     constraints: BatchConstraints = field(default_factory=BatchConstraints)
-    # old keys with their old meaning (from_dict)
-    legacy: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if isinstance(self.constraints, Mapping):
@@ -309,7 +307,6 @@ class PolicyConfig:
                 self.failure_samples_interval[0],
                 self.failure_samples_interval[1],
             )
-        self.legacy = dict(self.legacy or {})
         self.validate()
 
     @staticmethod
@@ -351,11 +348,6 @@ class PolicyConfig:
         if self.failure_fraction is not None:
             return self.failure_fraction
         return 0.1 if self.falling else 10.0
-
-    @property
-    def v2(self) -> bool:
-        """Policy v2: the failure-clock trigger off (``failure_switch_fraction`` 0)."""
-        return self.failure_switch_fraction == 0
 
     def validate(self, *, source: str | None = None) -> None:
         """ConfigError naming the first invalid field."""
@@ -415,7 +407,11 @@ class PolicyConfig:
                 f"{self.failure_signal} (it {'falls' if self.falling else 'rises'} towards collapse), "
                 f"got {self.failure_fraction!r}",
             )
-        pos_num("failure_switch_fraction", self.failure_switch_fraction, zero=True)
+        if self.failure_threshold is not None and not _finite(self.failure_threshold):
+            raise bad("failure_threshold", f"must be a finite number or null, got {self.failure_threshold!r}")
+        if _finite(self.failure_switch_fraction) and self.failure_switch_fraction == 0:
+            raise bad("failure_switch_fraction", _V2)
+        pos_num("failure_switch_fraction", self.failure_switch_fraction)
         if self.failure_switch_fraction >= 1:
             raise bad(
                 "failure_switch_fraction",
@@ -464,28 +460,14 @@ class PolicyConfig:
         pos_int("max_stages", self.max_stages)
         if not isinstance(self.constraints, BatchConstraints):
             raise bad("constraints", "must be a BatchConstraints or a mapping")
-        if not isinstance(self.legacy, Mapping):
-            raise bad("legacy", f"must be a mapping of old keys, got {self.legacy!r}")
-        for k, v in self.legacy.items():  # named as the old file named them
-            if k not in LEGACY:
-                raise bad(f"legacy.{k}", f"not an old key (old keys: {', '.join(LEGACY)})")
-            if k == "failure_threshold":
-                if not _finite(v):
-                    raise bad(k, f"must be a finite number or null, got {v!r}")
-            elif k == "margin":
-                pos_num(k, v)
-            else:
-                pos_int(k, v, zero=k == "min_stage_steps")
 
     def to_dict(self) -> dict[str, Any]:
-        """Every knob by name (``legacy`` only when it holds old keys): what :meth:`from_dict` reads."""
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "legacy"}
+        """Every knob by name: what :meth:`from_dict` reads."""
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["constraints"] = self.constraints.to_dict()
         d["detectors"] = list(self.detectors)
         if self.failure_samples_interval is not None:
             d["failure_samples_interval"] = list(self.failure_samples_interval)
-        if self.legacy:
-            d["legacy"] = dict(self.legacy)
         return d
 
     @classmethod
@@ -493,16 +475,23 @@ class PolicyConfig:
         """From a config mapping (a file's, or :meth:`to_dict`'s of this or an earlier version);
         unknown keys and invalid values raise ConfigError naming them.
 
-        Groups may come as mappings (``failure: {growth: 2}``). Old keys (:data:`LEGACY`,
-        :data:`TRANSLATED`) give a ``FutureWarning`` naming the file, the key and what replaces it:
-        translated ones become their v3 knob exactly; the others keep their old meaning in
-        ``legacy`` (the pacing limits count records again, and turn their rollout counterparts
-        off unless given). Keys only policy v2 read (``margin``, ``horizon_steps``,
-        ``forecast_window``) are kept under ``failure_switch_fraction: 0`` and dropped otherwise,
-        as v3 never read them; at v2's own values (a saved config's) they stay quiet."""
+        Groups may come as mappings (``failure: {growth: 2}``). Old keys: :data:`TRANSLATED` ones
+        give a ``FutureWarning`` naming the file, the key and its knob, and become that knob
+        exactly; :data:`REMOVED` ones raise a ConfigError naming the keys to give instead, except
+        policy v2's ``margin``, ``horizon_steps``, ``forecast_window`` at v2's own values, which
+        configs saved by v3 carried with no effect (dropped). A previous version's ``legacy``
+        mapping is read as top-level keys (its ``failure_threshold`` is the knob)."""
         kw = _flatten_groups(d, source)
-        legacy = dict(kw.pop("legacy", None) or {})
-        v2 = kw.get("failure_switch_fraction", cls.failure_switch_fraction) == 0
+        old_legacy = kw.pop("legacy", None)
+        if old_legacy is not None:
+            if not isinstance(old_legacy, Mapping):
+                raise ConfigError(
+                    f"must be a mapping of old keys, got {old_legacy!r}", source=source, field="legacy"
+                )
+            for k, v in old_legacy.items():
+                if k in kw:
+                    raise ConfigError(f"given twice (also as {k})", source=source, field=f"legacy.{k}")
+                kw[k] = v
 
         def warn(k: str, why: str) -> None:
             where = f"{source}: " if source else ""
@@ -512,7 +501,7 @@ class PolicyConfig:
                 stacklevel=3,
             )
 
-        old = {k: kw.pop(k) for k in list(kw) if k in LEGACY or k in TRANSLATED}
+        old = {k: kw.pop(k) for k in list(kw) if k in REMOVED or k in TRANSLATED}
         old = {k: v for k, v in old.items() if v is not None}  # None: an earlier to_dict's "unset"
         if "critical_fraction" in old:
             f = old.pop("critical_fraction")
@@ -534,25 +523,12 @@ class PolicyConfig:
                 )
             warn("min_samples_between", TRANSLATED["min_samples_between"])
             kw["min_stage_samples"] = between
-        # the old pacing limits keep counting records, and their rollout counterparts step aside
-        for k, new, off in (
-            ("hysteresis", "hysteresis_samples", 1),
-            ("min_stage_steps", "min_stage_samples", between),
-            ("auto_records", "estimate_samples", 0),
-        ):
-            if k in old:
-                warn(k, LEGACY[k] + "; kept, counting records as before")
-                legacy[k] = old.pop(k)
-                kw.setdefault(new, off)
-        if "failure_threshold" in old:
-            warn("failure_threshold", LEGACY["failure_threshold"] + "; kept as before")
-            legacy["failure_threshold"] = old.pop("failure_threshold")
-        for k, v in old.items():  # v2's horizon trigger and window
-            if v != V2_DEFAULTS[k]:
-                warn(k, LEGACY[k] + ("; kept (v2)" if v2 else "; ignored, as v3 always did"))
-            if v2:
-                legacy[k] = v
-        names = {f.name for f in dataclasses.fields(cls)} - {"legacy"}
+        v2 = _finite(kw.get("failure_switch_fraction")) and kw.get("failure_switch_fraction") == 0
+        for k, v in old.items():
+            if k in V2_DEFAULTS and v == V2_DEFAULTS[k] and not v2:
+                continue  # a v3 saved config's inert copy of v2's value
+            raise ConfigError(f"removed: {REMOVED[k]}", source=source, field=k)
+        names = {f.name for f in dataclasses.fields(cls)}
         for k in kw:
             if k not in names:
                 raise ConfigError(
@@ -564,7 +540,6 @@ class PolicyConfig:
         if isinstance(kw.get("failure_samples_interval"), list):
             iv = kw["failure_samples_interval"]
             kw["failure_samples_interval"] = tuple(iv) if len(iv) == 2 else iv
-        kw["legacy"] = legacy
         cfg = object.__new__(cls)
         for f in dataclasses.fields(cls):
             val = (
@@ -613,45 +588,21 @@ class TwoClockScheduler(Schedule):
     def __init__(self, config: PolicyConfig | None = None, *, detectors: Sequence[Any] = ()) -> None:
         self.config = cfg = config if config is not None else PolicyConfig()
         cfg.validate()
-        self._v2 = cfg.v2
-        old = cfg.legacy
-        # the old pacing limits, counted in records (0: off). An old hysteresis or auto_records
-        # replaces its rollout counterpart; an old min_stage_steps adds to min_stage_samples (which
-        # then holds the old min_samples_between, as from_dict translates it)
-        self._hyst_records = int(old.get("hysteresis", 0))
-        self._stage_records = int(old.get("min_stage_steps", 0))
-        self._est_records = int(old.get("auto_records", 0))
-        self._hyst_samples = 1 if "hysteresis" in old else int(cfg.hysteresis_samples)
-        self._est_samples = 0 if "auto_records" in old else int(cfg.estimate_samples)
-        threshold = old.get("failure_threshold")
-        if self._v2:  # v2's forecast, as it was: a window of records, the early level of 10 updates
-            win = int(old.get("forecast_window", V2_DEFAULTS["forecast_window"]))
-            self._horizon = (
-                float(old.get("margin", V2_DEFAULTS["margin"])),
-                int(old.get("horizon_steps", V2_DEFAULTS["horizon_steps"])),
-            )
-            self.forecast = FailureForecast(
-                cfg.failure_signal,
-                threshold=threshold,
-                fraction=cfg.fraction,
-                window=win,
-                min_points=min(20, win),
-                warmup=min(10, win),
-            )
-        else:
-            self.forecast = FailureForecast(
-                cfg.failure_signal,
-                threshold=threshold,
-                fraction=cfg.fraction,
-                window=FORECAST_RECORDS,
-                min_points=3,  # evidence is counted in rollouts (min_samples) and by the slope's band
-                warmup_samples=REFERENCE_SAMPLES,
-                min_samples=cfg.forecast_samples,
-                recent=0.5,
-            )
+        self.forecast = FailureForecast(
+            cfg.failure_signal,
+            threshold=cfg.failure_threshold,
+            fraction=cfg.fraction,
+            window=FORECAST_RECORDS,
+            min_points=3,  # evidence is counted in rollouts (min_samples) and by the slope's band
+            warmup_samples=REFERENCE_SAMPLES,
+            min_samples=cfg.forecast_samples,
+            recent=0.5,
+        )
         self.noise = GradientNoiseScale()
-        if "auto_records" not in old:  # the EMA's own horizon in records (100 at beta 0.99)
-            self._est_records = math.ceil(1.0 / (1.0 - self.noise.beta) - 1e-9)
+        # the estimate is warm after estimate_samples rollouts and the EMA's own horizon in records
+        # (100 at beta 0.99)
+        self._est_samples = int(cfg.estimate_samples)
+        self._est_records = math.ceil(1.0 / (1.0 - self.noise.beta) - 1e-9)
         self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
         self._n_builtin = len(self.detectors)
         self.detectors += list(detectors)
@@ -687,8 +638,6 @@ class TwoClockScheduler(Schedule):
                 floor=cfg.failure_clock_floor,
                 min_rollouts=cfg.min_stage_samples,
             )
-        if self._v2:
-            self.forecast.warmup_samples = min(10, self.forecast.window) * batch
         super().__init__([Stage(batch=batch, lr=self._lr(batch), reason=reason)])
         self._failure_switch = False  # the last proposal was a failure switch (restart the forecast)
         self._scale = 1.0
@@ -806,8 +755,7 @@ class TwoClockScheduler(Schedule):
             return math.nan
         if math.isnan(self._bs_ref):
             self._bs_ref, self._pos_ref = b_simple, self._pos
-        if not self._v2:  # v2 (failure_switch_fraction 0) kept its one-value anchor
-            self._maybe_freeze_b0(b_simple)
+        self._maybe_freeze_b0(b_simple)
         return self.critical_estimate(b_simple)
 
     def _auto(self, record: StepRecord, cur: Stage, bstar: float) -> Proposal | None:
@@ -857,8 +805,6 @@ class TwoClockScheduler(Schedule):
         kind = "failure_clock" if reason.startswith("failure clock") else "alarm"
         if reason.startswith("failure forecast") or reason.startswith("forecast failure"):
             kind = "forecast"
-        if nxt is None:  # v2 at the largest batch: nothing to switch to
-            return triggers.Proposal(kind, cur.batch, reason, failure=True, lo=cur.batch + 1), ""
         b, lr = nxt
         if b > cur.batch:
             why = f"{reason}: batch x {b / cur.batch:g}, LR x {b / cur.batch:g}^{cfg.failure_lr_exponent:g}"
@@ -866,10 +812,10 @@ class TwoClockScheduler(Schedule):
             why = f"{reason}: no larger batch or stage left, LR / sqrt({cfg.growth:g})"
         return triggers.Proposal(kind, b, why, lr=lr, snap="up", lo=b, hi=b, failure=True), ""
 
-    def _next_stage(self, cur: Stage) -> tuple[int, float] | None:
+    def _next_stage(self, cur: Stage) -> tuple[int, float]:
         """Where a failure switch goes (:func:`triggers.next_failure_stage`: batch x growth with
         the LR x k^q, LR / sqrt(growth) at the largest batch); on the rule (q = e) the rule's LR
-        exactly; None under v2 at the largest batch."""
+        exactly."""
         cfg = self.config
         b, lr = triggers.next_failure_stage(
             cur.batch,
@@ -880,24 +826,13 @@ class TwoClockScheduler(Schedule):
         )
         if b > cur.batch and cfg.failure_lr_exponent == self._rule_e:
             lr = self._lr(b) * self._lr_scale(cur)
-        if b == cur.batch and self._v2:
-            return None
         return b, lr
 
     def _forecast_says(self, cur: Stage, stf: float) -> str:
         """What the live forecast says this record ("" when it says nothing)."""
         cfg = self.config
         fc = self.forecast
-        if self._v2:  # v2's horizon trigger: margin x horizon_steps x the next batch
-            m, h = self._horizon
-            nb: int | None = self.constraints.snap(cur.batch * cfg.growth, "up")
-            nb = nb if nb is not None and nb > cur.batch else None
-            return (
-                f"forecast failure in {stf:.4g} samples < {m:g} x {h} x {nb}"
-                if stf < m * h * (nb or cur.batch)
-                else ""
-            )
-        if cfg.failure_switch_fraction <= 0 or fc.samples - fc.start_samples < fc.min_samples:
+        if fc.samples - fc.start_samples < fc.min_samples:
             return ""
         # cheapest first: the part left (the cached fit), then the slope's band (a t quantile)
         left = fc.fraction_left(stf)
@@ -919,7 +854,7 @@ class TwoClockScheduler(Schedule):
             return None
         frac = cfg.operating_fraction
         up = triggers.track_up(bstar, frac, cur.batch, cfg.track_step)
-        if up is not None or self._v2:
+        if up is not None:
             return up
         keep = self.constraints.snap(2 * record.micro_batch, "up") if record.micro_batch else 0
         return triggers.track_down(bstar, frac, cur.batch, cfg.track_step, max(self._floor, keep))
@@ -969,11 +904,9 @@ class TwoClockScheduler(Schedule):
             trigger = f"{trigger}; {note}"
         self._streak += 1
         self._streak_samples += record.batch
-        if self._streak < self._hyst_records:  # an old file's hysteresis, in records
-            return self._decision(record, f"trigger {self._streak}/{self._hyst_records}: {trigger}")
-        if self._streak_samples < self._hyst_samples:
+        if self._streak_samples < cfg.hysteresis_samples:
             return self._decision(
-                record, f"trigger {self._streak_samples}/{self._hyst_samples} rollouts: {trigger}"
+                record, f"trigger {self._streak_samples}/{cfg.hysteresis_samples} rollouts: {trigger}"
             )
         if not room:
             return self._decision(record, f"held: max_stages {cfg.max_stages} reached ({trigger})")
@@ -981,8 +914,6 @@ class TwoClockScheduler(Schedule):
             return self._decision(record, f"held: batch at its maximum ({trigger})")
         if record.samples - self._last_switch < cfg.min_stage_samples:
             return self._decision(record, f"held: min_stage_samples {cfg.min_stage_samples} ({trigger})")
-        if self._records - self._last_switch_step < self._stage_records:  # an old file's, in updates
-            return self._decision(record, f"held: min_stage_steps {self._stage_records} ({trigger})")
         return self._switch(record, batch, lr, p, trigger)
 
     def _switch(self, record: StepRecord, batch: int, lr: float, p: Proposal, reason: str = "") -> Decision:
@@ -1011,7 +942,6 @@ class TwoClockScheduler(Schedule):
         self._last_switch_step = self._records
         self._auto_pending = False
         # the trend changes with batch and LR: a fresh window, from which the part left is counted
-        # (with the failure-clock trigger off, v2's forecast runs on through switches)
         self._scale = self._lr_scale(self.current)
         if self._failure_switch:
             self._floor = self.current.batch
@@ -1019,7 +949,7 @@ class TwoClockScheduler(Schedule):
             self.clock.restart()
         if self._failure_switch:
             self._advised = False
-        if self._failure_switch and self.config.failure_switch_fraction > 0:
+        if self._failure_switch:
             self.forecast.restart()
             self._failure_switch = False
 
@@ -1032,8 +962,7 @@ class TwoClockScheduler(Schedule):
         What a host checks its data plan against before the run. The rules, one record per update
         (the most a host can feed): a switch decided on an update's record applies from the next
         update; at most ``max_stages`` stages; between switches ``min_stage_samples`` rollouts and a
-        ``hysteresis_samples`` streak, each update carrying the batch in effect (and an old file's
-        record-counted limits, :attr:`PolicyConfig.legacy`). ``samples``: rollouts consumed so far
+        ``hysteresis_samples`` streak, each update carrying the batch in effect. ``samples``: rollouts consumed so far
         (None: the policy's own count, from the records it has seen). Where a switch may go:
 
         - failure trigger: ``growth`` x the batch (snapped up), only where a switch postpones the
@@ -1062,7 +991,7 @@ class TwoClockScheduler(Schedule):
         cons = self.constraints
         hi = float(cons.highest) if cons.highest is not None else math.inf
         records0 = self._records
-        last, streak, auto = self._last_switch_step, self._streak, self._auto_pending
+        auto = self._auto_pending
         streak_s = float(self._streak_samples)
         noise0, noise_s = int(self.noise.n_updates), float(self._noise_samples)
         now = self._samples if samples is None else samples
@@ -1074,7 +1003,6 @@ class TwoClockScheduler(Schedule):
             out.append(cur)  # update i runs at the batch in effect; its record may switch the next one
             k = records0 + i + 1
             since += cur
-            streak += 1
             streak_s += cur
             noise_s += cur
             if left <= 0:
@@ -1089,10 +1017,8 @@ class TwoClockScheduler(Schedule):
                 auto, target = False, hi
             elif (
                 min(
-                    k - last - self._stage_records,
-                    streak - self._hyst_records,
                     since - cfg.min_stage_samples,
-                    streak_s - self._hyst_samples,
+                    streak_s - cfg.hysteresis_samples,
                 )
                 >= 0
             ):
@@ -1101,7 +1027,7 @@ class TwoClockScheduler(Schedule):
                 if cfg.track_critical_batch and estimated and hi >= cfg.track_step * cur:
                     target = max(target, hi)
             if target > cur:
-                cur, last, streak, streak_s, since, left, auto = target, k, 0, 0.0, 0.0, left - 1, False
+                cur, streak_s, since, left, auto = target, 0.0, 0.0, left - 1, False
         return out
 
     def largest_reachable_batch(
@@ -1115,12 +1041,7 @@ class TwoClockScheduler(Schedule):
             # every remaining stage, each switch as late as the rules make it at most (at the
             # smallest batch, the rollout limits take the most updates)
             low = max(int(self.constraints.lowest), 1)
-            per_switch = max(
-                self._stage_records,
-                self._hyst_records,
-                -(-max(cfg.min_stage_samples, self._hyst_samples) // low),
-                1,
-            )
+            per_switch = max(-(-max(cfg.min_stage_samples, cfg.hysteresis_samples) // low), 1)
             steps = (
                 max(self._est_records, -(-self._est_samples // low))
                 + (int(cfg.max_stages) + 1) * per_switch
@@ -1187,15 +1108,25 @@ class TwoClockScheduler(Schedule):
     def _load_state(self, state: Mapping[str, Any]) -> None:
         saved_cfg = state.get("config")
         mine = decode_floats(encode_floats(self.config.to_dict()))
+        removed: list[str] = []
         if saved_cfg is not None and saved_cfg != mine:  # an earlier version's keys: as they load now
+            if saved_cfg.get("failure_switch_fraction") == 0:  # its forecast state is v2's (records)
+                raise ConfigError(
+                    "the schedule state was saved by policy v2 (failure_switch_fraction 0), removed in "
+                    "v3: its forecast state (a window counted in records) does not carry over; resume "
+                    "with a fresh schedule state (model and optimizer may still be restored)",
+                    source="saved state",
+                    field="config.failure_switch_fraction",
+                )
+            removed = sorted(k for k, v in saved_cfg.items() if k in REMOVED and v is not None)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
                     saved_cfg = decode_floats(encode_floats(PolicyConfig.from_dict(saved_cfg).to_dict()))
-            except ConfigError:
+            except ConfigError:  # record-counted limits of an earlier v3: the state itself is v3's
                 pass
         if saved_cfg is not None and saved_cfg != mine:
-            changed = sorted(k for k, v in mine.items() if saved_cfg.get(k) != v)
+            changed = sorted({k for k, v in mine.items() if saved_cfg.get(k) != v} | set(removed))
             log.warning(
                 "loading a TwoClockScheduler state saved under another config (changed: %s); "
                 "decisions may differ from the uninterrupted run",
