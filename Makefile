@@ -7,7 +7,7 @@ NOX    := $(BOOT)/bin/nox
 
 $(NOX):
 	$(PYTHON) -m venv $(BOOT)
-	$(BOOT)/bin/python -m pip install -q "nox>=2024.4"
+	$(BOOT)/bin/python -m pip install -qq "nox>=2024.4"  # -qq: errors only (no index-location warnings)
 
 demo: $(NOX)
 	$(NOX) -s demo
