@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from rlvr_schedule.clocks.failure.scaling import clock_exponent
 from rlvr_schedule.errors import RlvrScheduleError
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.static import StaticSchedule
@@ -173,7 +174,10 @@ def plan_schedule(
 
     # --- failure clock: F(B) = F (B / B_ref)^alpha -------------------------------------------
     fail = float(fit.failure_samples) if _finite(fit.failure_samples) else None
-    alpha = float(fit.failure_exponent) if _finite(fit.failure_exponent) else 0.0
+    # the exponent the pooled clock was fitted with (alpha only where its interval excludes 0)
+    alpha = clock_exponent(
+        fit.failure_exponent, tuple(getattr(fit, "failure_exponent_interval", (math.nan,) * 2))
+    )
     failed = [rf.batch for rf in fit.runs if _finite(rf.failure_samples)]
     b_ref = float(np.exp(np.mean(np.log(failed)))) if failed else 1.0
 

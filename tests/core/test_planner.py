@@ -36,6 +36,7 @@ def _fit(bstar=200.0, fail=10_000.0, alpha=0.0, e0=1000.0, batches=(50, 100, 200
         critical_batch=bstar,
         failure_samples=fail,
         failure_exponent=alpha,
+        failure_exponent_interval=(alpha - 0.2, alpha + 0.2),  # alpha's interval excludes 0 unless 0
         target=0.5,
         rate_at_zero=math.nan,
         initial_reward=0.1,

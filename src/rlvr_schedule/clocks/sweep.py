@@ -9,6 +9,7 @@ from typing import Any
 
 from rlvr_schedule.clocks._stats import finite
 from rlvr_schedule.clocks.failure import Detector, FailureClock, FailureScalingFit
+from rlvr_schedule.clocks.failure.scaling import clock_exponent
 from rlvr_schedule.clocks.progress import CriticalBatchFit
 from rlvr_schedule.records import Run
 
@@ -81,14 +82,12 @@ class SweepFit:
 
     def failure_clock(self) -> dict[str, Any]:
         """The failure-clock knobs of :class:`~rlvr_schedule.policy.PolicyConfig` (JSON-ready;
-        empty when no run failed). The exponent is the fitted alpha only where its interval
-        excludes 0, else 0 (a sample clock): a noisy alpha <= -1/2 would make every failure switch
-        "unable to postpone" and hold it."""
+        empty when no run failed). The exponent is :func:`~rlvr_schedule.clocks.failure.scaling.clock_exponent`'s,
+        the one the pooled clock was fitted with."""
         if not finite(self.failure_samples):
             return {}
         iv = [v if finite(v) else None for v in self.failure_samples_interval]
-        a, (alo, ahi) = self.failure_exponent, self.failure_exponent_interval
-        alpha = a if finite(a) and finite(alo) and finite(ahi) and (alo > 0 or ahi < 0) else 0.0
+        alpha = clock_exponent(self.failure_exponent, self.failure_exponent_interval)
         return _clean(
             {
                 "failure_samples": self.failure_samples,

@@ -7,12 +7,23 @@ adjustment). Why log-normal: a failure clock is a length (positive, multiplicati
 sweep's pooled value was already a geometric mean, which is this fit's answer when nothing is
 censored), and unlike an exponential it is not memoryless: the clock "runs out", it is not a
 constant hazard. Kaplan-Meier would need many more runs than a sweep has to give a median.
+
+The readings are pooled along B^alpha only where alpha's interval excludes 0
+(:func:`clock_exponent`); otherwise at alpha = 0, the sample clock. Two failures fit any slope
+exactly and leave no spread, which turned a sweep with 2 failures among 10 runs into a clock with
+no interval. With censored runs the interval is the profile likelihood-ratio one: a Wald interval
+with the failures' t quantile is useless with 2-3 failures (t = 12.7 at one degree of freedom)
+and ignores that a censored run's information is one-sided; the likelihood-ratio interval is the
+usual choice for censored life data with few failures (Meeker and Escobar, *Statistical Methods
+for Reliability Data*, 1998, ch. 8). Without censored runs it stays the geometric mean's exact
+t-interval.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from statistics import NormalDist
 
 import numpy as np
 
@@ -21,7 +32,7 @@ from rlvr_schedule.clocks.failure.base import Detector
 from rlvr_schedule.clocks.failure.clock import FailureClock
 from rlvr_schedule.records import Run
 
-__all__ = ["FailureScalingFit", "censored_lognormal"]
+__all__ = ["FailureScalingFit", "censored_lognormal", "clock_exponent"]
 
 
 def _phi(z: float) -> float:
@@ -41,6 +52,80 @@ def _hazard(z: float) -> float:
     for k in range(40, 0, -1):
         cf = z + k / cf
     return cf  # 1 / R(z), R the Mills ratio 1 / (z + 1/(z + 2/(z + ...)))
+
+
+def _log_sf(z: float) -> float:
+    """log(1 - Phi(z)), stable in the far tail."""
+    if z < 5.0:
+        return math.log(max(1.0 - _cdf(z), 1e-300))
+    return -0.5 * z * z - 0.5 * math.log(2.0 * math.pi) - math.log(_hazard(z))
+
+
+def _loglik(mu: float, sig: float, x: np.ndarray, c: tuple[np.ndarray, np.ndarray]) -> float:
+    """Log-likelihood (up to a constant) of a normal (mu, sig): values ``x``, right-censored values
+    ``c`` as (distinct values, counts): a sweep censors most runs at one budget."""
+    ll = -x.size * math.log(sig) - 0.5 * float(np.square((x - mu) / sig).sum())
+    return ll + sum(float(k) * _log_sf(float((v - mu) / sig)) for v, k in zip(*c, strict=True))
+
+
+def _profile(mu: float, x: np.ndarray, c: tuple[np.ndarray, np.ndarray]) -> float:
+    """max over sigma of the log-likelihood at ``mu`` (golden-section search in log sigma)."""
+    g = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = math.log(1e-4), math.log(1e2)
+    m1, m2 = b - g * (b - a), a + g * (b - a)
+    f1, f2 = _loglik(mu, math.exp(m1), x, c), _loglik(mu, math.exp(m2), x, c)
+    for _ in range(60):
+        if f1 > f2:
+            b, m2, f2 = m2, m1, f1
+            m1 = b - g * (b - a)
+            f1 = _loglik(mu, math.exp(m1), x, c)
+        else:
+            a, m1, f1 = m1, m2, f2
+            m2 = a + g * (b - a)
+            f2 = _loglik(mu, math.exp(m2), x, c)
+    return max(f1, f2)
+
+
+def likelihood_ratio_interval(
+    failed: Sequence[float], censored: Sequence[float], mu: float, sig: float, level: float = 0.95
+) -> tuple[float, float]:
+    """The profile likelihood-ratio interval for the mean ``mu`` (ML, with its ``sig``) of a normal
+    fitted to ``failed`` values and right-censored ``censored`` ones: the mus whose profile
+    log-likelihood is within chi2_1(level) / 2 of the maximum. An end the data do not bound (the
+    profile never falls that far within e^20 of mu) is infinite."""
+    x = np.asarray(failed, dtype=float)
+    c = np.unique(np.asarray(censored, dtype=float), return_counts=True)
+    top = _loglik(mu, sig, x, c)
+    cut = NormalDist().inv_cdf(0.5 + level / 2.0) ** 2 / 2.0
+
+    def short(m: float) -> bool:  # still inside the interval
+        return top - _profile(m, x, c) < cut
+
+    ends = []
+    for d in (-1.0, 1.0):
+        step = 0.05 * max(sig, 1e-3)
+        while short(mu + d * step) and step < 20.0:
+            step *= 2.0
+        if short(mu + d * step):
+            ends.append(d * math.inf)
+            continue
+        lo, hi = 0.0, step  # inside at lo, outside at hi
+        for _ in range(40):
+            mid = (lo + hi) / 2.0
+            lo, hi = (mid, hi) if short(mu + d * mid) else (lo, mid)
+        ends.append(mu + d * (lo + hi) / 2.0)
+    return ends[0], ends[1]
+
+
+def clock_exponent(alpha: float, interval: tuple[float, float]) -> float:
+    """The batch exponent a failure clock is pooled and spent with: the fitted alpha only where
+    its interval excludes 0, else 0 (a sample clock). One rule for the fit, ``plan`` and the live
+    policy: a noisy alpha (two failures fit any slope) would move the pooled clock and, at alpha
+    <= -1/2, make every held-LR switch unable to postpone failure."""
+    lo, hi = interval
+    if finite(alpha) and finite(lo) and finite(hi) and (lo > 0 or hi < 0):
+        return float(alpha)
+    return 0.0
 
 
 def censored_lognormal(
@@ -86,9 +171,9 @@ class FailureScalingFit:
     batch), alpha = 1 a step clock. ``failure_samples_`` is the pooled clock at ``batch_`` (the
     failed runs' geometric-mean batch): the median of a log-normal fitted with the runs that never
     failed as right-censored at the rollouts they consumed (``censored_samples_``; the module
-    docstring says why), with a Wald interval in log space from the censored likelihood's
-    information and the failures' t quantile (without censored runs: the geometric mean and its
-    t-interval). ``sigma_`` is the log spread;
+    docstring says why), readings moved along B^``exponent_`` (:func:`clock_exponent`: alpha where
+    its interval excludes 0, else 0), with the profile likelihood-ratio interval (without censored
+    runs: the geometric mean's t-interval). ``sigma_`` is the log spread;
     :meth:`failure_probability` gives P(failure within a budget). Runs that never failed are
     listed in ``censored_``, runs that diverged (reward falling from the start: no failure-clock
     reading, see :class:`FailureClock`) in ``diverging_`` and left out.
@@ -147,6 +232,7 @@ class FailureScalingFit:
         ]
         nan = math.nan
         self.alpha_, self.alpha_interval_ = nan, (nan, nan)
+        self.exponent_ = 0.0
         self.failure_samples_, self.failure_samples_interval_ = nan, (nan, nan)
         self.sigma_, self.batch_ = nan, nan
         self._c = nan
@@ -160,30 +246,24 @@ class FailureScalingFit:
             self.alpha_ = res.slope
             self._c = res.intercept
             self.alpha_interval_ = res.slope_interval(self.level)
-        a = self.alpha_ if finite(self.alpha_) else 0.0
+        a = self.exponent_ = clock_exponent(self.alpha_, self.alpha_interval_)
         lref = float(lb.mean())
         self.batch_ = float(math.exp(lref))
-        # every reading moved to the reference batch along B^alpha (OLS passes through the means,
-        # so without censored runs this is the plain geometric mean)
+        # every reading moved to the reference batch along B^a (without censored runs and at the
+        # fitted alpha this is the plain geometric mean: OLS passes through the means)
         x = lf - a * (lb - lref)
         c = [math.log(t) - a * (math.log(b) - lref) for b, t in cens]
         mu, sig = censored_lognormal(list(x), c)
         self.failure_samples_ = float(np.exp(mu))
         self.sigma_ = sig
         if n >= 2 and finite(sig) and sig > 0:
-            # Wald interval from the censored likelihood's observed information for mu,
-            # (d + sum over censored of lam (lam - z)) / sigma^2, with the failures' t quantile and
-            # the n / (n - 1) correction of sigma: without censored runs, the geometric mean's t-interval
-            info = float(n)
-            for v in c:
-                z = (v - mu) / sig
-                lam = _hazard(z)
-                info += lam * (lam - z)
-            t = t_quantile(0.5 + self.level / 2, n - 1)
-            h = t * sig * math.sqrt(n / (n - 1)) / math.sqrt(info)
-            self.failure_samples_interval_ = (float(np.exp(mu - h)), float(np.exp(mu + h)))
-        if finite(self._c):  # the intercept moves with the pooled value (censoring lifts it)
-            self._c = mu - a * lref
+            if c:
+                lo, hi = likelihood_ratio_interval(list(x), c, mu, sig, self.level)
+            else:  # the geometric mean's t-interval (sigma's ML value times n / (n - 1))
+                h = t_quantile(0.5 + self.level / 2, n - 1) * sig * math.sqrt(n / (n - 1)) / math.sqrt(n)
+                lo, hi = mu - h, mu + h
+            self.failure_samples_interval_ = (float(np.exp(lo)), float(np.exp(hi)))
+        self._c = mu - a * lref
         return self
 
     def failure_probability(self, budget: float, batch: float | None = None) -> float:
@@ -195,9 +275,9 @@ class FailureScalingFit:
         return _cdf((math.log(budget) - math.log(med)) / self.sigma_)
 
     def predict(self, batch: float) -> float:
-        """Failure samples at ``batch`` from the fitted power law (pooled value if alpha unknown)."""
-        if finite(self.alpha_):
-            return float(math.exp(self._c + self.alpha_ * math.log(batch)))
+        """Failure samples at ``batch``: the pooled clock moved along B^``exponent_``."""
+        if finite(self._c):
+            return float(math.exp(self._c + self.exponent_ * math.log(batch)))
         return self.failure_samples_
 
 
