@@ -370,3 +370,20 @@ def test_an_old_checkpoint_resumes_under_the_new_config_and_says_what_changed(ca
     state["config"] = dict(old, failure_switch_fraction=0.0, margin=2.0)
     with pytest.raises(ConfigError, match="policy v2.*fresh schedule state"):
         TwoClockScheduler(cfg).load_state_dict(state)
+
+
+def test_a_state_saved_before_the_forecast_modes_says_its_forecast_no_longer_switches(caplog):
+    """A state whose config has no ``forecast`` key was saved when the forecast switched the batch;
+    resumed under today's default (advisory) it no longer does, and the warning says so."""
+    from rlvr_schedule.policy import BatchConstraints, PolicyConfig
+
+    cfg = PolicyConfig(critical_batch=1000.0, constraints=BatchConstraints(group_size=16))
+    state = TwoClockScheduler(cfg).state_dict()
+    del state["config"]["forecast"]
+    with caplog.at_level("WARNING", logger="rlvr_schedule.policy"):
+        TwoClockScheduler(cfg).load_state_dict(state)
+    assert "another config (changed: forecast)" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="rlvr_schedule.policy"):
+        TwoClockScheduler(PolicyConfig(**{**cfg.__dict__, "forecast": "on"})).load_state_dict(state)
+    assert "another config" not in caplog.text  # given `forecast: on`, it resumes as it ran

@@ -1107,6 +1107,10 @@ class TwoClockScheduler(Schedule):
 
     def _load_state(self, state: Mapping[str, Any]) -> None:
         saved_cfg = state.get("config")
+        if isinstance(saved_cfg, Mapping) and "forecast" not in saved_cfg:
+            # saved before the forecast had modes, when it switched the batch: as "on" (today's
+            # default, advisory, filled in by normalising would hide that it no longer switches)
+            saved_cfg = {**saved_cfg, "forecast": "on"}
         mine = decode_floats(encode_floats(self.config.to_dict()))
         removed: list[str] = []
         if saved_cfg is not None and saved_cfg != mine:  # an earlier version's keys: as they load now
@@ -1125,12 +1129,14 @@ class TwoClockScheduler(Schedule):
                     saved_cfg = decode_floats(encode_floats(PolicyConfig.from_dict(saved_cfg).to_dict()))
             except ConfigError:  # record-counted limits of an earlier v3: the state itself is v3's
                 pass
+        changed = set(removed)
         if saved_cfg is not None and saved_cfg != mine:
-            changed = sorted({k for k, v in mine.items() if saved_cfg.get(k) != v} | set(removed))
+            changed |= {k for k, v in mine.items() if saved_cfg.get(k) != v}
+        if changed:
             log.warning(
                 "loading a TwoClockScheduler state saved under another config (changed: %s); "
                 "decisions may differ from the uninterrupted run",
-                ", ".join(changed),
+                ", ".join(sorted(changed)),
             )
         self._stages = self._stages_from(state)
         self.base_batch = int(state["base_batch"])
