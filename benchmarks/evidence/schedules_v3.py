@@ -9,7 +9,8 @@ Per task and seed (paired: every schedule sees the same random numbers):
 - a 3-point LR grid of constants: each batch at 1, 1/2 and 1/4 x the sweep's LR;
 - the linear ramp 16 -> 256 over F/2 rollouts and the noise-scale rule (Pollux goodput, sqrt LR);
 - the v3 two-clock policy with its defaults (start 1/4 x the known B* of 64 = 16);
-- "two-clock (sweep clock)" (issue 20): the same with the sweep's failure clock (a separate sweep:
+- "two-clock (sweep clock)" (issue 20): PolicyConfig's defaults (its operating point, not the
+  smallest batch) with the known B* and the sweep's failure clock (a separate sweep:
   the five constants on seeds 90000 and 90001, fitted by ``FailureScalingFit`` with the runs that
   did not fail censored at 2F) as its failure trigger.
 
@@ -167,7 +168,10 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
         constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
     )
     out["v3 two-clock"] = lambda: v3(lo, hi, bstar, failure_switch_fraction=SWITCH_FRACTION, forecast="on")
-    extra = {} if CLOCK_FRACTION is None else {"failure_clock_fraction": CLOCK_FRACTION}
+    # the issue-20 policy runs PolicyConfig's default operating point (v3 starts at the smallest batch)
+    extra: dict[str, Any] = {"sample_tolerance": PolicyConfig.sample_tolerance}
+    if CLOCK_FRACTION is not None:
+        extra["failure_clock_fraction"] = CLOCK_FRACTION
     extra.update(POLICY_KW)
     out[POLICY] = lambda: v3(lo, hi, bstar, **clock, **extra)
     if LEAN:  # issue 20's comparison only: the sweep's constants, v3 (forecast on) and the policy
@@ -244,7 +248,10 @@ def closed_form_switches(name: str, clock: dict[str, Any]) -> dict[str, float]:
     from rlvr_schedule.policy.triggers import FailureClockTrigger, next_failure_stage
 
     kw = task_kw(name)
-    extra = {} if CLOCK_FRACTION is None else {"failure_clock_fraction": CLOCK_FRACTION}
+    # the issue-20 policy runs PolicyConfig's default operating point (v3 starts at the smallest batch)
+    extra: dict[str, Any] = {"sample_tolerance": PolicyConfig.sample_tolerance}
+    if CLOCK_FRACTION is not None:
+        extra["failure_clock_fraction"] = CLOCK_FRACTION
     extra.update(POLICY_KW)
     sched = v3(BATCHES[0], BATCHES[-1], float(kw["critical_batch"]), **clock, **extra)
     cfg = sched.config

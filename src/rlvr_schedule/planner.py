@@ -27,6 +27,7 @@ import numpy as np
 from rlvr_schedule.clocks.failure.scaling import clock_exponent
 from rlvr_schedule.errors import RlvrScheduleError
 from rlvr_schedule.policy.constraints import BatchConstraints
+from rlvr_schedule.policy.scheduler import PolicyConfig
 from rlvr_schedule.policy.static import StaticSchedule
 from rlvr_schedule.policy.triggers import FailureClockTrigger, next_failure_stage, rule_exponent, start_batch
 from rlvr_schedule.records import Run, Stage
@@ -99,7 +100,7 @@ def plan_schedule(
     target: float | None = None,
     group_size: int = 1,
     constraints: BatchConstraints | None = None,
-    sample_tolerance: float = 0.10,
+    sample_tolerance: float = PolicyConfig.sample_tolerance,
     start_fraction: float | None = None,
     growth: float = 2.0,
     clock_fraction: float = 0.5,

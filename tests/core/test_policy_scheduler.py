@@ -61,7 +61,7 @@ def test_auto_starts_below_a_known_critical_batch():
     "kw, batch",
     [
         ({"sample_tolerance": PolicyConfig.tolerance_for(0.5)}, 296),  # 0.5 x 600, whole groups
-        ({}, 104),  # default tolerance 0.10: 2 x 0.1/1.1 x 600 = 109
+        ({}, 176),  # default tolerance 0.175: 2 x 0.175/1.175 x 600 = 179
         ({"sample_tolerance": 0.25}, 240),
     ],
 )  # 0.4 x 600

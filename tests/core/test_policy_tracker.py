@@ -23,7 +23,7 @@ def test_a_critical_batch_measured_at_another_lr_is_rescaled():
         PolicyConfig(critical_batch=64, critical_batch_lr=2e-6, base_lr=1e-6, base_batch=64)
     )
     assert at_own.known_critical_batch == 64 and at_twice.known_critical_batch == 128
-    assert (at_own.current.batch, at_twice.current.batch) == (11, 23)  # 0.18 x 64 and 0.18 x 128, snapped
+    assert (at_own.current.batch, at_twice.current.batch) == (19, 38)  # 0.298 x 64 and 0.298 x 128, snapped
 
 
 def _records(bs_of_step, n, batch=32, micro=8):
@@ -58,6 +58,7 @@ def test_the_filter_moves_down_when_the_estimate_falls():
     cfg = PolicyConfig(
         initial_batch=32,
         critical_batch=176,
+        sample_tolerance=0.10,  # 0.18 x 176 = 32: the batch starts at its target
         base_lr=1e-6,
         **NO_FAILURE,
         constraints=BatchConstraints(group_size=8),
@@ -71,7 +72,10 @@ def test_the_filter_moves_down_when_the_estimate_falls():
 
 
 def test_tracking_does_not_move_below_the_last_failure_switch():
-    cfg = PolicyConfig(initial_batch=32, critical_batch=176, base_lr=1e-6, **NO_FAILURE)
+    # sample_tolerance 0.10: 0.18 x 176 = 32, the batch starts at its target
+    cfg = PolicyConfig(
+        initial_batch=32, critical_batch=176, sample_tolerance=0.10, base_lr=1e-6, **NO_FAILURE
+    )
     s = TwoClockScheduler(cfg)
     _drive(s, _records(lambda i: 176.0, 300))
     s._failure_switch = True  # a failure switch to 64 ...
