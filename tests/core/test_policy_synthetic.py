@@ -35,8 +35,8 @@ def test_starts_below_critical_batch_and_grows_before_collapse(drift, seed):
     sched = make(failure_exponent=0.5)
     check = assert_switches_before_failure(sched, env, max_samples=60_000)
     auto, *grown = [d for d in env.decisions if d.switched]
-    # the gradient-noise estimate puts the start at about 0.18 x the task's B_simple (= B*; tolerance 0.10)
-    assert auto.reason.startswith("auto") and 0.09 * B_STAR <= auto.batch < 0.36 * B_STAR
+    # the gradient-noise estimate puts the start at about 0.30 x the task's B_simple (= B*; tolerance 0.175)
+    assert auto.reason.startswith("auto") and 0.15 * B_STAR <= auto.batch < 0.6 * B_STAR
     # the failure forecast grows the batch before the collapse (B* tracking may grow it earlier)
     forecast = [d for d in grown if d.reason.startswith(FAILURE_REASONS)]
     assert forecast and forecast[0].samples < FAIL * 1.5**0.5  # before the first stage would collapse

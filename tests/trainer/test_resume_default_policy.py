@@ -1,7 +1,7 @@
 """Resume across a switch of the DEFAULT two-clock policy on the reference trainer (issue 12).
 
 The default policy (``PolicyConfig()``: ``initial_batch: auto`` with no known B*) runs its fallback
-batch until the gradient-noise estimate has 100 records (and 1600 rollouts), then switches to 0.18 x
+batch until the gradient-noise estimate has 100 records (and 1600 rollouts), then switches to 0.30 x
 that estimate: a switch of the default policy within a short run, decided from state (the estimate's
 EMAs, the forecast window) that a resume must restore. The run is interrupted before the switch and
 resumed; decisions, samples, rewards and the final weights must equal the uninterrupted run's.

@@ -3,7 +3,7 @@
 The policy is ``TwoClockScheduler(PolicyConfig(...))`` with only the LR, its reference batch (also the
 fallback batch of ``initial_batch: auto``) and the batch constraints set: with no known B* it runs
 16 rollouts per update until the gradient-noise estimate (the callback's micro-batch gradient norm)
-is ready, then switches to 0.18 x that estimate. The switch is decided from state a resume must
+is ready, then switches to 0.30 x that estimate (sample_tolerance 0.175). The switch is decided from state a resume must
 restore (the estimate's EMAs, the forecast window), and from the training metrics, which a resume
 reproduces only when the resumed run takes the same prompts and the same sampling RNG as the
 uninterrupted one (:mod:`rlvr_schedule_adapters.trl.data_order`).
