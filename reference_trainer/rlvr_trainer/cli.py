@@ -118,10 +118,15 @@ def build_parser() -> argparse.ArgumentParser:
             )
             s.add_argument(
                 "--scan",
-                action="store_true",
-                help="the LR scan instead: constant runs at --batch (default 8) for every --lrs "
-                "(default: 6 base LRs 5e-5..8e-4) x --seeds, then the regime/failure criterion "
-                "(scan.md, scan.json under --out)",
+                nargs="?",
+                const="v1",
+                default=None,
+                metavar="DESIGN",
+                help="the LR scan instead: constant runs at --batch (default 8) for every base LR x "
+                "--seeds, then the regime/failure criterion (scan.md, scan.json under --out). DESIGN "
+                "(benchmarks/evidence/LR_SCAN_PLAN.md): v1 (default; 6 base LRs 5e-5..8e-4, the demo's "
+                "task) or v2 (6 base LRs 2.5e-5..8e-4 in x2 steps, warm-up 64 rollouts, all arithmetic "
+                "levels); --lrs and --set override the design's LRs and task",
             )
             s.add_argument(
                 "--chunk-minutes",
@@ -159,12 +164,19 @@ def config_from_args(args: argparse.Namespace):
         v = getattr(args, flag)
         if v is not None:
             kw[key] = v
+    kw.update(_set_overrides(args))
+    return preset(args.preset, **kw)
+
+
+def _set_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--set KEY=VALUE`` fields."""
+    kw: dict[str, Any] = {}
     for item in args.overrides:
         if "=" not in item:
             raise RlvrScheduleError(f"--set expects KEY=VALUE, got {item!r}")
         k, v = item.split("=", 1)
         kw[k.strip()] = _parse_value(v)
-    return preset(args.preset, **kw)
+    return kw
 
 
 def _model_config(cfg) -> tuple[Any, str]:
@@ -374,7 +386,9 @@ def _main(args: argparse.Namespace) -> int:
     quiet_transformers()  # the console: our progress bars, verdicts and paths (vLLM's log: <run>/vllm.log)
     resume, progress = not args.no_resume, not args.no_progress
     if args.command == "evidence" and args.scan:
-        seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(ex.SCAN_LRS), args.batch or 8
+        design, design_lrs = ex.scan_design(cfg, args.scan)
+        cfg = design.replace(**_set_overrides(args))  # --set wins over the design's task
+        seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(design_lrs), args.batch or 8
         if args.report_only:
             print(f"scan: {ex.scan_report(args.out, lrs=lrs, seeds=seeds, batch=b).resolve()}")
             return 0
