@@ -400,7 +400,7 @@ SCAN_LRS: tuple[float, ...] = (5e-5, 8.7e-5, 1.5e-4, 2.6e-4, 4.6e-4, 8e-4)
 
 #: The scan designs of benchmarks/evidence/LR_SCAN_PLAN.md, by name (``evidence --scan NAME``):
 #: base LRs and the task's changes against ``--preset tiny`` (TrainConfig fields). "v1": the
-#: 2026-12-04 15:45 UTC scan (the demo's task). "v2" (planned 18:55 UTC the same day, after v1
+#: 2026-12-04 15:45 UTC scan (the demo's task). "v2" (planned 18:47 UTC the same day, after v1
 #: missed the criterion): the fixed ~800-rollout part of v1's rollouts-to-target made smaller
 #: against the LR-driven part -- warm-up 512 -> 64 rollouts and all five arithmetic levels
 #: (a farther climb) -- and LR steps of x2 over 32x, so that a rate rising in proportion to the
@@ -417,7 +417,9 @@ SCAN_DESIGNS: dict[str, dict[str, Any]] = {
 def scan_design(cfg: TrainConfig, name: str = "v1") -> tuple[TrainConfig, tuple[float, ...]]:
     """(config with the design's task changes, base LRs) of the scan design ``name``."""
     if name not in SCAN_DESIGNS:
-        raise ConfigError(f"unknown scan design {name!r} (choose from {', '.join(SCAN_DESIGNS)})", field="scan")
+        raise ConfigError(
+            f"unknown scan design {name!r} (choose from {', '.join(SCAN_DESIGNS)})", field="scan"
+        )
     d = SCAN_DESIGNS[name]
     return cfg.replace(**d["task"]), tuple(float(x) for x in d["lrs"])
 
