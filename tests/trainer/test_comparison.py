@@ -128,3 +128,17 @@ def test_grid_points_and_decay_follow_the_plan():
     lrs = [s.lr for s in sched.stages]
     assert lrs == sorted(lrs, reverse=True) and lrs[0] < 1e-3 and lrs[-1] > 0
     assert [s.until_samples for s in sched.stages] == [400, 800, 1200, None]
+
+
+def test_cli_compare_report_only_counts_what_is_missing(tmp_path, capsys):
+    """`evidence --compare v2 --report-only` on an empty directory: no training, a table that says
+    how many runs of the design are not there yet."""
+    from rlvr_trainer.cli import main
+
+    argv = ["evidence", "--compare", "v2", "--base-lr", "1e-4", "--lrs", "5e-5", "--out", str(tmp_path)]
+    assert main([*argv, "--report-only"]) == 0
+    assert "comparison: " in capsys.readouterr().out
+    md = (tmp_path / "compare.md").read_text()
+    # 5 seeds at 1e-4 and 3 at 5e-5, 14 full-budget runs per seed (5 constants, 4 grid points, 5 arms)
+    assert "base LRs 0.0001, 5e-05 (seeds: 0.0001: 5; 5e-05: 3)" in md
+    assert "no constant run yet" in md and f"({8 * 14} runs of the design not there yet.)" in md
