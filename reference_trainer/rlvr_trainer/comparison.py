@@ -111,7 +111,8 @@ def design(
         seeds={lr: list(seeds if lr == float(base_lr) else side_seeds) for lr in lrs},
         batches=sorted(int(b) for b in batches),
         sweep_seeds=list(sweep_seeds),
-        sweep_samples=max(min(batches) * 8, int(cfg.max_samples * sweep_fraction)),
+        # at least 3 updates at the largest batch (what a fit needs), at most the budget
+        sweep_samples=min(cfg.max_samples, max(3 * max(batches), int(cfg.max_samples * sweep_fraction))),
         grid_factors=[float(f) for f in grid_factors],
     )
     for lr in lrs:
@@ -271,7 +272,14 @@ def arm_schedule(
         from rlvr_schedule.policy import TwoClockScheduler
 
         fit = fit_sweep(_short_runs(out, d, s.lr))  # the clocks a user has after the short sweep
-        policy = policy_config(c.replace(batch=lo), batches=d.batches, fit=fit)
+        crit = getattr(fit, "critical_batch", None)
+        if crit is not None and math.isfinite(crit) and crit > 0:
+            policy = policy_config(c.replace(batch=lo), batches=d.batches, fit=fit)
+        else:  # as experiments.compare: no B* in the sweep, the online noise estimate picks the batch
+            start = c.replace(batch=cfg.base_batch)
+            policy = policy_config(
+                start, batches=d.batches, fit=fit, initial_batch="auto", fallback_batch=cfg.base_batch
+            )
         return c.replace(batch=TwoClockScheduler(policy).current.batch), None, policy
     elif s.arm == "decay":
         sched = cosine_decay(plan["first_batch"], plan["rule_lr_at_first"], cfg.max_samples, constraints=cons)

@@ -142,3 +142,28 @@ def test_cli_compare_report_only_counts_what_is_missing(tmp_path, capsys):
     # 5 seeds at 1e-4 and 3 at 5e-5, 14 full-budget runs per seed (5 constants, 4 grid points, 5 arms)
     assert "base LRs 0.0001, 5e-05 (seeds: 0.0001: 5; 5e-05: 3)" in md
     assert "no constant run yet" in md and f"({8 * 14} runs of the design not there yet.)" in md
+
+
+@pytest.mark.slow
+def test_comparison_runs_every_arm_on_the_real_trainer(tiny_model_dir, tmp_path, capsys):
+    """The whole design at a toy budget on the transformers rollout path: every arm's schedule
+    object drives the real trainer to its budget, the plan is written, and the table comes out."""
+    from rlvr_trainer.cli import main
+
+    argv = ["evidence", "--compare", "--base-lr", "1e-4", "--out", str(tmp_path), "--batches", "8", "16"]
+    argv += ["--seeds", "0", "--max-samples", "96", "--sweep-fraction", "0.5", "--rollout", "hf"]
+    argv += ["--model", str(tiny_model_dir), "--no-progress"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "comparison: 13 runs (2 short-sweep runs first), estimated" in printed
+    assert (tmp_path / "lr0.0001" / "plan.json").exists()
+    for arm in cmp.SCHEDULE_ARMS:
+        rows = [
+            json.loads(x)
+            for x in (tmp_path / "lr0.0001" / arm / "s0" / "metrics.jsonl").read_text().splitlines()
+        ]
+        assert rows[-1]["samples"] >= 96 and all(r["batch"] % 8 == 0 for r in rows), arm
+    short = (tmp_path / "lr0.0001" / "short" / "b8-s0" / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(short[-1])["samples"] == 48
+    md = (tmp_path / "compare.md").read_text()
+    assert "| planned |" in md and "| noise |" in md
