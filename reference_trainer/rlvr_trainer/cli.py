@@ -7,6 +7,7 @@
     rlvr-trainer train --batch 32 --max-samples 2048
     rlvr-trainer evidence --out runs/evidence   # 3 LRs x 16x batches x 3 seeds + schedule; resumable chunks
     rlvr-trainer evidence --scan --out runs/scan   # 6 base LRs x 3 seeds at batch 8: in the regime?
+    rlvr-trainer evidence --compare v2 --base-lr 1e-4 --lrs 5e-5 2e-4 --out runs/cmp   # issue 24's comparison
     rlvr-trainer sweep --preset qwen2.5-math-1.5b --model /path/to/Qwen2.5-Math-1.5B --dry-run
 
 Each command writes canonical JSONL logs, checkpoints and (sweep/compare/demo) a report, and
@@ -118,10 +119,38 @@ def build_parser() -> argparse.ArgumentParser:
             )
             s.add_argument(
                 "--scan",
-                action="store_true",
-                help="the LR scan instead: constant runs at --batch (default 8) for every --lrs "
-                "(default: 6 base LRs 5e-5..8e-4) x --seeds, then the regime/failure criterion "
-                "(scan.md, scan.json under --out)",
+                nargs="?",
+                const="v1",
+                default=None,
+                metavar="DESIGN",
+                help="the LR scan instead: constant runs at --batch (default 8) for every base LR x "
+                "--seeds, then the regime/failure criterion (scan.md, scan.json under --out). DESIGN "
+                "(benchmarks/evidence/LR_SCAN_PLAN.md): v1 (default; 6 base LRs 5e-5..8e-4, the demo's "
+                "task) or v2 (6 base LRs 2.5e-5..8e-4 in x2 steps, warm-up 64 rollouts, all arithmetic "
+                "levels); --lrs and --set override the design's LRs and task",
+            )
+            s.add_argument(
+                "--compare",
+                nargs="?",
+                const="v1",
+                default=None,
+                metavar="DESIGN",
+                help="issue 24's comparison instead, on the task of scan DESIGN (v1, v2): at --base-lr "
+                "(--seeds, default 0-4) and the side LRs --lrs (--side-seeds, default 0-2), a short "
+                "sweep, then the planned schedule (plan on the sweep) and the live default (given the "
+                "sweep's clocks) against constants, an LR grid, LR decay, a linear ramp and the "
+                "noise-scale rule (compare.md, compare.json under --out); prints the run count and "
+                "estimated time first",
+            )
+            s.add_argument("--side-seeds", type=int, nargs="+", help="--compare: seeds at the side LRs")
+            s.add_argument(
+                "--sweep-seeds", type=int, nargs="+", help="--compare: the short sweep's seeds (default 0)"
+            )
+            s.add_argument(
+                "--sweep-fraction",
+                type=float,
+                default=0.25,
+                help="--compare: the short sweep's budget as a fraction of --max-samples (default 0.25)",
             )
             s.add_argument(
                 "--chunk-minutes",
@@ -159,12 +188,19 @@ def config_from_args(args: argparse.Namespace):
         v = getattr(args, flag)
         if v is not None:
             kw[key] = v
+    kw.update(_set_overrides(args))
+    return preset(args.preset, **kw)
+
+
+def _set_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--set KEY=VALUE`` fields."""
+    kw: dict[str, Any] = {}
     for item in args.overrides:
         if "=" not in item:
             raise RlvrScheduleError(f"--set expects KEY=VALUE, got {item!r}")
         k, v = item.split("=", 1)
         kw[k.strip()] = _parse_value(v)
-    return preset(args.preset, **kw)
+    return kw
 
 
 def _model_config(cfg) -> tuple[Any, str]:
@@ -373,8 +409,35 @@ def _main(args: argparse.Namespace) -> int:
 
     quiet_transformers()  # the console: our progress bars, verdicts and paths (vLLM's log: <run>/vllm.log)
     resume, progress = not args.no_resume, not args.no_progress
-    if args.command == "evidence" and args.scan:
-        seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(ex.SCAN_LRS), args.batch or 8
+    if args.command == "evidence" and args.compare:
+        from rlvr_trainer import comparison as cmp
+
+        task, _ = ex.scan_design(cfg, args.compare)
+        cfg = task.replace(**_set_overrides(args))  # --set wins over the design's task
+        d = cmp.design(
+            cfg,
+            base_lr=cfg.base_lr,
+            side_lrs=args.lrs or (),
+            batches=batches,
+            seeds=args.seeds or (0, 1, 2, 3, 4),
+            side_seeds=args.side_seeds or (0, 1, 2),
+            sweep_seeds=args.sweep_seeds or (0,),
+            sweep_fraction=args.sweep_fraction,
+        )
+        if args.report_only:
+            print(f"comparison: {cmp.comparison_report(cfg, args.out, d).resolve()}")
+            return 0
+        res = cmp.comparison(cfg, args.out, d, chunk_minutes=args.chunk_minutes)
+        if res is None:
+            print(
+                f"comparison: chunk done, not finished; run the same command again to continue ({args.out})"
+            )
+            return 3
+        print(f"comparison: {res.resolve()}")
+    elif args.command == "evidence" and args.scan:
+        design, design_lrs = ex.scan_design(cfg, args.scan)
+        cfg = design.replace(**_set_overrides(args))  # --set wins over the design's task
+        seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(design_lrs), args.batch or 8
         if args.report_only:
             print(f"scan: {ex.scan_report(args.out, lrs=lrs, seeds=seeds, batch=b).resolve()}")
             return 0

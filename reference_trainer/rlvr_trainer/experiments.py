@@ -34,6 +34,8 @@ __all__ = [
     "lr_scan",
     "scan_report",
     "SCAN_LRS",
+    "SCAN_DESIGNS",
+    "scan_design",
     "lr_grid",
     "policy_config",
     "read_run",
@@ -395,6 +397,31 @@ def _run_chunk(
 #: The LR scan's base LRs (at ``base_batch``; issue 24's plan, benchmarks/evidence/LR_SCAN_PLAN.md):
 #: six LRs over a 16x range in steps of x1.74, around the demo's 1e-4..4e-4.
 SCAN_LRS: tuple[float, ...] = (5e-5, 8.7e-5, 1.5e-4, 2.6e-4, 4.6e-4, 8e-4)
+
+#: The scan designs of benchmarks/evidence/LR_SCAN_PLAN.md, by name (``evidence --scan NAME``):
+#: base LRs and the task's changes against ``--preset tiny`` (TrainConfig fields). "v1": the
+#: 2026-12-04 15:45 UTC scan (the demo's task). "v2" (planned 18:47 UTC the same day, after v1
+#: missed the criterion): the fixed ~800-rollout part of v1's rollouts-to-target made smaller
+#: against the LR-driven part -- warm-up 512 -> 64 rollouts and all five arithmetic levels
+#: (a farther climb) -- and LR steps of x2 over 32x, so that a rate rising in proportion to the
+#: LR separates from its neighbours at v1's seed spread.
+SCAN_DESIGNS: dict[str, dict[str, Any]] = {
+    "v1": {"lrs": SCAN_LRS, "task": {}},
+    "v2": {
+        "lrs": (2.5e-5, 5e-5, 1e-4, 2e-4, 4e-4, 8e-4),
+        "task": {"warmup_samples": 64, "task_max_level": None},
+    },
+}
+
+
+def scan_design(cfg: TrainConfig, name: str = "v1") -> tuple[TrainConfig, tuple[float, ...]]:
+    """(config with the design's task changes, base LRs) of the scan design ``name``."""
+    if name not in SCAN_DESIGNS:
+        raise ConfigError(
+            f"unknown scan design {name!r} (choose from {', '.join(SCAN_DESIGNS)})", field="scan"
+        )
+    d = SCAN_DESIGNS[name]
+    return cfg.replace(**d["task"]), tuple(float(x) for x in d["lrs"])
 
 
 def lr_scan(

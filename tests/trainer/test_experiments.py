@@ -220,3 +220,21 @@ def test_evidence_scan_runs_in_chunks_and_writes_the_scan(tiny_model_dir, tmp_pa
     res = json.loads((out / "scan.json").read_text())
     assert [r["base_lr"] for r in res["rows"]] == [1e-4, 2e-4] and res["batch"] == 8
     assert main([*argv, "--report-only"]) == 0
+
+
+def test_scan_designs_change_only_the_planned_task_and_lrs(capsys):
+    """`--scan` is v1 (the demo's task, LR_SCAN_PLAN.md's first scan); `--scan v2` the re-planned
+    scan: warm-up 64 rollouts, all arithmetic levels, base LRs 2.5e-5..8e-4 in x2 steps; an
+    unknown design is a clear error (exit 2)."""
+    from rlvr_trainer.config import preset
+    from rlvr_trainer.experiments import SCAN_LRS, scan_design
+
+    cfg = preset("tiny")
+    v1, lrs1 = scan_design(cfg, "v1")
+    assert v1 == cfg and lrs1 == SCAN_LRS
+    v2, lrs2 = scan_design(cfg, "v2")
+    assert (v2.warmup_samples, v2.task_max_level) == (64, None)
+    assert v2.replace(warmup_samples=cfg.warmup_samples, task_max_level=cfg.task_max_level) == cfg
+    assert lrs2 == (2.5e-5, 5e-5, 1e-4, 2e-4, 4e-4, 8e-4)
+    assert main(["evidence", "--scan", "v9", "--out", "x", "--report-only"]) == 2
+    assert "unknown scan design 'v9'" in capsys.readouterr().err

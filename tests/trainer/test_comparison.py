@@ -1,0 +1,169 @@
+"""Issue 24's comparison (``rlvr-trainer evidence --compare``): the run list, the chunked resume and
+the table, on synthetic logs written by a stand-in for the trainer (no training, seconds)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from rlvr_trainer import comparison as cmp
+from rlvr_trainer.config import preset
+
+BATCHES = (8, 16, 32, 64)
+
+
+def _cfg():
+    return preset("tiny", max_samples=4096, base_lr=1e-4)
+
+
+class FakeTrain:
+    """Writes a finished run for ``cfg``: reward rising at p0 (lr / 1e-4) (1 - B / 2B*) per rollout
+    (B* = 40), crashing after ``crash`` rollouts; config.json as the trainer writes it."""
+
+    def __init__(self, crash: int = 640):
+        self.calls: list[str] = []
+        self.crash = crash
+
+    def __call__(self, cfg, out_dir, *, schedule=None, policy=None):
+        self.calls.append(str(out_dir))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        rng = np.random.default_rng([cfg.seed, cfg.batch, int(cfg.base_lr * 1e7)])
+        rate = 6e-4 * (cfg.base_lr / 1e-4) * (1 - cfg.batch / 80)
+        lines = []
+        for step in range(1, cfg.max_samples // cfg.batch + 1):
+            s = step * cfg.batch
+            rew = 0.1 + 0.7 * (1 - np.exp(-rate * s / 0.7)) + rng.normal(0, 0.01)
+            ent = 0.6 - 0.1 * s / cfg.max_samples
+            if s > self.crash:
+                rew, ent = 0.02, 0.01
+            rec = {"step": step, "samples": s, "batch": cfg.batch, "lr": cfg.base_lr, "reward_mean": rew}
+            rec.update(entropy=ent, rollout_s=0.01 * cfg.batch, update_s=0.02)
+            lines.append(json.dumps(rec))
+        (out_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+        (out_dir / "config.json").write_text(json.dumps(cfg.to_dict()))
+
+
+def test_design_counts_the_runs_short_sweeps_first_and_estimates_the_time():
+    cfg = _cfg()
+    d = cmp.design(cfg, base_lr=1e-4, side_lrs=[5e-5, 2e-4], batches=BATCHES, grid_factors=(0.5, 2.0))
+    n = Counter((s.lr, s.arm) for s in d.specs)
+    # 5 seeds at the chosen LR, 3 at each side LR; per seed: 4 constants, 2 grid points + the plan's
+    # end LR, 5 schedule arms; one short sweep (4 batches, seed 0) per LR
+    assert n[(1e-4, "constant")] == 20 and n[(5e-5, "constant")] == 12 and n[(2e-4, "constant")] == 12
+    assert n[(1e-4, "grid")] == 15 and n[(2e-4, "grid")] == 9
+    assert all(n[(lr, a)] == (5 if lr == 1e-4 else 3) for lr in d.lrs for a in cmp.SCHEDULE_ARMS)
+    assert all(n[(lr, "short")] == 4 for lr in d.lrs)
+    phases = [s.phase for s in d.specs]
+    assert phases == sorted(phases)  # every short sweep before anything that needs a plan
+    assert len(d.specs) == 3 * 4 + 5 * 12 + 2 * 3 * 12
+    assert d.sweep_samples == 1024
+    est = cmp.estimate_seconds(cfg, d)
+    c = cmp.COST
+    short = c["start_s"] + 1024 / 8 * (c["t0"] + c["t1"] * 8)
+    assert est > 12 * short and est < len(d.specs) * (c["start_s"] + 4096 / 8 * (c["t0"] + c["t1"] * 8))
+
+
+def test_comparison_resumes_in_chunks_and_writes_the_table(tmp_path, capsys):
+    cfg = _cfg()
+    d = cmp.design(
+        cfg,
+        base_lr=1e-4,
+        batches=BATCHES,
+        seeds=(0, 1, 2),
+        grid_factors=(0.5, 2.0),
+    )
+    fake = FakeTrain()
+    # zero-minute chunks: one run per call, None until done
+    for k in range(1, 4):
+        assert cmp.comparison(cfg, tmp_path, d, chunk_minutes=0, train=fake) is None
+        assert len(fake.calls) == k
+    printed = capsys.readouterr().out
+    assert f"comparison: {len(d.specs)} runs (4 short-sweep runs first), estimated" in printed
+    assert "runs left" in printed
+    path = cmp.comparison(cfg, tmp_path, d, chunk_minutes=60, train=fake)
+    assert path is not None and path.name == "compare.md"
+    trained = len(fake.calls)
+    assert len(set(fake.calls)) == trained  # nothing trained twice
+    # the plan's first batch is in the sweep, so its constant is shared by the grid's x1 point:
+    # grid points that coincide with a constant (same directory, same config) are not rerun
+    assert trained <= len(d.specs)
+    plan = json.loads((tmp_path / "lr0.0001" / "plan.json").read_text())
+    assert plan["first_batch"] in BATCHES and len(plan["stages"]) >= 2  # the short sweep failed: switches
+    assert plan["closed_form_postponement"] is not None
+    for arm in cmp.SCHEDULE_ARMS:
+        assert (tmp_path / "lr0.0001" / arm / "s2" / "metrics.jsonl").exists()
+    # finished runs are read back: a second call trains nothing
+    assert cmp.comparison(cfg, tmp_path, d, chunk_minutes=60, train=fake) == path
+    assert len(fake.calls) == trained
+
+    md = path.read_text()
+    res = json.loads((tmp_path / "compare.json").read_text())["lrs"]["0.0001"]
+    for label in ("constant B=8", "constant B=64", "planned", "live", "decay", "ramp", "noise"):
+        assert f"| {label} |" in md
+    assert "LR grid B=" in md and "(end)" in md
+    m = res["measures"]
+    r8 = np.mean([v["rollouts"] for v in m["constant B=8"].values()])
+    r64 = [v["rollouts"] for v in m["constant B=64"].values()]
+    assert all(x is None or x > r8 for x in r64)  # slower per rollout above B*
+    u8 = np.mean([v["updates"] for v in m["constant B=8"].values()])
+    assert u8 == pytest.approx(r8 / 8, rel=0.02)  # updates = rollouts / batch at a constant batch
+    assert all(v["failure"] is not None for v in m["constant B=8"].values())
+    assert "| 3/3 |" in md  # the failures column
+    v = res["versus"]
+    assert v["planned vs best constant (rollouts)"]["n"] == 3
+    assert v["live vs best LR grid (best_reward)"]["verdict"] in ("beats", "loses to", "not separated from")
+    assert "- planned vs the best constant on rollouts" in md
+    assert "Postponement of failure, planned vs constant B=" in md and "closed form" in md
+
+
+def test_grid_points_and_decay_follow_the_plan():
+    cfg = _cfg()
+    plan = {"first_batch": 8, "rule_lr_at_first": 5e-5, "end_lr": 2e-5}
+    assert cmp.grid_base_lr(cfg, plan, "x2") == pytest.approx(2e-4)  # 2 x 5e-5 at batch 8 = base 2e-4 at 32
+    assert cmp.grid_base_lr(cfg, plan, "end") == pytest.approx(4e-5)
+    sched = cmp.cosine_decay(8, 1e-3, 1600, stages=4)
+    lrs = [s.lr for s in sched.stages]
+    assert lrs == sorted(lrs, reverse=True) and lrs[0] < 1e-3 and lrs[-1] > 0
+    assert [s.until_samples for s in sched.stages] == [400, 800, 1200, None]
+
+
+def test_cli_compare_report_only_counts_what_is_missing(tmp_path, capsys):
+    """`evidence --compare v2 --report-only` on an empty directory: no training, a table that says
+    how many runs of the design are not there yet."""
+    from rlvr_trainer.cli import main
+
+    argv = ["evidence", "--compare", "v2", "--base-lr", "1e-4", "--lrs", "5e-5", "--out", str(tmp_path)]
+    assert main([*argv, "--report-only"]) == 0
+    assert "comparison: " in capsys.readouterr().out
+    md = (tmp_path / "compare.md").read_text()
+    # 5 seeds at 1e-4 and 3 at 5e-5, 14 full-budget runs per seed (5 constants, 4 grid points, 5 arms)
+    assert "base LRs 0.0001, 5e-05 (seeds: 0.0001: 5; 5e-05: 3)" in md
+    assert "no constant run yet" in md and f"({8 * 14} runs of the design not there yet.)" in md
+
+
+@pytest.mark.slow
+def test_comparison_runs_every_arm_on_the_real_trainer(tiny_model_dir, tmp_path, capsys):
+    """The whole design at a toy budget on the transformers rollout path: every arm's schedule
+    object drives the real trainer to its budget, the plan is written, and the table comes out."""
+    from rlvr_trainer.cli import main
+
+    argv = ["evidence", "--compare", "--base-lr", "1e-4", "--out", str(tmp_path), "--batches", "8", "16"]
+    argv += ["--seeds", "0", "--max-samples", "96", "--sweep-fraction", "0.5", "--rollout", "hf"]
+    argv += ["--model", str(tiny_model_dir), "--no-progress"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "comparison: 13 runs (2 short-sweep runs first), estimated" in printed
+    assert (tmp_path / "lr0.0001" / "plan.json").exists()
+    for arm in cmp.SCHEDULE_ARMS:
+        rows = [
+            json.loads(x)
+            for x in (tmp_path / "lr0.0001" / arm / "s0" / "metrics.jsonl").read_text().splitlines()
+        ]
+        assert rows[-1]["samples"] >= 96 and all(r["batch"] % 8 == 0 for r in rows), arm
+    short = (tmp_path / "lr0.0001" / "short" / "b8-s0" / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(short[-1])["samples"] == 48
+    md = (tmp_path / "compare.md").read_text()
+    assert "| planned |" in md and "| noise |" in md
