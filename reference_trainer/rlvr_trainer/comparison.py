@@ -19,17 +19,19 @@ At each base LR (the scan's choice with ``seeds`` each, its side LRs with ``side
 
 Layout under ``out``: ``lr<L>/sweep/b<B>-s<seed>`` (constants, any base LR), ``lr<L>/short/b<B>-s<seed>``
 (the short sweep), ``lr<L>/<arm>/s<seed>`` (planned, live, decay, ramp, noise), ``lr<L>/plan.json``.
-Runs that finished (same config, same arm settings) are read back, so the command resumes in chunks.
+Runs that finished (same config, same arm settings) are read back, so the command resumes in chunks;
+two processes may share one ``out`` (each run is claimed by a lock, :func:`_claim`).
 :func:`comparison_report` writes ``compare.md`` / ``compare.json`` from the logs alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -403,21 +405,64 @@ def comparison(
         f"estimated {estimate_seconds(cfg, d) / 3600:.1f} h on the 2-core dev machine (cost model {COST})"
     )
     plans: dict[float, dict] = {}
-    ran = 0
+    ran, held = 0, 0
     for i, s in enumerate(d.specs):
         if s.phase == 2 and s.lr not in plans:
+            if not _short_sweep_done(cfg, out, d, s.lr):  # a short run held by another process
+                held += 1
+                continue
             plans[s.lr] = make_plan(cfg, out, d, s.lr)
         run_dir, c, sched, policy, settings = resolve(cfg, out, d, s, plans)
-        if _done(run_dir, c, settings):
-            continue
-        if ran and (time.monotonic() - t0) / 60 > chunk_minutes:
-            say(
-                f"comparison: chunk of {chunk_minutes:g} min used, {len(d.specs) - i} of {len(d.specs)} runs left"
-            )
-            return None
-        train(c, run_dir, schedule=sched, policy=policy)
-        ran += 1
+        with _claim(out, run_dir) as mine:
+            if not mine:  # another process on the same --out is training it
+                held += 1
+                continue
+            if _done(run_dir, c, settings):
+                continue
+            if ran and (time.monotonic() - t0) / 60 > chunk_minutes:
+                say(
+                    f"comparison: chunk of {chunk_minutes:g} min used, {len(d.specs) - i} of {len(d.specs)} runs left"
+                )
+                return None
+            train(c, run_dir, schedule=sched, policy=policy)
+            ran += 1
+    if held:
+        say(
+            f"comparison: {held} runs held by another process on {out} (or waiting for a short sweep it "
+            "holds); run the same command again when it ends"
+        )
+        return None
     return comparison_report(cfg, out, d)
+
+
+def _short_sweep_done(cfg: TrainConfig, out: Path, d: Design, lr: float) -> bool:
+    from rlvr_trainer.experiments import _finished
+
+    shorts = [x for x in d.specs if x.arm == "short" and x.lr == lr]
+    return all(_finished(*resolve(cfg, out, d, x, {})[:2]) for x in shorts)
+
+
+@contextlib.contextmanager
+def _claim(out: Path, run_dir: Path) -> Iterator[bool]:
+    """An exclusive, non-blocking lock on ``run_dir`` (a file under ``out/.locks``, outside the run
+    directory that :func:`_done` may clear): two processes on one ``--out`` (one per core, or
+    different base LRs whose grid points meet) never train the same run; the lock goes with the
+    process, so a killed chunk leaves none behind."""
+    import fcntl
+
+    locks = out / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    name = str(run_dir.resolve().relative_to(out.resolve())).replace("/", "__")
+    with open(locks / f"{name}.lock", "w") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 # --- the table ------------------------------------------------------------------------------------

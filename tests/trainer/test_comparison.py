@@ -167,3 +167,29 @@ def test_comparison_runs_every_arm_on_the_real_trainer(tiny_model_dir, tmp_path,
     assert json.loads(short[-1])["samples"] == 48
     md = (tmp_path / "compare.md").read_text()
     assert "| planned |" in md and "| noise |" in md
+
+
+def test_a_run_claimed_by_another_process_is_left_to_it(tmp_path, capsys):
+    """Two chunks on one --out (one per core) never train the same run: a run whose lock another
+    process holds is skipped, and the call does not write the table until that run is there."""
+    import fcntl
+
+    cfg = _cfg()
+    d = cmp.design(cfg, base_lr=1e-4, batches=BATCHES, seeds=(0,), grid_factors=(2.0,))
+    first = d.specs[0]  # a short-sweep run
+    run_dir = cmp._dir(tmp_path, first)
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    locks = tmp_path / ".locks"
+    locks.mkdir()
+    name = str(run_dir.resolve().relative_to(tmp_path.resolve())).replace("/", "__")
+    fake = FakeTrain()
+    with open(locks / f"{name}.lock", "w") as other:  # "another process" holds the first run
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert cmp.comparison(cfg, tmp_path, d, chunk_minutes=60, train=fake) is None
+    # the other short runs ran; nothing that needs the plan did (its short sweep is not complete)
+    assert str(run_dir) not in fake.calls and len(fake.calls) == len(BATCHES) - 1
+    assert f"{len(d.specs) - len(BATCHES) + 1} runs held by another process" in capsys.readouterr().out
+    assert not (tmp_path / "compare.md").exists()
+    # released (the other process ended without finishing it): the next call trains it and reports
+    path = cmp.comparison(cfg, tmp_path, d, chunk_minutes=60, train=fake)
+    assert path is not None and fake.calls.count(str(run_dir)) == 1
