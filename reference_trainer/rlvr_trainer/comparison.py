@@ -55,6 +55,11 @@ log = logging.getLogger("rlvr_trainer")
 #: noise-scale rule's goodput model.
 COST = {"t0": 0.046, "t1": 0.00139, "start_s": 25.0}
 
+#: Every arm's reward is smoothed over this fraction of the budget (in rollouts) before it is
+#: measured: one window for all, so an arm that fails early is not smoothed less than one that
+#: runs the whole budget (2%, the progress clock's "auto" width for a run that never fails).
+SMOOTH_FRACTION = 0.02
+
 #: The arms that run at the plan's first batch or follow a schedule (besides the constants).
 SCHEDULE_ARMS = ("planned", "live", "decay", "ramp", "noise")
 
@@ -468,15 +473,18 @@ def _claim(out: Path, run_dir: Path) -> Iterator[bool]:
 # --- the table ------------------------------------------------------------------------------------
 
 
-def measure(run: Any, target: float) -> dict[str, Any]:
+def measure(run: Any, target: float, *, window: float | None = None) -> dict[str, Any]:
     """Rollouts, updates and wall-clock (rollout + update seconds) to ``target`` on the core's
-    progress clock, best smoothed reward before failure, and the failure point (default detectors)."""
+    progress clock, best smoothed reward before failure, and the failure point (default detectors).
+    ``window``: the smoothing window in rollouts, the same for every arm (None: the clock's "auto",
+    ~2% of each run's own pre-failure part, which smooths a run that fails early less, so its
+    noise crosses the target sooner and peaks higher)."""
     import numpy as np
 
     from rlvr_schedule.clocks import FailureClock, ProgressClock
 
     fail = FailureClock().fit(run).failure_samples_
-    pc = ProgressClock(target=target).fit(run, failure_samples=fail)
+    pc = ProgressClock(target=target, smooth_rollouts=window).fit(run, failure_samples=fail)
     m: dict[str, Any] = {"rollouts": None, "updates": None, "wall_s": None, "best_reward": pc.best_reward_}
     m["failure"] = fail
     if pc.reached_target_:
@@ -564,9 +572,13 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
             md += [f"## base LR {lr:g}: no constant run yet", ""]
             continue
         target = float(fit_sweep(consts).target)
-        meas = {k: {seed: measure(r, target) for seed, r in v} for k, v in arms.items()}
+        window = SMOOTH_FRACTION * cfg.max_samples
+        meas = {k: {seed: measure(r, target, window=window) for seed, r in v} for k, v in arms.items()}
         rows = [
             f"## base LR {lr:g}: target reward {target:.3f}",
+            "",
+            f"Reward smoothed over {window:,.0f} rollouts in every arm; mean [95% t over seeds] (seeds "
+            "that reached the target / seeds run).",
             "",
             f"Plan (short sweep): {_stages(plan)}; closed-form postponement "
             f"{_num(plan.get('closed_form_postponement'))} rollouts.",
@@ -614,7 +626,8 @@ def _num(x: Any) -> str:
 
 def _versus(meas: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     """(a) planned and (b) live against the best constant and the best LR-grid point, per metric:
-    the best by mean, then the paired difference over the seeds both have (arm - best)."""
+    the best by mean (among the arms that reached the target in every seed, where any did), then
+    the paired difference over the seeds both have (arm - best)."""
     lines, table = [], {}
     for arm in ("planned", "live"):
         if arm not in meas:
@@ -622,7 +635,9 @@ def _versus(meas: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
         for family in ("constant", "LR grid"):
             cands = [k for k in meas if k.startswith(family)]
             for key, fmt, better in METRICS:
-                scored = [(k, _t([m[key] for m in meas[k].values()])[0]) for k in cands]
+                # a best "to target" must reach it in every seed it ran (one lucky seed is no best)
+                every = [k for k in cands if all(_fin(m[key]) for m in meas[k].values())]
+                scored = [(k, _t([m[key] for m in meas[k].values()])[0]) for k in (every or cands)]
                 scored = [(k, v) for k, v in scored if _fin(v)]
                 if not scored:
                     continue

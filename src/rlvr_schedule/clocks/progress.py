@@ -39,7 +39,10 @@ def _window(n: int, smooth_: int | str) -> int:
 
 
 def reward_curve(
-    run: Run, failure_samples: float | None = None, smooth_: int | str = "auto"
+    run: Run,
+    failure_samples: float | None = None,
+    smooth_: int | str = "auto",
+    window_rollouts: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(samples trained on, raw reward, smoothed reward, window) of the pre-failure part of a run.
 
@@ -48,6 +51,10 @@ def reward_curve(
     is counted in rollouts (each record weighted by its batch), so a few lucky small-batch
     updates at the start of a ramp are not read as progress. The returned window is then the
     median number of records per window.
+
+    ``window_rollouts`` fixes the window in rollouts for every run instead: runs compared with
+    each other then get the same smoothing whether they fail early (a short pre-failure part, so
+    a narrow "auto" window and a noisier, earlier crossing) or not.
     """
     batch = run.array("batch")
     x = run.array("samples") - batch
@@ -61,6 +68,11 @@ def reward_curve(
         raise ValueError(
             f"run {run.name!r}{src}: fewer than 3 records with field 'reward_mean' before the failure point"
         )
+    if window_rollouts is not None:
+        if not window_rollouts > 0:
+            raise ValueError(f"window_rollouts must be > 0, got {window_rollouts!r}")
+        ys, wm = smooth_in_samples(x, y, batch, float(window_rollouts))
+        return x, y, ys, max(1, int(round(wm)))
     w = _window(x.size, smooth_)
     if smooth_ == "auto" and np.unique(batch).size > 1:
         ys, wm = smooth_in_samples(x, y, batch, (x[-1] + batch[-1] - x[0]) / 50)
@@ -89,6 +101,8 @@ class ProgressClock:
     * ``initial_reward_``, ``best_reward_`` (pre-failure, smoothed), ``failure_samples_``, ``target_``.
 
     ``target=None`` uses :func:`default_target` on this run alone (fits of a sweep pass a shared one).
+    ``smooth_rollouts`` smooths over that many rollouts in every run (see :func:`reward_curve`):
+    for comparing arms that fail at different points.
     """
 
     def __init__(
@@ -98,18 +112,20 @@ class ProgressClock:
         fraction: float = 0.5,
         level: float = 0.95,
         detectors: Sequence[Detector] | None = None,
+        smooth_rollouts: float | None = None,
     ) -> None:
         if not 0 < fraction <= 1:
             raise ValueError(f"fraction must be in (0, 1], got {fraction}")
         self.target, self.smooth, self.fraction, self.level = target, smooth, fraction, level
         self.detectors = detectors
+        self.smooth_rollouts = smooth_rollouts
 
     def fit(self, run: Run, failure_samples: float | None = _AUTO) -> ProgressClock:
         """``failure_samples`` (None: no failure) skips running the failure detectors."""
         if failure_samples is _AUTO:
             failure_samples = FailureClock(self.detectors).fit(run).failure_samples_
         self.failure_samples_ = failure_samples
-        x, y, ys, w = reward_curve(run, failure_samples, self.smooth)
+        x, y, ys, w = reward_curve(run, failure_samples, self.smooth, self.smooth_rollouts)
         self.curve_ = (x, ys)
         self.initial_reward_ = float(ys[0])
         self.best_reward_ = float(np.nanmax(ys))
