@@ -14,8 +14,9 @@ Per task and seed (paired: every schedule sees the same random numbers):
   the five constants on seeds 90000 and 90001, fitted by ``FailureScalingFit`` with the runs that
   did not fail censored at 2F) as its failure trigger.
 
-Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (their own
-committed seeds), each with its own B* and F.
+Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (h1-h3 and
+h4-h6, each set with its own committed seeds; h4-h6 only when named in ``--tasks``), each with its own
+B* and F.
 
 Measures: best smoothed reward before failure (collapse or crash), smoothed reward at F, 1.5F and
 2F rollouts, rollouts and updates to the target (the smoothed reward reaching 0.9 x the best
@@ -47,7 +48,7 @@ from rlvr_schedule.synthetic.tasks import BATCHES, COMMON, TASKS
 from rlvr_schedule.theory.scaling import lr_for_batch
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from heldout_tasks import HELDOUT, HELDOUT_SEEDS  # noqa: E402
+from heldout_tasks import HELDOUT, HELDOUT2, HELDOUT2_SEEDS, HELDOUT_SEEDS  # noqa: E402
 
 GROUP = 8
 SWEEP_SEEDS = (90_000, 90_001)
@@ -86,7 +87,14 @@ CLOCK_FRACTION: float | None = None
 
 
 def task_kw(name: str) -> dict[str, Any]:
-    return dict(COMMON, **(TASKS.get(name) or HELDOUT[name]))
+    return dict(COMMON, **(TASKS.get(name) or HELDOUT.get(name) or HELDOUT2[name]))
+
+
+def task_seeds(name: str, seeds: int) -> list[int]:
+    """The task's seeds: 0.. for the section 3a tasks, each held-out set's own committed range."""
+    if name in TASKS:
+        return list(range(seeds))
+    return list((HELDOUT_SEEDS if name in HELDOUT else HELDOUT2_SEEDS)[:seeds])
 
 
 def sweep_clock(name: str) -> dict[str, Any]:
@@ -187,7 +195,7 @@ def run_task(name: str, seeds: int) -> tuple[dict[str, list[dict[str, Any]]], di
     horizon = max(BUDGETS) * F
     clock = sweep_clock(name)
     curves: dict[str, list[dict[str, Any]]] = {}
-    seed_list = list(range(seeds)) if name in TASKS else list(HELDOUT_SEEDS[:seeds])
+    seed_list = task_seeds(name, seeds)
     for seed in seed_list:
         env = SyntheticEnvironment(seed=seed, **kw)
         for label, make in makers(name, clock).items():

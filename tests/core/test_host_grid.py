@@ -43,8 +43,8 @@ def _auto(**kw):
 
 
 def test_the_online_stage_in_effect_is_snapped_with_its_lr_by_the_rule_and_the_reason_says_so():
-    s = _auto(constraints={"group_size": 16}, lr_rule="sqrt", base_batch=176)
-    assert s.current.batch == 176  # 0.18 x 1024 down to whole groups of 16
+    s = _auto(constraints={"group_size": 16}, lr_rule="sqrt", base_batch=176, critical_batch=960)
+    assert s.current.batch == 176  # 0.18 x 960 = 174.5, the nearest whole groups of 16
     notes = s.set_host_grid(BatchConstraints(divisor=48))
     assert s.current.batch == 192  # the nearest multiple of 48
     assert s.current.lr == pytest.approx(1e-6 * (192 / 176) ** 0.5)

@@ -74,8 +74,9 @@ def test_target_spanning_stages_and_failure_scaling():
     assert plan.predicted["samples_to_target"] == pytest.approx(5000 + rest)
     assert plan.predicted["steps_to_target"] == pytest.approx(50 + rest / 200)
     assert plan.predicted["reaches_target_before_failure"] is False  # the clock runs out at 12,071
-    # the default start is the live policy's: 2 x 0.175 / 1.175 of B* = 59.6, snapped down to 50
-    assert plan_schedule(runs, fit=_fit(e0=9000.0), group_size=10).stages[0].batch == 50
+    # the default start is the live policy's: 2 x 0.175 / 1.175 of B* = 59.6, snapped to the nearest
+    # runnable batch, 60 (down to 50 before issue 20's second round)
+    assert plan_schedule(runs, fit=_fit(e0=9000.0), group_size=10).stages[0].batch == 60
     # a step-like failure clock (alpha = 1) lengthens the stages of the larger batches
     flat = plan_schedule(runs, fit=_fit(), **kw)
     steep = plan_schedule(runs, fit=_fit(alpha=1.0), **kw)

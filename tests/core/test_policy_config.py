@@ -59,7 +59,7 @@ def test_two_clock_yaml(tmp_path):
     s = load_schedule(p)
     assert isinstance(s, TwoClockScheduler)
     # changed deliberately (issue 20): the default operating point follows sample_tolerance 0.175 (0.30 x B*)
-    assert s.current.batch == 288  # 2 x 0.175/1.175 x 1000 = 298 snapped down to whole groups of 16
+    assert s.current.batch == 304  # 2 x 0.175/1.175 x 1000 = 298, the nearest whole groups of 16
     assert s.config.growth == 2.0 and s.config.constraints.max_batch == 4096
     p.write_text(
         "type: two_clock\ninitial_batch: auto\ncritical_batch: 1000\nsample_tolerance: 2.5e-1\n"
@@ -227,7 +227,7 @@ def test_a_v2_schedule_file_is_refused_naming_the_keys_to_give(tmp_path):
     old.write_text(v2)  # horizon_steps 10 (v2's own value, inert under v3) is dropped quietly
     s = load_schedule(old)
     assert (s.config.hysteresis_samples, s.config.min_stage_samples) == (48, 160)
-    assert s.current.batch == 176
+    assert s.current.batch == 192  # 0.182 x 1024 = 186, the nearest whole groups of 16
     # a v2 file proper (failure_switch_fraction 0) is refused, pointing at the v3 forecast knobs
     old.write_text(v2 + "failure_switch_fraction: 0\n")
     with pytest.raises(ConfigError, match="forecast: off") as err:

@@ -60,8 +60,9 @@ def test_auto_starts_below_a_known_critical_batch():
 @pytest.mark.parametrize(
     "kw, batch",
     [
-        ({"sample_tolerance": PolicyConfig.tolerance_for(0.5)}, 296),  # 0.5 x 600, whole groups
-        ({}, 176),  # default tolerance 0.175: 2 x 0.175/1.175 x 600 = 179
+        # 0.49 x 600 = 294: the nearest whole groups (0.5 x 600 = 300 would sit on a tie of the grid)
+        ({"sample_tolerance": PolicyConfig.tolerance_for(0.49)}, 296),
+        ({}, 176),  # default tolerance 0.175: 2 x 0.175/1.175 x 600 = 178.7, nearest 176
         ({"sample_tolerance": 0.25}, 240),
     ],
 )  # 0.4 x 600

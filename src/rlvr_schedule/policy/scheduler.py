@@ -166,7 +166,8 @@ class PolicyConfig:
     """Settings of :class:`TwoClockScheduler`, by group (:data:`GROUPS`); every count is in rollouts.
 
     Start (progress clock: where on E(B)/E(0) = 1/(1 - B/2B*) the run begins)
-    initial_batch: an int, or "auto": the operating fraction x the critical batch, taken from
+    initial_batch: an int, or "auto": the operating fraction x the critical batch (snapped to the
+        nearest runnable batch; down before issue 20's second round), taken from
         ``critical_batch`` when given (e.g. ``fit_sweep``'s), else from the online gradient-noise
         estimate B_simple once ``estimate_samples`` rollouts feed it (running ``fallback_batch``
         until then).
@@ -178,7 +179,8 @@ class PolicyConfig:
         rollouts to save updates; on the LR rule it leaves the failure clock per rollout unchanged.
         0.175 (was 0.10, 0.18 B*) was chosen on the synthetic tasks of docs/RESULTS.md 3a (issue
         20): 0.17-0.19 keep the sweep-clock policy within 0.6x the updates and 1.15x the rollouts
-        of the best constant there.
+        of the best constant there; 0.16-0.18 since the operating point snaps to the nearest
+        runnable batch (benchmarks/evidence/results/schedules_i20_tuning.md).
     fallback_batch: the batch before the estimate is ready (``initial_batch: auto``, no B* known):
         where on the progress clock the run sits while B_simple is measured.
     base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
@@ -186,8 +188,8 @@ class PolicyConfig:
         the rule, drift per rollout (the failure clock's rate) is batch-invariant.
 
     Tracking (progress clock: stay at the same fraction of a B* that moves)
-    track_critical_batch: move the batch to the fraction x the current B* estimate once that
-        target is ``track_step`` x above the current batch, or ``track_step``^2 x below it (not
+    track_critical_batch: move the batch to the fraction x the current B* estimate (snapped to
+        the nearest runnable batch) once that is ``track_step`` x above the current batch, or ``track_step``^2 x below it (not
         below the batch of the last failure switch, which deliberately runs above the target, nor
         below 2 x the records' micro-batch, where the noise estimate would go blind).
         The estimate: the known B* x B_simple / B_simple at rollout 0 (a line through the
@@ -617,7 +619,7 @@ class TwoClockScheduler(Schedule):
         elif cfg.critical_batch is not None:
             frac = cfg.operating_fraction
             known = float(self.known_critical_batch or cfg.critical_batch)
-            batch = c.snap(frac * known, "down")
+            batch = triggers.start_batch(known, frac, c)
             reason = f"initial: {frac:.3g} x critical batch {known:g}"
         else:
             batch = c.snap(cfg.fallback_batch or cfg.base_batch or c.lowest)

@@ -44,10 +44,10 @@ KINDS = ("auto", "failure_clock", "forecast", "alarm", "track_up", "track_down")
 @dataclass(frozen=True)
 class Proposal:
     """A switch a trigger asks for: ``batch`` (unsnapped), ``lr`` (None: the LR rule at the snapped
-    batch, times the stage's scale), how the gate snaps (``snap``: "up" or "down") and the range
-    [``lo``, ``hi``] the snapped batch must fall in for the switch to stand. ``failure``: a failure
-    switch (restarts the failure clock's stage; tracking keeps above its batch). ``paced``: False
-    skips the pacing (the auto start, picked once)."""
+    batch, times the stage's scale), how the gate snaps (``snap``: "up", "down" or "nearest") and
+    the range [``lo``, ``hi``] the snapped batch must fall in for the switch to stand. ``failure``:
+    a failure switch (restarts the failure clock's stage; tracking keeps above its batch).
+    ``paced``: False skips the pacing (the auto start, picked once)."""
 
     kind: str
     batch: float
@@ -65,10 +65,17 @@ def rule_exponent(lr_rule: str) -> float:
     return {"sqrt": 0.5, "linear": 1.0}.get(lr_rule, 0.0)
 
 
+#: How the operating point (the start, the auto start, the B* tracker's target) snaps to the runnable
+#: grid: to the nearest runnable batch (ties down). It snapped down before (issue 20): an operating
+#: point of 14.3 then started at 8 on a grid of 8, half the point, and spent the estimate's warm-up
+#: (100 records) there; a tracker target of 23 stayed at 16 until it reached 24.
+OPERATING_SNAP = "nearest"
+
+
 def start_batch(critical_batch: float, fraction: float, constraints: BatchConstraints) -> int:
     """The start point shared by the plan and the live policy: ``fraction`` (the operating fraction
-    of :class:`~rlvr_schedule.policy.PolicyConfig`) x B*, snapped down."""
-    return constraints.snap(fraction * critical_batch, "down")
+    of :class:`~rlvr_schedule.policy.PolicyConfig`) x B*, snapped to the nearest runnable batch."""
+    return constraints.snap(fraction * critical_batch, OPERATING_SNAP)
 
 
 def next_failure_stage(
@@ -234,6 +241,7 @@ def auto_start(bstar: float, fraction: float, current: int, micro_batch: int | N
         "auto",
         fraction * bstar,
         f"auto: {fraction:.3g} x critical batch estimate {bstar:.4g} (gradient noise)",
+        snap=OPERATING_SNAP,
         lo=2 * micro_batch if micro_batch else 0.0,
         paced=False,
     )
@@ -257,13 +265,15 @@ def alarm_trigger(alarm: str | None, switch_on_alarm: bool) -> str | None:
 
 
 def track_up(bstar: float, fraction: float, current: int, step: float) -> Proposal | None:
-    """B* rose: the operating fraction x the estimate, once that is ``step`` x above the batch."""
+    """B* rose: the operating fraction x the estimate (snapped to the nearest runnable batch), once
+    that is ``step`` x above the batch."""
     if not (math.isfinite(bstar) and fraction * bstar >= step * current):
         return None
     return Proposal(
         "track_up",
         fraction * bstar,
         f"critical batch estimate {bstar:.4g} rose: {fraction:.3g} x it",
+        snap=OPERATING_SNAP,
         lo=step * current,
     )
 
