@@ -529,11 +529,11 @@ METRICS = (
 
 def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
     """(Re)write ``compare.md`` / ``compare.json`` from the logs (no training; runs not there yet
-    are left out and counted). Per LR: the target (``fit_sweep`` over the full-budget constants),
+    are left out and counted). Per LR: the target (``fit_sweep``'s rule over the full-budget
+    constants, read with the measures' window),
     each arm's measures over seeds (mean [95% t] (seeds that reached)), failures, (a) and (b)
     against the best constant and the best LR-grid point (paired differences over seeds), and the
     planned run's measured postponement of failure against the plan's closed form."""
-    from rlvr_schedule.clocks import fit_sweep
     from rlvr_trainer.experiments import _jsonable, read_run
 
     out = Path(out)
@@ -571,8 +571,8 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
         if not consts:
             md += [f"## base LR {lr:g}: no constant run yet", ""]
             continue
-        target = float(fit_sweep(consts).target)
         window = SMOOTH_FRACTION * cfg.max_samples
+        target = _target(consts, window)
         meas = {k: {seed: measure(r, target, window=window) for seed, r in v} for k, v in arms.items()}
         rows = [
             f"## base LR {lr:g}: target reward {target:.3f}",
@@ -608,6 +608,19 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
     path = out / "compare.md"
     path.write_text("\n".join(md) + "\n")
     return path
+
+
+def _target(consts: Sequence[Any], window: float) -> float:
+    """Half-way from the constants' initial reward (median) to the best pre-failure reward of any
+    of them (:func:`~rlvr_schedule.clocks.fit_sweep`'s rule), both read with the same ``window``
+    as the measures, so a constant that crashes early does not lift the target with its noise."""
+    from rlvr_schedule.clocks import FailureClock, ProgressClock, default_target
+
+    pcs = [
+        ProgressClock(smooth_rollouts=window).fit(r, failure_samples=FailureClock().fit(r).failure_samples_)
+        for r in consts
+    ]
+    return float(default_target([p.initial_reward_ for p in pcs], [p.best_reward_ for p in pcs]))
 
 
 def _stages(plan: dict[str, Any] | None) -> str:
