@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HELDOUT", "HELDOUT2", "HELDOUT2_SEEDS", "HELDOUT_SEEDS"]
+__all__ = ["HELDOUT", "HELDOUT2", "HELDOUT2_SEEDS", "HELDOUT3", "HELDOUT3_SEEDS", "HELDOUT_SEEDS"]
 
 #: name -> the keyword arguments of SyntheticEnvironment (merged over ``synthetic.tasks.COMMON``).
 HELDOUT: dict[str, dict[str, Any]] = {
@@ -64,3 +64,48 @@ HELDOUT2: dict[str, dict[str, Any]] = {
 
 #: The seeds of the second held-out check (20, paired across schedules; a range no other check used).
 HELDOUT2_SEEDS = tuple(range(2000, 2020))
+
+
+# -- The third held-out set (issue 20, 2026-12-05, third round) -----------------------------------
+# h1-h6 are part of the tuning set since their single runs (results/schedules_i20_heldout{,2}.md).
+# h7-h9 and their seeds were committed before the third round's tuning and before anything was run on
+# them; they are run once, with the final defaults.
+#
+# Rule (stated before any run): per parameter, three values that neither the section 3a tasks nor
+# h1-h6 used (B* 40/48/64/80/96/112; F 12k/14k/20k/25k/30k/40k; noise 0.15/0.2/0.25/0.3/0.35/0.4/0.45/0.5;
+# drift 3/4/5/6/8/10/12/15; alpha 0/0.1/0.15; hazard 0.2/0.25/0.3/0.4/0.5), taken from the wider
+# plausible ranges B* 32-128, F 10k-50k, noise 0.1-0.5, drift 2-15, alpha 0-0.2, hazard 0.1-0.6:
+#   B* (32, 56, 128), F (10k, 18k, 50k), noise (0.1, 0.28, 0.48), drift (2, 7, 14),
+#   alpha (0.05, 0.12, 0.2), hazard (0.1, 0.35, 0.6)  -- each sorted low, middle, high.
+# Task i (0, 1, 2 for h7, h8, h9) takes, by index into those lists: B* i, F 2-i (B* and F in opposite
+# order: the largest B* with the shortest clock), noise (i+1) mod 3, drift (i+2) mod 3, alpha 2-i,
+# hazard i. Every task has a batch-dependent clock, since alpha 0 was already used.
+HELDOUT3: dict[str, dict[str, Any]] = {
+    "h7_b32_f50k_drift14_alpha": dict(
+        critical_batch=32.0,
+        failure_samples=50_000.0,
+        noise_fraction=0.28,
+        drift=14.0,
+        failure_exponent=0.2,
+        crash_hazard=0.1,
+    ),
+    "h8_b56_f18k_drift2_alpha": dict(
+        critical_batch=56.0,
+        failure_samples=18_000.0,
+        noise_fraction=0.48,
+        drift=2.0,
+        failure_exponent=0.12,
+        crash_hazard=0.35,
+    ),
+    "h9_b128_f10k_drift7_alpha": dict(
+        critical_batch=128.0,
+        failure_samples=10_000.0,
+        noise_fraction=0.1,
+        drift=7.0,
+        failure_exponent=0.05,
+        crash_hazard=0.6,
+    ),
+}
+
+#: The seeds of the third held-out check (20, paired across schedules; a range no other check used).
+HELDOUT3_SEEDS = tuple(range(3000, 3020))

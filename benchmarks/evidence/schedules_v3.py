@@ -15,7 +15,7 @@ Per task and seed (paired: every schedule sees the same random numbers):
   did not fail censored at 2F) as its failure trigger.
 
 Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (h1-h3 and
-h4-h6, each set with its own committed seeds; h4-h6 only when named in ``--tasks``), each with its own
+h4-h6 and h7-h9, each set with its own committed seeds; h4-h9 only when named in ``--tasks``), each with its own
 B* and F.
 
 Measures: best smoothed reward before failure (collapse or crash), smoothed reward at F, 1.5F and
@@ -48,7 +48,14 @@ from rlvr_schedule.synthetic.tasks import BATCHES, COMMON, TASKS
 from rlvr_schedule.theory.scaling import lr_for_batch
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from heldout_tasks import HELDOUT, HELDOUT2, HELDOUT2_SEEDS, HELDOUT_SEEDS  # noqa: E402
+from heldout_tasks import (  # noqa: E402
+    HELDOUT,
+    HELDOUT2,
+    HELDOUT2_SEEDS,
+    HELDOUT3,
+    HELDOUT3_SEEDS,
+    HELDOUT_SEEDS,
+)
 
 GROUP = 8
 SWEEP_SEEDS = (90_000, 90_001)
@@ -87,14 +94,18 @@ CLOCK_FRACTION: float | None = None
 
 
 def task_kw(name: str) -> dict[str, Any]:
-    return dict(COMMON, **(TASKS.get(name) or HELDOUT.get(name) or HELDOUT2[name]))
+    return dict(COMMON, **(TASKS.get(name) or HELDOUT.get(name) or HELDOUT2.get(name) or HELDOUT3[name]))
 
 
 def task_seeds(name: str, seeds: int) -> list[int]:
     """The task's seeds: 0.. for the section 3a tasks, each held-out set's own committed range."""
     if name in TASKS:
         return list(range(seeds))
-    return list((HELDOUT_SEEDS if name in HELDOUT else HELDOUT2_SEEDS)[:seeds])
+    if name in HELDOUT:
+        return list(HELDOUT_SEEDS[:seeds])
+    if name in HELDOUT2:
+        return list(HELDOUT2_SEEDS[:seeds])
+    return list(HELDOUT3_SEEDS[:seeds])
 
 
 def sweep_clock(name: str) -> dict[str, Any]:
