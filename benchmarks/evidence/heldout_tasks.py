@@ -1,4 +1,4 @@
-"""Three held-out synthetic tasks for issue 20's schedule check (docs/RESULTS.md section 3a).
+"""Held-out synthetic tasks for issue 20's schedule check (docs/RESULTS.md section 3a).
 
 Committed before the issue-20 policy was tuned, and never tuned on: parameters and seeds are fixed
 here. They differ from :data:`rlvr_schedule.synthetic.tasks.TASKS` in the critical batch (48 and
