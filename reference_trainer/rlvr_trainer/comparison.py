@@ -530,10 +530,10 @@ METRICS = (
 def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
     """(Re)write ``compare.md`` / ``compare.json`` from the logs (no training; runs not there yet
     are left out and counted). Per LR: the target (``fit_sweep``'s rule over the full-budget
-    constants, read with the measures' window),
-    each arm's measures over seeds (mean [95% t] (seeds that reached)), failures, (a) and (b)
-    against the best constant and the best LR-grid point (paired differences over seeds), and the
-    planned run's measured postponement of failure against the plan's closed form."""
+    constants, read with the measures' window), each arm's measures over seeds (mean [95% t]
+    (seeds that reached)), failures, (a) and (b) against the best constant and the best LR-grid
+    point (paired differences over seeds), and the planned run's measured postponement of failure
+    against the plan's closed form."""
     from rlvr_trainer.experiments import _jsonable, read_run
 
     out = Path(out)
