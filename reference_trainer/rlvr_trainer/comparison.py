@@ -594,7 +594,7 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
                 + f" | {sum(m['failure'] is not None for m in ms)}/{len(ms)} |"
             )
         verdicts = _versus(meas)
-        rows += ["", *verdicts["lines"], "", _postponement(meas, plan), ""]
+        rows += ["", *verdicts["lines"], "", _postponement(meas, plan, cfg.max_samples), ""]
         md += rows
         res["lrs"][f"{lr:g}"] = {
             "target": target,
@@ -680,18 +680,26 @@ def _versus(meas: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     return {"lines": lines, "table": table}
 
 
-def _postponement(meas: dict[str, dict[int, dict[str, Any]]], plan: dict[str, Any] | None) -> str:
+def _postponement(
+    meas: dict[str, dict[int, dict[str, Any]]], plan: dict[str, Any] | None, budget: int
+) -> str:
     """Measured postponement of failure by the planned schedule: its failure point minus that of the
-    constant at the plan's first batch (same seed; both must fail), against the closed form."""
+    constant at the plan's first batch (same seed, the constant failed), against the closed form.
+    Where the planned run did not fail within ``budget`` the postponement is censored: more than
+    ``budget`` minus the constant's failure point, listed apart."""
     if not plan or "planned" not in meas:
         return "Postponement: -"
     const = meas.get(f"constant B={plan['first_batch']}", {})
+    failed = {s: c["failure"] for s, c in const.items() if c["failure"] is not None and s in meas["planned"]}
     got = [
-        meas["planned"][s]["failure"] - const[s]["failure"]
-        for s in meas["planned"]
-        if s in const and meas["planned"][s]["failure"] is not None and const[s]["failure"] is not None
+        meas["planned"][s]["failure"] - f
+        for s, f in failed.items()
+        if meas["planned"][s]["failure"] is not None
     ]
+    beyond = [budget - f for s, f in failed.items() if meas["planned"][s]["failure"] is None]
+    cens = ", ".join(f"> {x:,.0f}" for x in beyond) if beyond else "none"
     return (
-        f"Postponement of failure, planned vs constant B={plan['first_batch']} (same seed, both failed): "
-        f"{_cell(got)}; closed form {_num(plan.get('closed_form_postponement'))} rollouts."
+        f"Postponement of failure, planned vs constant B={plan['first_batch']} (same seed, the constant "
+        f"failed): both failed {_cell(got)}; planned did not fail within the budget (censored): {cens}; "
+        f"closed form {_num(plan.get('closed_form_postponement'))} rollouts."
     )

@@ -193,3 +193,17 @@ def test_a_run_claimed_by_another_process_is_left_to_it(tmp_path, capsys):
     # released (the other process ended without finishing it): the next call trains it and reports
     path = cmp.comparison(cfg, tmp_path, d, chunk_minutes=60, train=fake)
     assert path is not None and fake.calls.count(str(run_dir)) == 1
+
+
+def test_postponement_counts_a_planned_run_that_outlived_the_budget_as_censored():
+    """A planned run that never failed postponed the constant's failure by more than the rest of
+    the budget: listed as a lower bound, not dropped (issue 24: 2 of 3 seeds at base LR 4e-4)."""
+    plan = {"first_batch": 8, "closed_form_postponement": 5682.0}
+    meas = {
+        "constant B=8": {0: {"failure": 1888}, 1: {"failure": 1592}, 2: {"failure": None}},
+        "planned": {0: {"failure": None}, 1: {"failure": 1592}, 2: {"failure": None}},
+    }
+    line = cmp._postponement(meas, plan, 14336)
+    assert "both failed 0 (1/1)" in line
+    assert "censored): > 12,448" in line and "> 12,742" not in line  # seed 2: the constant never failed
+    assert "closed form 5,682" in line
