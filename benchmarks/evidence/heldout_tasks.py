@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["HELDOUT", "HELDOUT2", "HELDOUT2_SEEDS", "HELDOUT3", "HELDOUT3_SEEDS", "HELDOUT_SEEDS"]
+__all__ = [
+    "HELDOUT",
+    "HELDOUT2",
+    "HELDOUT2_SEEDS",
+    "HELDOUT3",
+    "HELDOUT3_SEEDS",
+    "HELDOUT4",
+    "HELDOUT4_SEEDS",
+    "HELDOUT_SEEDS",
+]
 
 #: name -> the keyword arguments of SyntheticEnvironment (merged over ``synthetic.tasks.COMMON``).
 HELDOUT: dict[str, dict[str, Any]] = {
@@ -112,3 +121,48 @@ HELDOUT3: dict[str, dict[str, Any]] = {
 
 #: The seeds of the third held-out check (20, paired across schedules; a range no other check used).
 HELDOUT3_SEEDS = tuple(range(3000, 3020))
+
+
+# -- The fourth held-out set (issue 20, 2026-12-05, fourth round) ---------------------------------
+# h7-h9 were run once on the unchanged defaults (results/schedules_i20_heldout3.md: 1 of 3) and are
+# part of the tuning set since, with 3a and h1-h6. h10-h12 and their seeds were committed before the
+# fourth round's tuning and before anything was run on them; they are run once, with the final
+# defaults.
+#
+# Rule (stated before any run): per parameter, three values that neither the section 3a tasks nor
+# h1-h9 used (B* 32/40/48/56/64/80/96/112/128; F 10k/12k/14k/18k/20k/25k/30k/40k/50k; noise
+# 0.1/0.15/0.2/0.25/0.28/0.3/0.35/0.4/0.45/0.48/0.5; drift 0/2/3/4/5/6/7/8/10/12/14/15; alpha
+# 0/0.05/0.1/0.12/0.15/0.2; hazard 0.1/0.2/0.25/0.3/0.35/0.4/0.5/0.6), from the same plausible ranges:
+#   B* (36, 72, 104), F (16k, 22k, 35k), noise (0.12, 0.32, 0.42), drift (2.5, 9, 11),
+#   alpha (0.03, 0.08, 0.18), hazard (0.15, 0.45, 0.55)  -- each sorted low, middle, high.
+# Task i (0, 1, 2 for h10, h11, h12) takes, by index into those lists: B* i, F (i+1) mod 3, noise 2-i,
+# drift (i+2) mod 3, alpha i, hazard (i+1) mod 3 (a permutation no earlier set used).
+HELDOUT4: dict[str, dict[str, Any]] = {
+    "h10_b36_f22k_drift11_alpha": dict(
+        critical_batch=36.0,
+        failure_samples=22_000.0,
+        noise_fraction=0.42,
+        drift=11.0,
+        failure_exponent=0.03,
+        crash_hazard=0.45,
+    ),
+    "h11_b72_f35k_drift2p5_alpha": dict(
+        critical_batch=72.0,
+        failure_samples=35_000.0,
+        noise_fraction=0.32,
+        drift=2.5,
+        failure_exponent=0.08,
+        crash_hazard=0.55,
+    ),
+    "h12_b104_f16k_drift9_alpha": dict(
+        critical_batch=104.0,
+        failure_samples=16_000.0,
+        noise_fraction=0.12,
+        drift=9.0,
+        failure_exponent=0.18,
+        crash_hazard=0.15,
+    ),
+}
+
+#: The seeds of the fourth held-out check (20, paired across schedules; a range no other check used).
+HELDOUT4_SEEDS = tuple(range(4000, 4020))
