@@ -15,7 +15,8 @@ Per task and seed (paired: every schedule sees the same random numbers):
   did not fail censored at 2F) as its failure trigger.
 
 Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (h1-h3 and
-h4-h6 and h7-h9, each set with its own committed seeds; h4-h9 only when named in ``--tasks``), each with its own
+h4-h6, h7-h9 and h10-h12, each set with its own committed seeds; h4-h12 only when named in
+``--tasks``), each with its own
 B* and F.
 
 Measures: best smoothed reward before failure (collapse or crash), smoothed reward at F, 1.5F and
@@ -54,6 +55,8 @@ from heldout_tasks import (  # noqa: E402
     HELDOUT2_SEEDS,
     HELDOUT3,
     HELDOUT3_SEEDS,
+    HELDOUT4,
+    HELDOUT4_SEEDS,
     HELDOUT_SEEDS,
 )
 
@@ -94,7 +97,10 @@ CLOCK_FRACTION: float | None = None
 
 
 def task_kw(name: str) -> dict[str, Any]:
-    return dict(COMMON, **(TASKS.get(name) or HELDOUT.get(name) or HELDOUT2.get(name) or HELDOUT3[name]))
+    for table in (TASKS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4):
+        if name in table:
+            return dict(COMMON, **table[name])
+    raise KeyError(f"unknown task {name!r}")
 
 
 def task_seeds(name: str, seeds: int) -> list[int]:
@@ -105,7 +111,9 @@ def task_seeds(name: str, seeds: int) -> list[int]:
         return list(HELDOUT_SEEDS[:seeds])
     if name in HELDOUT2:
         return list(HELDOUT2_SEEDS[:seeds])
-    return list(HELDOUT3_SEEDS[:seeds])
+    if name in HELDOUT3:
+        return list(HELDOUT3_SEEDS[:seeds])
+    return list(HELDOUT4_SEEDS[:seeds])
 
 
 def sweep_clock(name: str) -> dict[str, Any]:
