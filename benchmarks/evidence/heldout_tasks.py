@@ -2,7 +2,7 @@
 
 Four sets, each committed before the tuning round it was held out from, parameters and seeds fixed
 here: ``HELDOUT`` (h1-h3, 2026-12-04), ``HELDOUT2`` (h4-h6, f10d6fa, 2026-12-05), ``HELDOUT3`` (h7-h9,
-74ab106, 2026-12-05) and ``HELDOUT4`` (h10-h12, b81fb7a, 2026-12-05). Each set is run once on the
+74ab106, 2026-12-05) ``HELDOUT4`` (h10-h12, b81fb7a, 2026-12-05) and ``HELDOUT5`` (h13-h15, 2026-12-05). Each set is run once on the
 defaults of its round and joins the tuning set after that. h1-h3 differ from
 :data:`rlvr_schedule.synthetic.tasks.TASKS` in the critical batch (48 and 96 at the start), the
 failure clock's length (14k-30k rollouts), a small batch dependence of the failure clock (alpha 0.1)
@@ -21,6 +21,8 @@ __all__ = [
     "HELDOUT3_SEEDS",
     "HELDOUT4",
     "HELDOUT4_SEEDS",
+    "HELDOUT5",
+    "HELDOUT5_SEEDS",
     "HELDOUT_SEEDS",
 ]
 
@@ -166,3 +168,49 @@ HELDOUT4: dict[str, dict[str, Any]] = {
 
 #: The seeds of the fourth held-out check (20, paired across schedules; a range no other check used).
 HELDOUT4_SEEDS = tuple(range(4000, 4020))
+
+
+# -- The fifth held-out set (issue 20, 2026-12-05, fifth round) -----------------------------------
+# h10-h12 were run once on the fourth round's default (results/schedules_i20_heldout4.md: 1 of 3) and
+# are part of the tuning set since, with 3a and h1-h9. h13-h15 and their seeds were committed before
+# the fifth round's tuning and before anything was run on them; they are run once, with the final
+# defaults.
+#
+# Rule (stated before any run): per parameter, three values that neither the section 3a tasks nor
+# h1-h12 used (B* 32/36/40/48/56/64/72/80/96/104/112/128; F 10k/12k/14k/16k/18k/20k/22k/25k/30k/35k/
+# 40k/50k; noise 0.1/0.12/0.15/0.2/0.25/0.28/0.3/0.32/0.35/0.4/0.42/0.45/0.48/0.5; drift
+# 0/2/2.5/3/4/5/6/7/8/9/10/11/12/14/15; alpha 0/0.03/0.05/0.08/0.1/0.12/0.15/0.18/0.2; hazard
+# 0.1/0.15/0.2/0.25/0.3/0.35/0.4/0.45/0.5/0.55/0.6), from the same plausible ranges:
+#   B* (44, 88, 120), F (11k, 27k, 45k), noise (0.18, 0.22, 0.38), drift (3.5, 6.5, 13),
+#   alpha (0.02, 0.07, 0.16), hazard (0.12, 0.28, 0.48)  -- each sorted low, middle, high.
+# Task i (0, 1, 2 for h13, h14, h15) takes, by index into those lists: B* i, F (i+2) mod 3,
+# noise (i+1) mod 3, drift 2-i, alpha (i+1) mod 3, hazard 2-i (a permutation no earlier set used).
+HELDOUT5: dict[str, dict[str, Any]] = {
+    "h13_b44_f45k_drift13_alpha": dict(
+        critical_batch=44.0,
+        failure_samples=45_000.0,
+        noise_fraction=0.22,
+        drift=13.0,
+        failure_exponent=0.07,
+        crash_hazard=0.48,
+    ),
+    "h14_b88_f11k_drift6p5_alpha": dict(
+        critical_batch=88.0,
+        failure_samples=11_000.0,
+        noise_fraction=0.38,
+        drift=6.5,
+        failure_exponent=0.16,
+        crash_hazard=0.28,
+    ),
+    "h15_b120_f27k_drift3p5_alpha": dict(
+        critical_batch=120.0,
+        failure_samples=27_000.0,
+        noise_fraction=0.18,
+        drift=3.5,
+        failure_exponent=0.02,
+        crash_hazard=0.12,
+    ),
+}
+
+#: The seeds of the fifth held-out check (20, paired across schedules; a range no other check used).
+HELDOUT5_SEEDS = tuple(range(5000, 5020))
