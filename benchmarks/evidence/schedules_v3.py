@@ -15,7 +15,7 @@ Per task and seed (paired: every schedule sees the same random numbers):
   did not fail censored at 2F) as its failure trigger.
 
 Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (h1-h3 and
-h4-h6, h7-h9 and h10-h12, each set with its own committed seeds; h4-h12 only when named in
+h4-h6, h7-h9, h10-h12 and h13-h15, each set with its own committed seeds; h4-h15 only when named in
 ``--tasks``), each with its own
 B* and F.
 
@@ -57,6 +57,8 @@ from heldout_tasks import (  # noqa: E402
     HELDOUT3_SEEDS,
     HELDOUT4,
     HELDOUT4_SEEDS,
+    HELDOUT5,
+    HELDOUT5_SEEDS,
     HELDOUT_SEEDS,
 )
 
@@ -97,7 +99,7 @@ CLOCK_FRACTION: float | None = None
 
 
 def task_kw(name: str) -> dict[str, Any]:
-    for table in (TASKS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4):
+    for table in (TASKS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5):
         if name in table:
             return dict(COMMON, **table[name])
     raise KeyError(f"unknown task {name!r}")
@@ -113,7 +115,9 @@ def task_seeds(name: str, seeds: int) -> list[int]:
         return list(HELDOUT2_SEEDS[:seeds])
     if name in HELDOUT3:
         return list(HELDOUT3_SEEDS[:seeds])
-    return list(HELDOUT4_SEEDS[:seeds])
+    if name in HELDOUT4:
+        return list(HELDOUT4_SEEDS[:seeds])
+    return list(HELDOUT5_SEEDS[:seeds])
 
 
 def sweep_clock(name: str) -> dict[str, Any]:
