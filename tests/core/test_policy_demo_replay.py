@@ -124,7 +124,8 @@ def test_the_sweep_failure_clock_switches_between_0_4f_and_its_lower_bound():
     assert 11_300 < lo < f < hi and f < 20_000
     sched = demo_policy(**{**clock, "forecast": "advisory"})
     # the constant run at the demo policy's first batch at sample_tolerance 0.10 (16); at the default
-    # 0.175 the policy starts at 32 (0.298 x 110.7): the clock spends rollouts alike (alpha 0)
+    # 0.3 the policy starts at 48 (0.462 x 110.7 = 51.1, nearest group of 8): the clock spends
+    # rollouts alike (alpha 0)
     recs = records("b16_s0")
     decisions = [sched.step(r) for r in recs]
     first = next(d for d in decisions if d.switched and d.reason.startswith("failure clock"))

@@ -62,7 +62,7 @@ def test_auto_starts_below_a_known_critical_batch():
     [
         # 0.49 x 600 = 294: the nearest whole groups (0.5 x 600 = 300 would sit on a tie of the grid)
         ({"sample_tolerance": PolicyConfig.tolerance_for(0.49)}, 296),
-        ({}, 176),  # default tolerance 0.175: 2 x 0.175/1.175 x 600 = 178.7, nearest 176
+        ({}, 280),  # default tolerance 0.3: 2 x 0.3/1.3 x 600 = 276.9, nearest 280
         ({"sample_tolerance": 0.25}, 240),
     ],
 )  # 0.4 x 600

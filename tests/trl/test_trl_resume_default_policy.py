@@ -3,8 +3,8 @@
 The policy is ``TwoClockScheduler(PolicyConfig(...))`` with only the LR, its reference batch (also the
 fallback batch of ``initial_batch: auto``) and the batch constraints set: with no known B* it runs
 16 rollouts per update until the gradient-noise estimate (the callback's micro-batch gradient norm)
-is ready, then switches to 0.30 x that estimate (sample_tolerance 0.175). The switch is decided from state a resume must
-restore (the estimate's EMAs, the forecast window), and from the training metrics, which a resume
+is ready, then switches to 0.46 x that estimate (sample_tolerance 0.3). The switch is decided from state
+a resume must restore (the estimate's EMAs, the forecast window), and from the training metrics, which a resume
 reproduces only when the resumed run takes the same prompts and the same sampling RNG as the
 uninterrupted one (:mod:`rlvr_schedule_adapters.trl.data_order`).
 
@@ -12,8 +12,9 @@ Measured, not taken from the callback: completions and prompts per update at the
 the LR in the optimizer's param groups when ``step()`` runs (``trl_harness.Measured``). The
 ``GRPOConfig`` starts at ``gradient_accumulation_steps`` 2 (8 rollouts) while the policy runs 16 and
 more: the Trainer's own count of micro-steps is wrong at every checkpoint, before and after a switch.
-In the run here (seed 0) the policy switches 16 -> 48 at update 100 (auto, in effect from update 103,
-the first boundary aligned with the new accumulation count) and 48 -> 64 at update 110 (B* tracking);
+In the run here (seed 0, 2026-12-05) the policy switches 16 -> 64 at update 100 (auto: 0.462 x the
+estimate 276 = 127, capped at max_batch 64) and makes no other switch in the 112 updates (before the default moved from 0.175 to 0.3
+it went 16 -> 48 at update 100 and 48 -> 64 at update 110 by B* tracking);
 the assertions take the switches from the uninterrupted run, not from these numbers. No pacing knob
 is set (their names may change with issue 12's rollout units).
 """
