@@ -185,7 +185,9 @@ def test_an_auto_schedule_on_verls_grid_snaps_its_first_stage_with_a_warning(ver
     sched = TwoClockScheduler(
         PolicyConfig(initial_batch="auto", critical_batch=300, base_lr=1e-6, constraints={"group_size": 4})
     )
-    assert sched.current.batch == 140  # 0.462 x 300 = 138.5, whole groups of 4: not whole fetches of 8 prompts
+    assert (
+        sched.current.batch == 140
+    )  # 0.462 x 300 = 138.5, whole groups of 4: not whole fetches of 8 prompts
     d = ScheduleDriver(sched, lambda b, lr: True)
     notes = d.set_host_grid(host_grid(verl_config))
     assert sched.current.batch == 128 and any("140 -> 128" in n for n in notes)
