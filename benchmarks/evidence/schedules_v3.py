@@ -132,6 +132,13 @@ def sweep_clock(name: str) -> dict[str, Any]:
             runs.append(env.run_constant(b, horizon, lr=lr_for_batch(b, BASE, LR0)))
             fails.append(env.collapsed_at)
     fit = FailureScalingFit().fit(runs, fails, [False] * len(runs))
+    # the batch with the best mean pre-failure reward in this sweep (for --floor-best-reward)
+    bests: dict[int, list[float]] = {}
+    for run, fail in zip(runs, fails, strict=True):
+        s, r = smoothed(run, 0.05 * kw["failure_samples"])
+        before = r[s <= fail] if fail is not None else r
+        bests.setdefault(run.batch, []).append(float(before.max()) if before.size else float(r[0]))
+    SWEEP_BEST[name] = max(bests, key=lambda b: float(np.mean(bests[b])))
     alo, ahi = fit.alpha_interval_
     # as SweepFit.failure_clock(): the fitted alpha only where its interval excludes 0
     alpha = fit.alpha_ if math.isfinite(fit.alpha_) and (alo > 0 or ahi < 0) else 0.0
@@ -145,14 +152,20 @@ def sweep_clock(name: str) -> dict[str, Any]:
     )
 
 
-def v3(batch_lo: int, hi: int, bstar: float = 64.0, **kw: Any) -> TwoClockScheduler:
+#: --floor-best-reward (issue 20's fifth round, an experiment): the policy never runs below the batch
+#: with the best pre-failure reward in the task's sweep (``SWEEP_BEST``, filled by ``sweep_clock``)
+FLOOR = False
+SWEEP_BEST: dict[str, int] = {}
+
+
+def v3(batch_lo: int, hi: int, bstar: float = 64.0, floor: int = 1, **kw: Any) -> TwoClockScheduler:
     cfg = dict(
         initial_batch="auto",
         critical_batch=bstar,
         sample_tolerance=batch_lo / (2 * bstar - batch_lo),  # operating fraction batch_lo / B*
         base_batch=BASE,
         base_lr=LR0,
-        constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
+        constraints=BatchConstraints(group_size=GROUP, min_batch=floor, max_batch=hi),
     )
     cfg.update(kw)
     return TwoClockScheduler(PolicyConfig(**cfg))
@@ -204,7 +217,8 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
     if CLOCK_FRACTION is not None:
         extra["failure_clock_fraction"] = CLOCK_FRACTION
     extra.update(POLICY_KW)
-    out[POLICY] = lambda: v3(lo, hi, bstar, **clock, **extra)
+    floor = SWEEP_BEST[name] if FLOOR else 1
+    out[POLICY] = lambda: v3(lo, hi, bstar, floor, **clock, **extra)
     if LEAN:  # issue 20's comparison only: the sweep's constants, v3 (forecast on) and the policy
         keep = {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY}
         out = {k: v for k, v in out.items() if k in keep}
@@ -284,7 +298,8 @@ def closed_form_switches(name: str, clock: dict[str, Any]) -> dict[str, float]:
     if CLOCK_FRACTION is not None:
         extra["failure_clock_fraction"] = CLOCK_FRACTION
     extra.update(POLICY_KW)
-    sched = v3(BATCHES[0], BATCHES[-1], float(kw["critical_batch"]), **clock, **extra)
+    floor = SWEEP_BEST[name] if FLOOR else 1
+    sched = v3(BATCHES[0], BATCHES[-1], float(kw["critical_batch"]), floor, **clock, **extra)
     cfg = sched.config
     iv = clock["failure_samples_interval"]
     trig = FailureClockTrigger(
@@ -328,6 +343,8 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]], clock: dict[st
     P = curves[pol]
     res: dict[str, Any] = dict(task=name, target=target, best_constant=best_const, efficient_constant=eff)
     res["clock"] = clock
+    res["sweep_best_reward_batch"] = SWEEP_BEST.get(name)
+    res["floor"] = SWEEP_BEST[name] if FLOOR else None
     res["closed_form"] = closed_form_switches(name, clock)
     P = curves[pol]
     res["median_switches"] = float(np.median([c["switches"] for c in P]))
@@ -485,9 +502,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clock-fraction", type=float, default=None)
     ap.add_argument("--lean", action="store_true", help="issue 20's comparison only")
     ap.add_argument("--policy-kw", default="{}", help="JSON PolicyConfig overrides for the issue-20 policy")
+    ap.add_argument(
+        "--floor-best-reward",
+        action="store_true",
+        help="experiment: the issue-20 policy never runs below the sweep's best-reward batch",
+    )
     args = ap.parse_args(argv)
-    global SWITCH_FRACTION, CLOCK_FRACTION, LEAN
+    global SWITCH_FRACTION, CLOCK_FRACTION, LEAN, FLOOR
     LEAN = args.lean
+    FLOOR = args.floor_best_reward
     POLICY_KW.update(json.loads(args.policy_kw))
     CLOCK_FRACTION = args.clock_fraction
     SWITCH_FRACTION = args.switch_fraction
