@@ -111,6 +111,24 @@ def switches(run: Run) -> list[tuple[float, int, int]]:
     return [(float(x[i - 1]), int(b[i - 1]), int(b[i])) for i in range(1, b.size) if b[i] != b[i - 1]]
 
 
+def lr_steps(run: Run, *, step: float = 1.25, floor: float = 0.5) -> list[tuple[float, float, float]]:
+    """(samples, LR before, LR after) where the LR stepped at an unchanged batch, e.g. the policy's
+    LR / sqrt(2) at its largest batch. A step is a change by more than ``step`` either way between
+    two records with both LRs at least ``floor`` x the run's largest LR, so a warm-up ramp or a
+    smooth decay (a small change per update, or one near zero) is not marked."""
+    b, lr, x = run.array("batch"), run.array("lr"), run.samples
+    finite = lr[np.isfinite(lr)]
+    top = float(finite.max()) if finite.size else math.nan
+    out = []
+    for i in range(1, b.size):
+        lo, hi = float(lr[i - 1]), float(lr[i])
+        if b[i] != b[i - 1] or not (math.isfinite(lo) and math.isfinite(hi)) or min(lo, hi) < floor * top:
+            continue
+        if lo > 0 and (hi / lo > step or lo / hi > step):
+            out.append((float(x[i - 1]), lo, hi))
+    return out
+
+
 _SCHED_STYLES = ("-", "--", "-.", (0, (1, 1)))
 
 
@@ -131,7 +149,8 @@ def plot_reward_vs_samples(
 ) -> Path:
     """Reward against rollouts consumed: one colour per batch, its seeds as a band (mean line,
     min-max band), runs whose batch changed (the live schedule) in black with each switch marked
-    ("16->32 at 784"), and an x where each run's failure was detected."""
+    ("16->32 at 784", an LR step at an unchanged batch "LR x0.71 at 13,424"), and an x where each
+    run's failure was detected."""
     plt = _pyplot()
     colors = _batch_colors(runs)
     fails = list(failure_samples) if failure_samples is not None else [None] * len(runs)
@@ -158,23 +177,24 @@ def plot_reward_vs_samples(
         fs = _num(fails[i])
         x, y = _curve(r)
         if not r.constant_batch:
-            sw = switches(r)
+            marks = [(at, f"{b0}->{b1}") for at, b0, b1 in switches(r)]
+            marks = sorted(marks + [(at, f"LR x{l1 / l0:.2g}") for at, l0, l1 in lr_steps(r)])
             if n_sched > 1:  # several schedule runs: their switches in the legend, not in boxes
-                where = ", ".join(f"{b0}->{b1} at {at:,.0f}" for at, b0, b1 in sw) or "no switch"
+                where = ", ".join(f"{what} at {at:,.0f}" for at, what in marks) or "no switch"
                 label = f"{_sched_name(r)}: {where}"
             else:
                 stages = "->".join(str(v) for v in dict.fromkeys(int(v) for v in r.array("batch")))
                 label = f"{_sched_name(r)} ({stages})"
             ax.plot(x, y, color="k", lw=2.0, ls=_SCHED_STYLES[n_seen % len(_SCHED_STYLES)], label=label)
             n_seen += 1
-            for k, (at, b0, b1) in enumerate(sw):
+            for k, (at, what) in enumerate(marks):
                 ax.axvline(at, color="k", ls=":", lw=1)
                 ax.plot([at], [_at(x, y, at)], "o", color="k", ms=5)
                 if n_sched == 1:
                     ax.text(
                         at,
                         0.03 + 0.06 * (k % 2),
-                        f" {b0}->{b1} at {at:,.0f}",
+                        f" {what} at {at:,.0f}",
                         transform=ax.get_xaxis_transform(),
                         fontsize=8,
                         bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "0.6", "alpha": 0.9},

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rlvr_schedule.records import Run, StepRecord
-from rlvr_schedule.report import switches, write_report
+from rlvr_schedule.report import lr_steps, switches, write_report
 from rlvr_schedule.verdicts import verdicts
 
 DEMO = Path(__file__).parents[1] / "data" / "demo" / "demo_sweep_rewards.json"
@@ -43,6 +45,20 @@ def _schedule_run() -> Run:
 def test_switches_are_where_the_batch_changed() -> None:
     assert switches(_schedule_run()) == [(784.0, 16, 32), (8240.0, 32, 64)]
     assert switches(_demo_runs()[0]) == []
+
+
+def test_an_lr_step_at_an_unchanged_batch_is_found_and_a_warm_up_or_decay_is_not() -> None:
+    # warm-up 1e-5 -> 3e-4 over 20 updates, linear decay to 2.4e-4, then the policy's LR / sqrt(2)
+    # at 64 (its largest batch), then a decay toward 0 (a large ratio per update near the end)
+    recs, samples = [], 0
+    lrs = [3e-4 * (i + 1) / 20 for i in range(20)] + [3e-4 - 1e-6 * i for i in range(60)]
+    lrs += [lrs[-1] / 2**0.5] * 40 + [lrs[-1] / 2**0.5 * (1 - i / 40) for i in range(40)]
+    for i, lr in enumerate(lrs):
+        samples += 64
+        recs.append(StepRecord(step=i + 1, samples=samples, batch=64, lr=lr, reward_mean=0.3))
+    (at, before, after), *rest = lr_steps(Run(recs, name="schedule s0"))
+    assert at == 80 * 64 and after / before == pytest.approx(2**-0.5) and rest == []
+    assert lr_steps(_schedule_run()) == []  # batch switches at one LR: none
 
 
 def test_report_opens_with_verdicts_and_gives_every_run_a_rate_interval(tmp_path: Path) -> None:
