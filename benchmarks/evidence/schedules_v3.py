@@ -98,26 +98,32 @@ POLICY_KW: dict[str, Any] = {}
 CLOCK_FRACTION: float | None = None
 
 
-def task_kw(name: str) -> dict[str, Any]:
-    for table in (TASKS, HELDOUT, HELDOUT2, HELDOUT3, HELDOUT4, HELDOUT5):
+#: each task table with its committed seeds (None: seeds 0.. for the section 3a tasks)
+_TASK_SETS: tuple[tuple[dict[str, dict[str, Any]], tuple[int, ...] | None], ...] = (
+    (TASKS, None),
+    (HELDOUT, HELDOUT_SEEDS),
+    (HELDOUT2, HELDOUT2_SEEDS),
+    (HELDOUT3, HELDOUT3_SEEDS),
+    (HELDOUT4, HELDOUT4_SEEDS),
+    (HELDOUT5, HELDOUT5_SEEDS),
+)
+
+
+def _task_set(name: str) -> tuple[dict[str, dict[str, Any]], tuple[int, ...] | None]:
+    for table, seeds in _TASK_SETS:
         if name in table:
-            return dict(COMMON, **table[name])
+            return table, seeds
     raise KeyError(f"unknown task {name!r}")
+
+
+def task_kw(name: str) -> dict[str, Any]:
+    return dict(COMMON, **_task_set(name)[0][name])
 
 
 def task_seeds(name: str, seeds: int) -> list[int]:
     """The task's seeds: 0.. for the section 3a tasks, each held-out set's own committed range."""
-    if name in TASKS:
-        return list(range(seeds))
-    if name in HELDOUT:
-        return list(HELDOUT_SEEDS[:seeds])
-    if name in HELDOUT2:
-        return list(HELDOUT2_SEEDS[:seeds])
-    if name in HELDOUT3:
-        return list(HELDOUT3_SEEDS[:seeds])
-    if name in HELDOUT4:
-        return list(HELDOUT4_SEEDS[:seeds])
-    return list(HELDOUT5_SEEDS[:seeds])
+    committed = _task_set(name)[1]
+    return list(range(seeds)) if committed is None else list(committed[:seeds])
 
 
 def sweep_clock(name: str) -> dict[str, Any]:
