@@ -2,7 +2,8 @@
 
 Five sets, each committed before the tuning round it was held out from, parameters and seeds fixed
 here: ``HELDOUT`` (h1-h3, 2026-12-04), ``HELDOUT2`` (h4-h6, f10d6fa), ``HELDOUT3`` (h7-h9, 74ab106),
-``HELDOUT4`` (h10-h12, b81fb7a) and ``HELDOUT5`` (h13-h15, f314555), the last four on 2026-12-05.
+``HELDOUT4`` (h10-h12, b81fb7a), ``HELDOUT5`` (h13-h15, f314555) and ``HELDOUT6`` (h16-h18), the
+last five on 2026-12-05.
 Each set is run once on the defaults of its round and joins the tuning set after that. h1-h3 differ from
 :data:`rlvr_schedule.synthetic.tasks.TASKS` in the critical batch (48 and 96 at the start), the
 failure clock's length (14k-30k rollouts), a small batch dependence of the failure clock (alpha 0.1)
@@ -23,6 +24,8 @@ __all__ = [
     "HELDOUT4_SEEDS",
     "HELDOUT5",
     "HELDOUT5_SEEDS",
+    "HELDOUT6",
+    "HELDOUT6_SEEDS",
     "HELDOUT_SEEDS",
 ]
 
@@ -214,3 +217,50 @@ HELDOUT5: dict[str, dict[str, Any]] = {
 
 #: The seeds of the fifth held-out check (20, paired across schedules; a range no other check used).
 HELDOUT5_SEEDS = tuple(range(5000, 5020))
+
+
+# -- The sixth held-out set (issue 20, 2026-12-05, tenth session) ---------------------------------
+# h13-h15 were run once on the unchanged default (results/schedules_i20_heldout5.md: 1 of 3) and are
+# part of the tuning set since, with 3a and h1-h12. h16-h18 and their seeds were committed at the start
+# of the tenth session, before any tuning or analysis in it and before anything was run on them; they
+# are run once, with the session's final defaults.
+#
+# Rule (stated before any run): per parameter, three values that neither the section 3a tasks nor
+# h1-h15 used (B* 32/36/40/44/48/56/64/72/80/88/96/104/112/120/128; F 10k/11k/12k/14k/16k/18k/20k/
+# 22k/25k/27k/30k/35k/40k/45k/50k; noise 0.1/0.12/0.15/0.18/0.2/0.22/0.25/0.28/0.3/0.32/0.35/0.38/0.4/
+# 0.42/0.45/0.48/0.5; drift 0/2/2.5/3/3.5/4/5/6/6.5/7/8/9/10/11/12/13/14/15; alpha 0/0.02/0.03/0.05/
+# 0.07/0.08/0.1/0.12/0.15/0.16/0.18/0.2; hazard 0.1/0.12/0.15/0.2/0.25/0.28/0.3/0.35/0.4/0.45/0.48/
+# 0.5/0.55/0.6), from the same plausible ranges:
+#   B* (52, 76, 116), F (13k, 24k, 38k), noise (0.14, 0.27, 0.44), drift (4.5, 7.5, 12.5),
+#   alpha (0.04, 0.11, 0.17), hazard (0.18, 0.33, 0.52)  -- each sorted low, middle, high.
+# Task i (0, 1, 2 for h16, h17, h18) takes, by index into those lists: B* i, F i, noise (i+2) mod 3,
+# drift (i+1) mod 3, alpha (i+2) mod 3, hazard (i+1) mod 3 (a permutation no earlier set used).
+HELDOUT6: dict[str, dict[str, Any]] = {
+    "h16_b52_f13k_drift7p5_alpha": dict(
+        critical_batch=52.0,
+        failure_samples=13_000.0,
+        noise_fraction=0.44,
+        drift=7.5,
+        failure_exponent=0.17,
+        crash_hazard=0.33,
+    ),
+    "h17_b76_f24k_drift12p5_alpha": dict(
+        critical_batch=76.0,
+        failure_samples=24_000.0,
+        noise_fraction=0.14,
+        drift=12.5,
+        failure_exponent=0.04,
+        crash_hazard=0.52,
+    ),
+    "h18_b116_f38k_drift4p5_alpha": dict(
+        critical_batch=116.0,
+        failure_samples=38_000.0,
+        noise_fraction=0.27,
+        drift=4.5,
+        failure_exponent=0.11,
+        crash_hazard=0.18,
+    ),
+}
+
+#: The seeds of the sixth held-out check (20, paired across schedules; a range no other check used).
+HELDOUT6_SEEDS = tuple(range(6000, 6020))

@@ -59,6 +59,8 @@ from heldout_tasks import (  # noqa: E402
     HELDOUT4_SEEDS,
     HELDOUT5,
     HELDOUT5_SEEDS,
+    HELDOUT6,
+    HELDOUT6_SEEDS,
     HELDOUT_SEEDS,
 )
 
@@ -106,6 +108,7 @@ _TASK_SETS: tuple[tuple[dict[str, dict[str, Any]], tuple[int, ...] | None], ...]
     (HELDOUT3, HELDOUT3_SEEDS),
     (HELDOUT4, HELDOUT4_SEEDS),
     (HELDOUT5, HELDOUT5_SEEDS),
+    (HELDOUT6, HELDOUT6_SEEDS),
 )
 
 
