@@ -2,8 +2,8 @@
 
 Five sets, each committed before the tuning round it was held out from, parameters and seeds fixed
 here: ``HELDOUT`` (h1-h3, 2026-12-04), ``HELDOUT2`` (h4-h6, f10d6fa), ``HELDOUT3`` (h7-h9, 74ab106),
-``HELDOUT4`` (h10-h12, b81fb7a), ``HELDOUT5`` (h13-h15, f314555) and ``HELDOUT6`` (h16-h18), the
-last five on 2026-12-05.
+``HELDOUT4`` (h10-h12, b81fb7a), ``HELDOUT5`` (h13-h15, f314555), ``HELDOUT6`` (h16-h18, 187d61a) and ``HELDOUT7`` (h19-h21),
+the last six on 2026-12-05.
 Each set is run once on the defaults of its round and joins the tuning set after that. h1-h3 differ from
 :data:`rlvr_schedule.synthetic.tasks.TASKS` in the critical batch (48 and 96 at the start), the
 failure clock's length (14k-30k rollouts), a small batch dependence of the failure clock (alpha 0.1)
@@ -26,6 +26,8 @@ __all__ = [
     "HELDOUT5_SEEDS",
     "HELDOUT6",
     "HELDOUT6_SEEDS",
+    "HELDOUT7",
+    "HELDOUT7_SEEDS",
     "HELDOUT_SEEDS",
 ]
 
@@ -264,3 +266,47 @@ HELDOUT6: dict[str, dict[str, Any]] = {
 
 #: The seeds of the sixth held-out check (20, paired across schedules; a range no other check used).
 HELDOUT6_SEEDS = tuple(range(6000, 6020))
+
+
+# -- The seventh held-out set (issue 20, 2026-12-05, tenth session, after h16-h18) ------------------
+# h16-h18 were run once on the unchanged default (results/schedules_i20_heldout6.md: 0 of 3) and are
+# part of the tuning set since, with 3a and h1-h15. h19-h21 and their seeds were committed before the
+# session's design work and before anything was run on them; they are run once, with the session's
+# final defaults.
+#
+# Rule (stated before any run): per parameter, three values that neither the section 3a tasks nor
+# h1-h18 used (the lists above plus B* 52/76/116, F 13k/24k/38k, noise 0.14/0.27/0.44, drift
+# 4.5/7.5/12.5, alpha 0.04/0.11/0.17, hazard 0.18/0.33/0.52), from the same plausible ranges:
+#   B* (60, 84, 100), F (15k, 28k, 42k), noise (0.16, 0.24, 0.36), drift (5.5, 8.5, 11.5),
+#   alpha (0.01, 0.09, 0.14), hazard (0.22, 0.38, 0.58)  -- each sorted low, middle, high.
+# Task i (0, 1, 2 for h19, h20, h21) takes, by index into those lists: B* i, F (i+1) mod 3, noise i,
+# drift 2-i, alpha 2-i, hazard (i+2) mod 3 (a permutation no earlier set used).
+HELDOUT7: dict[str, dict[str, Any]] = {
+    "h19_b60_f28k_drift11p5_alpha": dict(
+        critical_batch=60.0,
+        failure_samples=28_000.0,
+        noise_fraction=0.16,
+        drift=11.5,
+        failure_exponent=0.14,
+        crash_hazard=0.58,
+    ),
+    "h20_b84_f42k_drift8p5_alpha": dict(
+        critical_batch=84.0,
+        failure_samples=42_000.0,
+        noise_fraction=0.24,
+        drift=8.5,
+        failure_exponent=0.09,
+        crash_hazard=0.22,
+    ),
+    "h21_b100_f15k_drift5p5_alpha": dict(
+        critical_batch=100.0,
+        failure_samples=15_000.0,
+        noise_fraction=0.36,
+        drift=5.5,
+        failure_exponent=0.01,
+        crash_hazard=0.38,
+    ),
+}
+
+#: The seeds of the seventh held-out check (20, paired across schedules; a range no other check used).
+HELDOUT7_SEEDS = tuple(range(7000, 7020))

@@ -61,6 +61,8 @@ from heldout_tasks import (  # noqa: E402
     HELDOUT5_SEEDS,
     HELDOUT6,
     HELDOUT6_SEEDS,
+    HELDOUT7,
+    HELDOUT7_SEEDS,
     HELDOUT_SEEDS,
 )
 
@@ -109,6 +111,7 @@ _TASK_SETS: tuple[tuple[dict[str, dict[str, Any]], tuple[int, ...] | None], ...]
     (HELDOUT4, HELDOUT4_SEEDS),
     (HELDOUT5, HELDOUT5_SEEDS),
     (HELDOUT6, HELDOUT6_SEEDS),
+    (HELDOUT7, HELDOUT7_SEEDS),
 )
 
 
