@@ -1,9 +1,9 @@
 """Held-out synthetic tasks for issue 20's schedule check (docs/RESULTS.md section 3a).
 
-Five sets, each committed before the tuning round it was held out from, parameters and seeds fixed
+Seven sets, each committed before the tuning round it was held out from, parameters and seeds fixed
 here: ``HELDOUT`` (h1-h3, 2026-12-04), ``HELDOUT2`` (h4-h6, f10d6fa), ``HELDOUT3`` (h7-h9, 74ab106),
-``HELDOUT4`` (h10-h12, b81fb7a), ``HELDOUT5`` (h13-h15, f314555), ``HELDOUT6`` (h16-h18, 187d61a) and ``HELDOUT7`` (h19-h21),
-the last six on 2026-12-05.
+``HELDOUT4`` (h10-h12, b81fb7a), ``HELDOUT5`` (h13-h15, f314555), ``HELDOUT6`` (h16-h18, 187d61a)
+and ``HELDOUT7`` (h19-h21, b8d223f), the last six on 2026-12-05.
 Each set is run once on the defaults of its round and joins the tuning set after that. h1-h3 differ from
 :data:`rlvr_schedule.synthetic.tasks.TASKS` in the critical batch (48 and 96 at the start), the
 failure clock's length (14k-30k rollouts), a small batch dependence of the failure clock (alpha 0.1)
