@@ -3,23 +3,9 @@ what it finds on two section 3a tasks whose answers differ."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "bar_frontier", ROOT / "benchmarks/evidence/bar_frontier.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
-
-
-def test_frontier_reaches_the_bar_where_b_star_drifts_and_not_where_it_stays() -> None:
-    bf = _bench()
+def test_frontier_reaches_the_bar_where_b_star_drifts_and_not_where_it_stays(load_benchmark) -> None:
+    bf = load_benchmark("bar_frontier")
     drifting, flat = bf.frontier("c5_drift15"), bf.frontier("c2_drift0")
     for res in (drifting, flat):
         # the reference is the constant with the best noise-free reward, and the target 0.9x it

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -16,15 +15,6 @@ from rlvr_schedule.records import Run, StepRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "forecast"
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "forecast_skill", ROOT / "benchmarks/evidence/forecast_skill.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
 
 
 def test_wilson_matches_the_textbook_values() -> None:
@@ -110,8 +100,8 @@ def test_the_committed_split_was_fixed_with_its_rules() -> None:
     assert cal and test and not cal & test
 
 
-def test_the_recorded_runs_load_and_replay() -> None:
-    bench = _bench()
+def test_the_recorded_runs_load_and_replay(load_benchmark) -> None:
+    bench = load_benchmark("forecast_skill")
     runs = list(bench.real_runs())
     real = json.loads((ROOT / "tests/data/real/runs/SPLIT.json").read_text())
     assert len(runs) == len(real["calibration"]) + len(real["test"])
