@@ -74,6 +74,40 @@ def constant_to_target(
     return float(m.reward_after(env.gain)), *hit  # the gain stops at the collapse
 
 
+class PricedGrid:
+    """The greedy priced choice on a task whose clocks are known (``model``: its ClockModel).
+
+    Holds the candidate batches x LR ratios, their LRs and their entropy-budget spans; :meth:`choose`
+    returns the pair minimising ``(1 + lam * B + mu * B / span) / gain`` at the current B*. The one
+    rule behind this script's frontier and ``priced_rule.py``'s fixed-price and oracle checks.
+    """
+
+    def __init__(self, model: Any, lr_ratios: Any = CAND_R) -> None:
+        m = self.model = model
+        k1, k2, k3 = (float(x) for x in m.failure_rates)
+        self.B, self.R = np.meshgrid(CAND_B, np.asarray(lr_ratios, dtype=float), indexing="ij")
+        self.lr = self.R * np.array([m.sqrt_lr(b) for b in CAND_B])[:, None]
+        rate = (k1 * self.R + k2 * self.R**2 + k3 * self.R**2 * self.B) / (k1 + k2 + k3 * m.base_batch)
+        self.span = m.failure_samples * (self.B / m.base_batch) ** m.failure_exponent / rate
+
+    def choose(self, bstar: float, lam: float, mu: float) -> tuple[int, float, float]:
+        """(batch, its LR, the LR's ratio to the square-root rule) for the next update."""
+        m, B, R = self.model, self.B, self.R
+        q = m.noise_fraction
+        a = m.p0 / (1.0 - q)
+        gain = (a * R - q * a * R * R - m.p0 / (2.0 * bstar) * R * R * B) * B
+        pos = gain > 0
+        cost = np.where(pos, (1.0 + lam * B + mu * B / self.span) / np.where(pos, gain, 1.0), np.inf)
+        i, j = np.unravel_index(int(np.argmin(cost)), cost.shape)
+        return int(B[i, j]), float(self.lr[i, j]), float(R[i, j])
+
+
+def true_critical_batch(env: SyntheticEnvironment) -> float:
+    """The task's B* at its current progress (at the square-root rule), as the drift moves it."""
+    m = env.model
+    return m.critical_batch * (1.0 + m.drift * min(max(env.progress, 0.0), 1.0))
+
+
 def priced_run(
     env: SyntheticEnvironment, lam: float, mu: float, target: float
 ) -> tuple[float, float, tuple[int, float]]:
@@ -81,24 +115,15 @@ def priced_run(
     first), and its start: the first batch and its LR ratio to the square-root rule."""
     env.reset()
     m = env.model
-    q, k1, k2, k3 = m.noise_fraction, *(float(x) for x in m.failure_rates)
-    a = m.p0 / (1.0 - q)
-    B, R = np.meshgrid(CAND_B, CAND_R, indexing="ij")
-    lr = R * np.array([m.sqrt_lr(b) for b in CAND_B])[:, None]
-    rate = (k1 * R + k2 * R * R + k3 * R * R * B) / (k1 + k2 + k3 * m.base_batch)
-    span = m.failure_samples * (B / m.base_batch) ** m.failure_exponent / rate
+    grid = PricedGrid(m)
     start = (0, math.nan)
     while m.reward_after(env.gain) < target:
         if env.collapsed or env.step_count > 200_000:
             return math.nan, math.nan, start
-        bstar = m.critical_batch * (1.0 + m.drift * min(max(env.progress, 0.0), 1.0))
-        damp = m.damping(m.collapse_entropy + (m.entropy0 - m.collapse_entropy) * env.health)
-        gain = (a * R - q * a * R * R - m.p0 / (2.0 * bstar) * R * R * B) * damp * B
-        cost = np.where(gain > 0, (1.0 + lam * B + mu * B / span) / np.where(gain > 0, gain, 1.0), np.inf)
-        i, j = np.unravel_index(int(np.argmin(cost)), cost.shape)
+        batch, lr, ratio = grid.choose(true_critical_batch(env), lam, mu)
         if env.step_count == 0:
-            start = (int(CAND_B[i]), float(CAND_R[j]))
-        env.step(int(CAND_B[i]), float(lr[i, j]))
+            start = (batch, ratio)
+        env.step(batch, lr)
     return float(env.samples), float(env.step_count), start
 
 

@@ -100,6 +100,9 @@ FRACTION_USED: float = math.nan
 POLICY_KW: dict[str, Any] = {}
 #: issue 20's failure_clock_fraction for the sweep-clock policy (None: the policy's default)
 CLOCK_FRACTION: float | None = None
+#: diagnostics (``priced_rule.py``): ``(task, sweep clock) -> schedule`` run in the policy's place; a
+#: schedule with a ``bind(env)`` method is handed each seed's task before the run (an oracle's state)
+POLICY_MAKER: Callable[[str, dict[str, Any]], BatchSchedule] | None = None
 
 
 #: each task table with its committed seeds (None: seeds 0.. for the section 3a tasks)
@@ -231,6 +234,8 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
     extra.update(POLICY_KW)
     floor = SWEEP_BEST[name] if FLOOR else 1
     out[POLICY] = lambda: v3(lo, hi, bstar, floor, **clock, **extra)
+    if POLICY_MAKER is not None:
+        out[POLICY] = lambda: POLICY_MAKER(name, clock)
     if LEAN:  # issue 20's comparison only: the sweep's constants, v3 (forecast on) and the policy
         keep = {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY}
         out = {k: v for k, v in out.items() if k in keep}
@@ -249,6 +254,8 @@ def run_task(name: str, seeds: int) -> tuple[dict[str, list[dict[str, Any]]], di
         env = SyntheticEnvironment(seed=seed, **kw)
         for label, make in makers(name, clock).items():
             obj = make()
+            if hasattr(obj, "bind"):
+                obj.bind(env)
             if isinstance(obj, tuple):
                 run = env.run_constant(obj[0], horizon, lr=obj[1])
                 switches, kinds, first_clock = 0, [], None
