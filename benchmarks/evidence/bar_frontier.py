@@ -95,6 +95,8 @@ class PricedGrid:
         m, B, R = self.model, self.B, self.R
         q = m.noise_fraction
         a = m.p0 / (1.0 - q)
+        # ClockModel.progress_rate x B over the grid; the entropy damping, one factor for every
+        # candidate, leaves the argmin alone and is left out
         gain = (a * R - q * a * R * R - m.p0 / (2.0 * bstar) * R * R * B) * B
         pos = gain > 0
         cost = np.where(pos, (1.0 + lam * B + mu * B / self.span) / np.where(pos, gain, 1.0), np.inf)
@@ -104,8 +106,7 @@ class PricedGrid:
 
 def true_critical_batch(env: SyntheticEnvironment) -> float:
     """The task's B* at its current progress (at the square-root rule), as the drift moves it."""
-    m = env.model
-    return m.critical_batch * (1.0 + m.drift * min(max(env.progress, 0.0), 1.0))
+    return env.model.critical_batch_at(1.0, env.progress)
 
 
 def priced_run(
