@@ -1,4 +1,4 @@
-"""Shared fixtures: the embedded tiny model (built once per machine and cached) and CPU engine env."""
+"""Shared fixtures: the embedded tiny model (the committed weights) and CPU engine env."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rlvr_trainer.rollout import set_cpu_env
 
 @pytest.fixture(scope="session")
 def tiny_model_dir():
-    """The warm-started tiny Qwen2 (``~/.cache/rlvr-schedule`` or ``$RLVR_SCHEDULE_CACHE``)."""
+    """The warm-started tiny Qwen2, committed with the package (the same weights on every machine)."""
     set_cpu_env()
     from rlvr_trainer.model import ensure_tiny_model
 

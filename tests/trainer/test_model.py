@@ -1,12 +1,50 @@
-"""The embedded model's warm start: reproducible, and its share of boxed answers is what RL learns."""
+"""The embedded model: the committed weights (their hash, loaded by default) and the warm start that
+built them (reproducible on one machine, its share of boxed answers is what RL learns)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
+from dataclasses import asdict
 
 import pytest
 
-from rlvr_trainer.model import TinyModelConfig, ensure_tiny_model
+from rlvr_trainer import model as tiny
+from rlvr_trainer.model import EMBEDDED_DIR, TinyModelConfig, ensure_tiny_model
+
+
+def test_the_committed_weights_match_their_recorded_hash():
+    meta = json.loads((EMBEDDED_DIR / "warm_start.json").read_text())
+    digest = hashlib.sha256((EMBEDDED_DIR / "model.safetensors").read_bytes()).hexdigest()
+    assert digest == meta["sha256"]["model.safetensors"]
+    assert meta["config"] == asdict(TinyModelConfig())  # built from the current recipe
+    for name in ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"):
+        assert (EMBEDDED_DIR / name).exists(), name
+
+
+def test_the_committed_model_loads_by_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLVR_SCHEDULE_CACHE", str(tmp_path / "cache"))
+    assert ensure_tiny_model() == EMBEDDED_DIR  # nothing built, nothing cached
+    assert ensure_tiny_model(TinyModelConfig()) == EMBEDDED_DIR
+    assert not (tmp_path / "cache").exists()
+    from transformers import AutoConfig, AutoTokenizer
+
+    from rlvr_trainer.model import CHARS
+
+    assert AutoConfig.from_pretrained(EMBEDDED_DIR).hidden_size == TinyModelConfig().hidden_size
+    assert len(AutoTokenizer.from_pretrained(EMBEDDED_DIR)) == 3 + len(dict.fromkeys(CHARS))
+
+
+def test_changed_weights_are_refused_with_the_file_named(tmp_path, monkeypatch):
+    copy = tmp_path / "tiny-qwen2"
+    shutil.copytree(EMBEDDED_DIR, copy)
+    data = bytearray((copy / "model.safetensors").read_bytes())
+    data[-1] ^= 1  # one bit of the last weight
+    (copy / "model.safetensors").write_bytes(bytes(data))
+    monkeypatch.setattr(tiny, "EMBEDDED_DIR", copy)
+    with pytest.raises(RuntimeError, match=r"model\.safetensors: sha256 .* differs .*warm_start\.json"):
+        tiny.ensure_tiny_model()
 
 
 def _first_tokens(path, n: int = 40) -> list[str]:

@@ -25,8 +25,9 @@ DIM, NOISE, MICRO = 16, 2.0, 8
 class TorchLoopHost:
     """Least squares on y = w* . x + noise, ``batch`` samples per update in micro-batches of MICRO."""
 
-    def __init__(self, schedule, plugins=None, *, advisory=False, seed=0):
+    def __init__(self, schedule, plugins=None, *, advisory=False, seed=0, noise=NOISE):
         torch.manual_seed(seed)
+        self.noise = noise
         self.w_star = torch.randn(DIM)
         self.model = torch.nn.Linear(DIM, 1, bias=False)
         self.batch, lr = int(schedule.current.batch), float(schedule.current.lr)
@@ -50,7 +51,7 @@ class TorchLoopHost:
     def update(self) -> StepRecord:
         k = self.batch // MICRO
         x = torch.randn(self.batch, DIM, generator=self.gen)
-        y = x @ self.w_star + NOISE * torch.randn(self.batch, generator=self.gen)
+        y = x @ self.w_star + self.noise * torch.randn(self.batch, generator=self.gen)
         self.opt.zero_grad()
         micro_norm = math.nan
         for i in range(k):
@@ -123,6 +124,28 @@ def test_the_online_noise_estimate_forms_and_matches_brute_force():
     assert host.driver.schedule.noise.n_updates == 150 and math.isfinite(est)
     print(f"B_simple online {est:.4g}, brute force {brute:.4g}")
     assert est == pytest.approx(brute, rel=0.3), (est, brute)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_default_policys_auto_switch_on_a_gradient_noise_the_test_sets(seed):
+    """The auto start from the noise estimate, by construction: with noiseless targets the
+    per-sample gradient is 2 (x . d) x, x ~ N(0, I), d the model's error, so B_simple = tr(Sigma)
+    / |G|^2 = DIM + 1 = 17 whatever the model has learned. From the fallback batch 64, the switch
+    at record 100 (the estimate's EMA horizon) goes to 0.46 x ~17, snapped to the nearest
+    runnable batch no lower than 2 micro-batches: 16 for any estimate up to ~40."""
+    cfg = PolicyConfig(  # every policy knob at its default but the LR, the fallback and the grid
+        base_lr=1e-2,
+        base_batch=64,
+        fallback_batch=64,
+        constraints=BatchConstraints(divisor=MICRO, max_batch=1024),
+    )
+    host = TorchLoopHost(TwoClockScheduler(cfg), seed=seed, noise=0.0)
+    decisions = host.run(104)
+    switched = [(i + 1, d) for i, d in enumerate(decisions) if d.switched]
+    assert [d.batch for d in decisions[:99]] == [64] * 99
+    assert [step for step, _ in switched] == [100] and switched[0][1].reason.startswith("auto:")
+    assert switched[0][1].batch == 16 and host.batch == 16
+    assert (DIM + 1) / 2 < host.driver.schedule.noise.b_simple < 2 * (DIM + 1)
 
 
 def test_state_round_trip_and_advisory():
