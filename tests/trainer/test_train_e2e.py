@@ -36,6 +36,7 @@ def test_short_run_raises_reward_on_an_easy_task(tiny_model_dir, tmp_path):
     reward = np.array([r.reward_mean for r in records])
     k = len(reward) // 4
     first, last = reward[:k].mean(), reward[-k:].mean()
+    print(f"reward, first quarter {first:.3f}, last quarter {last:.3f}")
     assert last > first + 0.03, (first, last)
     # canonical records: cumulative samples, constant batch, the metrics the clocks read
     assert [r.samples for r in records] == [EASY_BATCH * (i + 1) for i in range(len(records))]
