@@ -89,3 +89,22 @@ def test_warm_start_is_reproducible(tmp_path):
     a = load_file(ensure_tiny_model(cfg, root=tmp_path / "a") / "model.safetensors")
     b = load_file(ensure_tiny_model(cfg, root=tmp_path / "b") / "model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("flip", [False, True])
+def test_the_build_command_says_whether_its_build_matches_the_committed_hash(flip, monkeypatch, capsys):
+    def fake_build(cfg, out, *, progress=False):  # the warm start itself is tested above
+        shutil.copytree(EMBEDDED_DIR, out)
+        if flip:
+            data = bytearray((out / "model.safetensors").read_bytes())
+            data[-1] ^= 1
+            (out / "model.safetensors").write_bytes(bytes(data))
+        return out
+
+    monkeypatch.setattr(tiny, "build_tiny_model", fake_build)
+    assert tiny.main([]) == 0
+    out = capsys.readouterr().out
+    if flip:
+        assert "differs from the committed model" in out and "same recipe" in out
+    else:
+        assert "matches the committed model bit for bit" in out
