@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from rlvr_trainer import comparison as cmp
+from rlvr_trainer.experiments import comparison as cmp
 from rlvr_trainer.config import preset
 
 BATCHES = (8, 16, 32, 64)

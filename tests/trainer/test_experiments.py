@@ -116,7 +116,7 @@ def test_a_finished_run_stays_finished_when_the_config_gains_a_field(tmp_path):
     """A run made before a field existed is the same run at that field's default; a run with a key
     this version does not know, a different setting, or too few samples is not finished."""
     from rlvr_trainer.config import TrainConfig
-    from rlvr_trainer.experiments import _finished
+    from rlvr_trainer.experiments.runs import _finished
 
     cfg = TrainConfig(max_samples=64)
     old = tmp_path / "old"

@@ -158,7 +158,7 @@ def _dir(out: Path, s: RunSpec, run_lr: float | None = None) -> Path:
 
 
 def _short_runs(out: Path, d: Design, lr: float) -> list:
-    from rlvr_trainer.experiments import read_run
+    from rlvr_trainer.experiments.runs import read_run
 
     return [
         read_run(_dir(out, RunSpec(lr, "short", s, batch=b, run_lr=lr)), f"short b{b}-s{s}")
@@ -221,7 +221,7 @@ def make_plan(cfg: TrainConfig, out: Path, d: Design, lr: float) -> dict[str, An
         closed_form_postponement=closed,
         sweep_fit=fit.to_dict(),
     )
-    from rlvr_trainer.experiments import _jsonable
+    from rlvr_trainer.experiments.runs import _jsonable
 
     path = out / f"lr{lr:g}" / "plan.json"
     path.write_text(json.dumps(_jsonable(body), indent=2))
@@ -267,7 +267,7 @@ def arm_schedule(
     from rlvr_schedule.policy import BatchConstraints, StaticSchedule
     from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
     from rlvr_schedule.theory.scaling import lr_for_batch
-    from rlvr_trainer.experiments import policy_config
+    from rlvr_trainer.experiments.runs import policy_config
 
     lo, hi = d.batches[0], d.batches[-1]
     cons = BatchConstraints(group_size=cfg.group_size, min_batch=lo, max_batch=hi)
@@ -330,7 +330,7 @@ Train = Callable[..., None]
 
 
 def _train(cfg: TrainConfig, out_dir: Path, *, schedule: Any = None, policy: Any = None) -> None:
-    from rlvr_trainer.experiments import run_one
+    from rlvr_trainer.experiments.runs import run_one
     from rlvr_trainer.train import Trainer
 
     if schedule is None:
@@ -347,7 +347,7 @@ def _settings(s: RunSpec, sched: Any, policy: Any) -> dict[str, Any]:
 def _done(out_dir: Path, cfg: TrainConfig, settings: dict[str, Any] | None) -> bool:
     """Finished with this config (and, for a schedule arm, these settings); an unfinished run with
     other settings is set aside so that it starts over."""
-    from rlvr_trainer.experiments import _finished
+    from rlvr_trainer.experiments.runs import _finished
 
     if settings is None:
         return _finished(out_dir, cfg)
@@ -441,7 +441,7 @@ def comparison(
 
 
 def _short_sweep_done(cfg: TrainConfig, out: Path, d: Design, lr: float) -> bool:
-    from rlvr_trainer.experiments import _finished
+    from rlvr_trainer.experiments.runs import _finished
 
     shorts = [x for x in d.specs if x.arm == "short" and x.lr == lr]
     return all(_finished(*resolve(cfg, out, d, x, {})[:2]) for x in shorts)
@@ -534,7 +534,7 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
     (seeds that reached)), failures, (a) and (b) against the best constant and the best LR-grid
     point (paired differences over seeds), and the planned run's measured postponement of failure
     against the plan's closed form."""
-    from rlvr_trainer.experiments import _jsonable, read_run
+    from rlvr_trainer.experiments.runs import _jsonable, read_run
 
     out = Path(out)
     md = [
