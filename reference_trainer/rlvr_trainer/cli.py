@@ -7,7 +7,7 @@
     rlvr-trainer train --batch 32 --max-samples 2048
     rlvr-trainer evidence --out runs/evidence   # 3 LRs x 16x batches x 3 seeds + schedule; resumable chunks
     rlvr-trainer evidence --scan --out runs/scan   # 6 base LRs x 3 seeds at batch 8: in the regime?
-    rlvr-trainer evidence --compare v2 --base-lr 1e-4 --lrs 5e-5 2e-4 --out runs/cmp   # issue 24's comparison
+    rlvr-trainer evidence --compare v2 --base-lr 1e-4 --lrs 5e-5 2e-4 --out runs/cmp   # the recipe vs baselines
     rlvr-trainer sweep --preset qwen2.5-math-1.5b --model /path/to/Qwen2.5-Math-1.5B --dry-run
 
 Each command writes canonical JSONL logs, checkpoints and (sweep/compare/demo) a report, and
@@ -21,11 +21,11 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr_schedule.errors import ConfigError, RlvrScheduleError
+from rlvr_schedule.errors import RlvrScheduleError
 from rlvr_trainer.memory import dry_run
 
 __all__ = ["main", "build_parser", "config_from_args", "dry_run"]
@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                 const="v1",
                 default=None,
                 metavar="DESIGN",
-                help="issue 24's comparison instead, on the task of scan DESIGN (v1, v2): at --base-lr "
+                help="the comparison instead, on the task of scan DESIGN (v1, v2): at --base-lr "
                 "(--seeds, default 0-4) and the side LRs --lrs (--side-seeds, default 0-2), a short "
                 "sweep, then the planned schedule (plan on the sweep) and the live default (given the "
                 "sweep's clocks) against constants, an LR grid, LR decay, a linear ramp and the "
@@ -229,132 +229,200 @@ def _main(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     batches = args.batches or SWEEP_BATCHES.get(args.preset, [cfg.batch])
     if args.dry_run:
-        mem = int(args.device_memory_gib * 2**30) if args.device_memory_gib else None
-        print(
-            json.dumps(
-                dry_run(
-                    cfg,
-                    batches=batches if args.command in ("sweep", "compare", "demo") else None,
-                    device_memory=mem,
-                    check=True,
-                ),
-                indent=2,
-            )
-        )
-        return 0
+        return _dry_run(args, cfg, batches)
     if not getattr(args, "report_only", False):
         from rlvr_trainer.device import resolve_device
 
         resolve_device(cfg.device)  # CUDA asked for where there is none: exit 2 before any work
-    from rlvr_trainer import experiments as ex
     from rlvr_trainer.quiet import quiet_transformers
 
     quiet_transformers()  # the console: our progress bars, verdicts and paths (vLLM's log: <run>/vllm.log)
-    resume, progress = not args.no_resume, not args.no_progress
+    return COMMANDS[_command(args)](args, cfg, batches)
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The key of :data:`COMMANDS`: the subcommand, or which experiment ``evidence`` runs."""
     if args.command == "evidence" and args.compare:
-        from rlvr_trainer.experiments import comparison as cmp
+        return "evidence --compare"
+    if args.command == "evidence" and args.scan:
+        return "evidence --scan"
+    return args.command
 
-        task, _ = ex.scan_design(cfg, args.compare)
-        cfg = task.replace(**_set_overrides(args))  # --set wins over the design's task
-        d = cmp.design(
-            cfg,
-            base_lr=cfg.base_lr,
-            side_lrs=args.lrs or (),
-            batches=batches,
-            seeds=args.seeds or (0, 1, 2, 3, 4),
-            side_seeds=args.side_seeds or (0, 1, 2),
-            sweep_seeds=args.sweep_seeds or (0,),
-            sweep_fraction=args.sweep_fraction,
-        )
-        if args.report_only:
-            print(f"comparison: {cmp.comparison_report(cfg, args.out, d).resolve()}")
-            return 0
-        res = cmp.comparison(cfg, args.out, d, chunk_minutes=args.chunk_minutes)
-        if res is None:
-            print(
-                f"comparison: chunk done, not finished; run the same command again to continue ({args.out})"
-            )
-            return 3
-        print(f"comparison: {res.resolve()}")
-    elif args.command == "evidence" and args.scan:
-        design, design_lrs = ex.scan_design(cfg, args.scan)
-        cfg = design.replace(**_set_overrides(args))  # --set wins over the design's task
-        seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(design_lrs), args.batch or 8
-        if args.report_only:
-            print(f"scan: {ex.scan_report(args.out, lrs=lrs, seeds=seeds, batch=b).resolve()}")
-            return 0
-        scan = ex.lr_scan(
-            cfg, args.out, lrs=lrs, seeds=seeds, batch=b, chunk_minutes=args.chunk_minutes, progress=progress
-        )
-        if scan is None:
-            print(f"lr scan: chunk done, not finished; run the same command again to continue ({args.out})")
-            return 3
-        print(f"scan: {scan.resolve()}")
-    elif args.command == "evidence":
-        seeds = args.seeds or [0, 1, 2]
-        lrs = args.lrs or [cfg.base_lr / 4, cfg.base_lr / 2, cfg.base_lr]
-        if args.report_only:
-            report = ex.evidence_report(args.out, base_lr=cfg.base_lr, lrs=lrs, batches=batches, seeds=seeds)
-            print(f"report: {report.resolve()}")
-            return 0
-        report = ex.evidence(
-            cfg,
-            args.out,
-            batches=batches,
-            lrs=lrs,
-            seeds=seeds,
-            chunk_minutes=args.chunk_minutes,
-            progress=progress,
-        )
-        if report is None:
-            print(f"evidence: chunk done, not finished; run the same command again to continue ({args.out})")
-            return 3
-        print(f"report: {report.resolve()}")
-    elif args.command in ("demo", "compare"):
-        # the demo: two seeds of the sweep (a finite B* interval needs more than 5 runs to resample)
-        # and the live schedule on the first
-        demo = args.command == "demo" and not args.seeds
-        seeds = args.seeds or ([0, 1] if demo else [0])
-        if args.report_only:
-            sched = seeds[:1] if demo else seeds
-            report = ex.report(args.out, batches=batches, seeds=seeds, schedule_seeds=sched)
-            print(f"report: {report.resolve()}")
-            return 0
-        report = ex.compare(
-            cfg,
-            args.out,
-            batches=batches,
-            seeds=seeds,
-            resume=resume,
-            progress=progress,
-            schedule_seeds=seeds[:1] if demo else None,
-        )
-        _print_verdicts(report)
-        print(f"report: {report.resolve()}")
-    elif args.command == "sweep":
-        from rlvr_schedule.clocks import fit_sweep
-        from rlvr_schedule.report import write_report
 
-        runs = ex.sweep(cfg, batches, args.out, seeds=args.seeds or [0], resume=resume, progress=progress)
-        report = write_report(runs, args.out / "report", fit=fit_sweep(runs), title="rlvr-trainer sweep")
-        print(f"report: {report.resolve()}")
-    elif args.command == "schedule":
-        runs = ex.schedule(
-            cfg,
-            args.out,
-            seeds=args.seeds or [0],
-            resume=resume,
-            progress=progress,
-            policy=ex.policy_config(cfg, batches=batches),
-        )
-        print(ex.summarize(runs, None))
-        print(f"logs: {(Path(args.out) / 'schedule').resolve()}")
-    else:  # train
-        for seed in args.seeds or [0]:
-            run = ex.run_one(cfg.replace(seed=seed), args.out / f"s{seed}", resume=resume, progress=progress)
-            print(ex.summarize([run], None))
-        print(f"logs: {Path(args.out).resolve()}")
+def _dry_run(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    mem = int(args.device_memory_gib * 2**30) if args.device_memory_gib else None
+    sweep = args.command in ("sweep", "compare", "demo")
+    print(
+        json.dumps(dry_run(cfg, batches=batches if sweep else None, device_memory=mem, check=True), indent=2)
+    )
     return 0
+
+
+def _not_finished(what: str, out: Path) -> int:
+    print(f"{what}: chunk done, not finished; run the same command again to continue ({out})")
+    return 3
+
+
+def _comparison(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer.experiments import comparison as cmp
+    from rlvr_trainer.experiments import scan_design
+
+    task, _ = scan_design(cfg, args.compare)
+    cfg = task.replace(**_set_overrides(args))  # --set wins over the design's task
+    d = cmp.design(
+        cfg,
+        base_lr=cfg.base_lr,
+        side_lrs=args.lrs or (),
+        batches=batches,
+        seeds=args.seeds or (0, 1, 2, 3, 4),
+        side_seeds=args.side_seeds or (0, 1, 2),
+        sweep_seeds=args.sweep_seeds or (0,),
+        sweep_fraction=args.sweep_fraction,
+    )
+    if args.report_only:
+        print(f"comparison: {cmp.comparison_report(cfg, args.out, d).resolve()}")
+        return 0
+    res = cmp.comparison(cfg, args.out, d, chunk_minutes=args.chunk_minutes)
+    if res is None:
+        return _not_finished("comparison", args.out)
+    print(f"comparison: {res.resolve()}")
+    return 0
+
+
+def _scan(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer.experiments import lr_scan, scan_design, scan_report
+
+    design, design_lrs = scan_design(cfg, args.scan)
+    cfg = design.replace(**_set_overrides(args))  # --set wins over the design's task
+    seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(design_lrs), args.batch or 8
+    if args.report_only:
+        print(f"scan: {scan_report(args.out, lrs=lrs, seeds=seeds, batch=b).resolve()}")
+        return 0
+    scan = lr_scan(
+        cfg,
+        args.out,
+        lrs=lrs,
+        seeds=seeds,
+        batch=b,
+        chunk_minutes=args.chunk_minutes,
+        progress=not args.no_progress,
+    )
+    if scan is None:
+        return _not_finished("lr scan", args.out)
+    print(f"scan: {scan.resolve()}")
+    return 0
+
+
+def _evidence(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer.experiments import evidence, evidence_report
+
+    seeds = args.seeds or [0, 1, 2]
+    lrs = args.lrs or [cfg.base_lr / 4, cfg.base_lr / 2, cfg.base_lr]
+    if args.report_only:
+        report = evidence_report(args.out, base_lr=cfg.base_lr, lrs=lrs, batches=batches, seeds=seeds)
+        print(f"report: {report.resolve()}")
+        return 0
+    report = evidence(
+        cfg,
+        args.out,
+        batches=batches,
+        lrs=lrs,
+        seeds=seeds,
+        chunk_minutes=args.chunk_minutes,
+        progress=not args.no_progress,
+    )
+    if report is None:
+        return _not_finished("evidence", args.out)
+    print(f"report: {report.resolve()}")
+    return 0
+
+
+def _compare(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    """``demo`` and ``compare``: the demo runs two seeds of the sweep (a finite B* interval needs
+    more than 5 runs to resample) and the live schedule on the first."""
+    from rlvr_trainer import experiments as ex
+
+    demo = args.command == "demo" and not args.seeds
+    seeds = args.seeds or ([0, 1] if demo else [0])
+    if args.report_only:
+        sched = seeds[:1] if demo else seeds
+        report = ex.report(args.out, batches=batches, seeds=seeds, schedule_seeds=sched)
+        print(f"report: {report.resolve()}")
+        return 0
+    report = ex.compare(
+        cfg,
+        args.out,
+        batches=batches,
+        seeds=seeds,
+        resume=not args.no_resume,
+        progress=not args.no_progress,
+        schedule_seeds=seeds[:1] if demo else None,
+    )
+    _print_verdicts(report)
+    print(f"report: {report.resolve()}")
+    return 0
+
+
+def _sweep(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.report import write_report
+    from rlvr_trainer.experiments import sweep
+
+    runs = sweep(
+        cfg,
+        batches,
+        args.out,
+        seeds=args.seeds or [0],
+        resume=not args.no_resume,
+        progress=not args.no_progress,
+    )
+    report = write_report(runs, args.out / "report", fit=fit_sweep(runs), title="rlvr-trainer sweep")
+    print(f"report: {report.resolve()}")
+    return 0
+
+
+def _schedule(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer import experiments as ex
+
+    runs = ex.schedule(
+        cfg,
+        args.out,
+        seeds=args.seeds or [0],
+        resume=not args.no_resume,
+        progress=not args.no_progress,
+        policy=ex.policy_config(cfg, batches=batches),
+    )
+    print(ex.summarize(runs, None))
+    print(f"logs: {(Path(args.out) / 'schedule').resolve()}")
+    return 0
+
+
+def _train(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer.experiments import run_one, summarize
+
+    for seed in args.seeds or [0]:
+        run = run_one(
+            cfg.replace(seed=seed),
+            args.out / f"s{seed}",
+            resume=not args.no_resume,
+            progress=not args.no_progress,
+        )
+        print(summarize([run], None))
+    print(f"logs: {Path(args.out).resolve()}")
+    return 0
+
+
+#: What each subcommand runs (``evidence`` by its experiment): ``(args, config, sweep batches) -> exit code``.
+COMMANDS: dict[str, Callable[[argparse.Namespace, Any, list[int]], int]] = {
+    "demo": _compare,
+    "compare": _compare,
+    "sweep": _sweep,
+    "schedule": _schedule,
+    "train": _train,
+    "evidence": _evidence,
+    "evidence --scan": _scan,
+    "evidence --compare": _comparison,
+}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,27 +2,26 @@
 evidence runs and LR scan, the comparison against baselines, and their reports with verdicts.
 
 It uses :mod:`rlvr_trainer.train`; the trainer never imports it. ``rlvr-trainer`` (the CLI) is
-the one module above it.
+the one module above it. Inside, from the bottom: ``tables`` (number formats, strict JSON),
+``rundirs`` (a run directory read back; finished or not), ``runs`` (run, sweep, schedule, compare,
+evidence and their reports), ``scan`` (the LR scan), ``comparison`` (the recipe against baselines).
 """
 
+from rlvr_trainer.experiments.rundirs import finished, read_run
 from rlvr_trainer.experiments.runs import (
-    SCAN_DESIGNS,
-    SCAN_LRS,
     compare,
     evidence,
     evidence_report,
+    fits_by_lr,
     lr_grid,
-    lr_scan,
     policy_config,
-    read_run,
     report,
     run_one,
-    scan_design,
-    scan_report,
     schedule,
     summarize,
     sweep,
 )
+from rlvr_trainer.experiments.scan import SCAN_DESIGNS, SCAN_LRS, lr_scan, scan_design, scan_report
 
 __all__ = [
     "run_one",
@@ -32,6 +31,7 @@ __all__ = [
     "report",
     "evidence",
     "evidence_report",
+    "fits_by_lr",
     "lr_scan",
     "scan_report",
     "SCAN_LRS",
@@ -40,5 +40,6 @@ __all__ = [
     "lr_grid",
     "policy_config",
     "read_run",
+    "finished",
     "summarize",
 ]
