@@ -24,7 +24,7 @@ Measures: best smoothed reward before failure (collapse or crash), smoothed rewa
 constant's mean best-before-failure reward). Smoothing: the trailing 5% of F rollouts.
 Non-inferiority: the lower 95% t-bound of the paired difference >= -0.01.
 
-    python benchmarks/evidence/schedules_v3.py --seeds 20 [--tasks c2_drift3,...] [--json out.json]
+    python -m benchmarks.evidence.schedules_v3 --seeds 20 [--tasks c2_drift3,...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -39,17 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_schedule.clocks import FailureScalingFit
-from rlvr_schedule.clocks._stats import t_quantile
-from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
-from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
-from rlvr_schedule.records import BatchSchedule
-from rlvr_schedule.synthetic import SyntheticEnvironment
-from rlvr_schedule.synthetic.tasks import BATCHES, COMMON, TASKS
-from rlvr_schedule.theory.scaling import lr_for_batch
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from heldout_tasks import (  # noqa: E402
+from benchmarks.evidence.heldout_tasks import (
     HELDOUT,
     HELDOUT2,
     HELDOUT2_SEEDS,
@@ -65,6 +55,14 @@ from heldout_tasks import (  # noqa: E402
     HELDOUT7_SEEDS,
     HELDOUT_SEEDS,
 )
+from rlvr_schedule.clocks import FailureScalingFit
+from rlvr_schedule.clocks._stats import t_quantile
+from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
+from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
+from rlvr_schedule.records import BatchSchedule
+from rlvr_schedule.synthetic import SyntheticEnvironment
+from rlvr_schedule.synthetic.tasks import BATCHES, COMMON, TASKS
+from rlvr_schedule.theory.scaling import lr_for_batch
 
 GROUP = 8
 SWEEP_SEEDS = (90_000, 90_001)
