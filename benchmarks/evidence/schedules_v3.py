@@ -14,10 +14,9 @@ Per task and seed (paired: every schedule sees the same random numbers):
   the five constants on seeds 90000 and 90001, fitted by ``FailureScalingFit`` with the runs that
   did not fail censored at 2F) as its failure trigger.
 
-Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (h1-h3 and
-h4-h6, h7-h9, h10-h12 and h13-h15, each set with its own committed seeds; h4-h15 only when named in
-``--tasks``), each with its own
-B* and F.
+Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (h1-h21
+in seven sets, each set with its own committed seeds; h4-h21 only when named in ``--tasks``), each
+with its own B* and F.
 
 Measures: best smoothed reward before failure (collapse or crash), smoothed reward at F, 1.5F and
 2F rollouts, rollouts and updates to the target (the smoothed reward reaching 0.9 x the best
@@ -39,22 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.evidence.heldout_tasks import (
-    HELDOUT,
-    HELDOUT2,
-    HELDOUT2_SEEDS,
-    HELDOUT3,
-    HELDOUT3_SEEDS,
-    HELDOUT4,
-    HELDOUT4_SEEDS,
-    HELDOUT5,
-    HELDOUT5_SEEDS,
-    HELDOUT6,
-    HELDOUT6_SEEDS,
-    HELDOUT7,
-    HELDOUT7_SEEDS,
-    HELDOUT_SEEDS,
-)
+from benchmarks.evidence.heldout_tasks import HELDOUT, SETS
 from rlvr_schedule.clocks import FailureScalingFit
 from rlvr_schedule.clocks._stats import t_quantile
 from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
@@ -106,13 +90,7 @@ POLICY_MAKER: Callable[[str, dict[str, Any]], BatchSchedule] | None = None
 #: each task table with its committed seeds (None: seeds 0.. for the section 3a tasks)
 _TASK_SETS: tuple[tuple[dict[str, dict[str, Any]], tuple[int, ...] | None], ...] = (
     (TASKS, None),
-    (HELDOUT, HELDOUT_SEEDS),
-    (HELDOUT2, HELDOUT2_SEEDS),
-    (HELDOUT3, HELDOUT3_SEEDS),
-    (HELDOUT4, HELDOUT4_SEEDS),
-    (HELDOUT5, HELDOUT5_SEEDS),
-    (HELDOUT6, HELDOUT6_SEEDS),
-    (HELDOUT7, HELDOUT7_SEEDS),
+    *SETS.values(),
 )
 
 
