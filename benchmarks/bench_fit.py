@@ -1,9 +1,9 @@
 """Benchmark of the clocks: ``fit_sweep`` on 5 runs x 10k steps (goal < 2 s), and the per-record
 cost and memory of the online estimators over a long stream.
 
-    python benchmarks/bench_fit.py [--steps 10000] [--runs 5] [--records 200000] [--accuracy] [--real]
+    python -m benchmarks.bench_fit [--steps 10000] [--runs 5] [--records 200000] [--accuracy] [--real]
 
-``--accuracy`` also fits 12 sweeps of the tests' independent simulator (tests/core/independent_sim.py)
+``--accuracy`` also fits 12 sweeps of the independent simulator (benchmarks/fixtures/independent_sim.py)
 and prints the relative errors of the critical batch and the failure samples, then 8 sweeps with one
 batch above 2B* (a diverging run), and the leads of warnings and forecast before the failure point.
 ``--real`` runs the failure clock on the committed real runs (tests/data/real/runs, by SPLIT.json).
@@ -112,11 +112,7 @@ def bench_online(n: int) -> list[tuple[str, float]]:
 
 
 def bench_accuracy() -> None:
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
-    from independent_sim import SimTask, simulate_sweep
+    from benchmarks.fixtures.independent_sim import SimTask, simulate_sweep
 
     print("\n| true B* | true F | seed | B* fit | err | F fit | err | B* in interval |")
     print("|---|---|---|---|---|---|---|---|")
@@ -187,13 +183,9 @@ def _reward_forecast_lead(run, failure_samples: float) -> float:
 
 def bench_real() -> None:
     """The failure clock on the committed real runs (tests/data/real/runs, SPLIT.json), each raw log
-    read by the product's own reader (``load_run``; tests/core/real_runs.py maps a name to its file)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
-    from real_runs import SPLIT as split
-    from real_runs import load_real
+    read by the product's own reader (``load_run``; benchmarks/fixtures/real_runs.py maps a name to its file)."""
+    from benchmarks.fixtures.real_runs import SPLIT as split
+    from benchmarks.fixtures.real_runs import load_real
 
     print(
         "\n| split | run | label | collapse step | failure step (signal) | diverging | warnings | "
@@ -246,11 +238,7 @@ def bench_real() -> None:
 def bench_sim_leads() -> None:
     """Lead of the warnings and of the online forecast before the failure point on the independent
     simulator's collapsing runs (3 tasks x 4 seeds x 5 batches)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "core"))
-    from independent_sim import SimTask, simulate_sweep
+    from benchmarks.fixtures.independent_sim import SimTask, simulate_sweep
 
     leads, wleads, errs = [], [], []
     for bstar, fail in [(160, 40_000), (100, 30_000), (300, 60_000)]:

@@ -25,7 +25,7 @@ proven optimal, so "not reachable" reads "not reached by this family" (a live po
 measure what this one is given, does no better in practice). The reference here is the noise-free
 best-reward constant, which can differ from the 20-seed one that the bar uses. Results: ``results/bar_frontier.{md,json}`` (docs/RESULTS.md 3a).
 
-    python benchmarks/evidence/bar_frontier.py --tasks c2_drift3,h3_b64_f20k_drift10_alpha
+    python -m benchmarks.evidence.bar_frontier --tasks c2_drift3,h3_b64_f20k_drift10_alpha
 """
 
 from __future__ import annotations
@@ -33,18 +33,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import schedules_v3 as S  # noqa: E402
-
-from rlvr_schedule.synthetic import SyntheticEnvironment  # noqa: E402
-from rlvr_schedule.synthetic.tasks import BATCHES  # noqa: E402
+from benchmarks.evidence import schedules_v3 as S
+from rlvr_schedule.synthetic import SyntheticEnvironment
+from rlvr_schedule.synthetic.tasks import BATCHES
 
 UPDATES_BAR, ROLLOUTS_BAR = 0.6, 1.15
 CAND_B = np.arange(8, 1025, 8, dtype=float)
@@ -186,7 +183,7 @@ def markdown(results: list[dict[str, Any]]) -> str:
         f"reference's) of any priced schedule whose rollouts stay within {ROLLOUTS_BAR}x the reference's, and",
         f"whether that meets the bar's {UPDATES_BAR}x (no: not reached by this family of schedules).",
         "",
-        "    python benchmarks/evidence/bar_frontier.py --tasks TASK,... --json F.json --md F.md",
+        "    python -m benchmarks.evidence.bar_frontier --tasks TASK,... --json F.json --md F.md",
         "",
         "| task | B* at start | reference constant | reference / B* | min updates ratio (rollouts <= 1.15x) "
         "| its rollouts ratio | its start: batch, LR / rule | bar reached in hindsight |",

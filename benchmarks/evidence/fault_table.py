@@ -1,29 +1,25 @@
-"""Issue 5, part 4 (core): run every fault case of ``tests/core/test_faults.py`` and count outcomes.
+"""Run every fault case of the core (``benchmarks/fixtures/faults.py``, asserted by
+tests/core/test_faults.py) and count outcomes.
 
 Each case is a corrupt/truncated/NaN-laden log through the CLI, a raising plugin, an invalid
 schedule config or a foreign checkpoint state; its outcome is a clear error or a logged,
 survived fault (or a failed check, which the tests would also report). Prints a markdown table.
 
-    python benchmarks/evidence/fault_table.py
+    python -m benchmarks.evidence.fault_table
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(ROOT / "tests" / "core"))
-
 
 def main() -> None:
-    from common import machine  # found through the paths above
-    from test_faults import CASES
+    from benchmarks.evidence.common import machine
+    from benchmarks.fixtures.faults import CASES
 
     # the plugin faults are logged with tracebacks: the cases count them, the table does not print them
     lg = logging.getLogger("rlvr_schedule")
@@ -45,7 +41,7 @@ def main() -> None:
         if len(detail) > 150:
             detail = detail[:147] + "..."
         rows.append(f"| {case.group} | {case.name} | {case.expect} | {got} | {detail} |")
-    print(f"# fault cases of tests/core/test_faults.py; {machine()}\n")
+    print(f"# fault cases of benchmarks/fixtures/faults.py; {machine()}\n")
     print("| group | case | expected | outcome | message / evidence |")
     print("|---|---|---|---|---|")
     print("\n".join(rows))

@@ -11,9 +11,9 @@ at least 10% of the time to failure, false switches per healthy run, the lead's 
 * ``real``: ``tests/data/real/runs`` (the published logs read natively, split as committed there);
 * ``synthetic``: ``SyntheticEnvironment.run_constant`` over the split's tasks and seeds.
 
-    python benchmarks/evidence/forecast_skill.py --select             # every variant on calibration
-    python benchmarks/evidence/forecast_skill.py --part test --variant entropy entropy_sf0.4
-    python benchmarks/evidence/forecast_skill.py --pack runs/scan/*/sweep/* runs/forecast/*/s*
+    python -m benchmarks.evidence.forecast_skill --select             # every variant on calibration
+    python -m benchmarks.evidence.forecast_skill --part test --variant entropy entropy_sf0.4
+    python -m benchmarks.evidence.forecast_skill --pack runs/scan/*/sweep/* runs/forecast/*/s*
 
 Variants (:data:`VARIANTS`): ``entropy`` is the live policy's forecast; the others change one thing
 (evidence, switch fraction) or add a member forecast of a crash precursor (the share of responses
@@ -137,8 +137,7 @@ def trainer_runs(path: Path = DATA / "trainer_runs.json.gz") -> Iterator[Labelle
 
 
 def real_runs() -> Iterator[LabelledRun]:
-    sys.path.insert(0, str(ROOT / "tests" / "core"))
-    from real_runs import load_real  # the raw published logs, read natively (issue 21)
+    from benchmarks.fixtures.real_runs import load_real  # the raw published logs, read natively
 
     split = json.loads((REAL / "SPLIT.json").read_text())
     for part in ("calibration", "test"):

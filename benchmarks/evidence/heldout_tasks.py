@@ -1,60 +1,26 @@
-"""Held-out synthetic tasks for issue 20's schedule check (docs/RESULTS.md section 3a).
+"""Held-out synthetic tasks of the schedule check (docs/RESULTS.md section 3a), as data: one row
+per task.
 
 Seven sets, each committed before the tuning round it was held out from, parameters and seeds fixed
-here: ``HELDOUT`` (h1-h3, 2026-12-04), ``HELDOUT2`` (h4-h6, f10d6fa), ``HELDOUT3`` (h7-h9, 74ab106),
-``HELDOUT4`` (h10-h12, b81fb7a), ``HELDOUT5`` (h13-h15, f314555), ``HELDOUT6`` (h16-h18, 187d61a)
-and ``HELDOUT7`` (h19-h21, b8d223f), the last six on 2026-12-05.
-Each set is run once on the defaults of its round and joins the tuning set after that. h1-h3 differ from
-:data:`rlvr_schedule.synthetic.tasks.TASKS` in the critical batch (48 and 96 at the start), the
-failure clock's length (14k-30k rollouts), a small batch dependence of the failure clock (alpha 0.1)
-on one task, and the crash hazard; the later sets' rules are given beside them.
+here: set 1 (h1-h3, 2026-12-04), set 2 (h4-h6, f10d6fa), set 3 (h7-h9, 74ab106), set 4 (h10-h12,
+b81fb7a), set 5 (h13-h15, f314555), set 6 (h16-h18, 187d61a) and set 7 (h19-h21, b8d223f), the last
+six on 2026-12-05. Each set is run once on the defaults of its round and joins the tuning set after
+that. h1-h3 differ from :data:`rlvr_schedule.synthetic.tasks.TASKS` in the critical batch (48 and 96
+at the start), the failure clock's length (14k-30k rollouts), a small batch dependence of the failure
+clock (alpha 0.1) on one task, and the crash hazard; the rule each later set was drawn by is stated
+below, before the table.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = [
-    "HELDOUT",
-    "HELDOUT2",
-    "HELDOUT2_SEEDS",
-    "HELDOUT3",
-    "HELDOUT3_SEEDS",
-    "HELDOUT4",
-    "HELDOUT4_SEEDS",
-    "HELDOUT5",
-    "HELDOUT5_SEEDS",
-    "HELDOUT6",
-    "HELDOUT6_SEEDS",
-    "HELDOUT7",
-    "HELDOUT7_SEEDS",
-    "HELDOUT_SEEDS",
-]
+__all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 
-#: name -> the keyword arguments of SyntheticEnvironment (merged over ``synthetic.tasks.COMMON``).
-HELDOUT: dict[str, dict[str, Any]] = {
-    "h1_b48_f14k_drift5": dict(
-        critical_batch=48.0, failure_samples=14_000.0, noise_fraction=0.3, drift=5.0, crash_hazard=0.2
-    ),
-    "h2_b96_f30k_drift8": dict(
-        critical_batch=96.0, failure_samples=30_000.0, noise_fraction=0.4, drift=8.0, crash_hazard=0.4
-    ),
-    "h3_b64_f20k_drift10_alpha": dict(
-        critical_batch=64.0,
-        failure_samples=20_000.0,
-        noise_fraction=0.25,
-        drift=10.0,
-        failure_exponent=0.1,
-        crash_hazard=0.3,
-    ),
-}
-
-#: The seeds of the held-out check (20, paired across schedules).
-HELDOUT_SEEDS = tuple(range(1000, 1020))
-
-
-# -- The second held-out set (issue 20, 2026-12-05) -----------------------------------------------
-# h1-h3 were run once on the issue-20 defaults (results/schedules_i20_heldout.md) and are part of the
+# How each later set was drawn, stated before any run on it.
+#
+# Set 2 (2026-12-05):
+# h1-h3 were run once on the first defaults (results/schedules_i20_heldout.md) and are part of the
 # tuning set since. h4-h6 and their seeds were committed before any further tuning and before anything
 # was run on them; they are run once, with the final defaults.
 #
@@ -64,28 +30,8 @@ HELDOUT_SEEDS = tuple(range(1000, 1020))
 # so here they do not (the shortest clock goes with the middle B*, the longest with the largest); noise,
 # drift and hazard are spread so that each task holds an extreme of at least one of them, and the
 # batch-dependent clock (alpha 0.15) goes with the largest B* (h3's alpha 0.1 went with the middle one).
-HELDOUT2: dict[str, dict[str, Any]] = {
-    "h4_b40_f25k_drift4": dict(
-        critical_batch=40.0, failure_samples=25_000.0, noise_fraction=0.35, drift=4.0, crash_hazard=0.25
-    ),
-    "h5_b80_f12k_drift12": dict(
-        critical_batch=80.0, failure_samples=12_000.0, noise_fraction=0.15, drift=12.0, crash_hazard=0.5
-    ),
-    "h6_b112_f40k_drift6_alpha": dict(
-        critical_batch=112.0,
-        failure_samples=40_000.0,
-        noise_fraction=0.45,
-        drift=6.0,
-        failure_exponent=0.15,
-        crash_hazard=0.2,
-    ),
-}
-
-#: The seeds of the second held-out check (20, paired across schedules; a range no other check used).
-HELDOUT2_SEEDS = tuple(range(2000, 2020))
-
-
-# -- The third held-out set (issue 20, 2026-12-05, third round) -----------------------------------
+#
+# Set 3 (2026-12-05, third round):
 # h1-h6 are part of the tuning set since their single runs (results/schedules_i20_heldout{,2}.md).
 # h7-h9 and their seeds were committed before the third round's tuning and before anything was run on
 # them; they are run once, with the final defaults.
@@ -99,38 +45,8 @@ HELDOUT2_SEEDS = tuple(range(2000, 2020))
 # Task i (0, 1, 2 for h7, h8, h9) takes, by index into those lists: B* i, F 2-i (B* and F in opposite
 # order: the largest B* with the shortest clock), noise (i+1) mod 3, drift (i+2) mod 3, alpha 2-i,
 # hazard i. Every task has a batch-dependent clock, since alpha 0 was already used.
-HELDOUT3: dict[str, dict[str, Any]] = {
-    "h7_b32_f50k_drift14_alpha": dict(
-        critical_batch=32.0,
-        failure_samples=50_000.0,
-        noise_fraction=0.28,
-        drift=14.0,
-        failure_exponent=0.2,
-        crash_hazard=0.1,
-    ),
-    "h8_b56_f18k_drift2_alpha": dict(
-        critical_batch=56.0,
-        failure_samples=18_000.0,
-        noise_fraction=0.48,
-        drift=2.0,
-        failure_exponent=0.12,
-        crash_hazard=0.35,
-    ),
-    "h9_b128_f10k_drift7_alpha": dict(
-        critical_batch=128.0,
-        failure_samples=10_000.0,
-        noise_fraction=0.1,
-        drift=7.0,
-        failure_exponent=0.05,
-        crash_hazard=0.6,
-    ),
-}
-
-#: The seeds of the third held-out check (20, paired across schedules; a range no other check used).
-HELDOUT3_SEEDS = tuple(range(3000, 3020))
-
-
-# -- The fourth held-out set (issue 20, 2026-12-05, fourth round) ---------------------------------
+#
+# Set 4 (2026-12-05, fourth round):
 # h7-h9 were run once on the unchanged defaults (results/schedules_i20_heldout3.md: 1 of 3) and are
 # part of the tuning set since, with 3a and h1-h6. h10-h12 and their seeds were committed before the
 # fourth round's tuning and before anything was run on them; they are run once, with the final
@@ -144,38 +60,8 @@ HELDOUT3_SEEDS = tuple(range(3000, 3020))
 #   alpha (0.03, 0.08, 0.18), hazard (0.15, 0.45, 0.55)  -- each sorted low, middle, high.
 # Task i (0, 1, 2 for h10, h11, h12) takes, by index into those lists: B* i, F (i+1) mod 3, noise 2-i,
 # drift (i+2) mod 3, alpha i, hazard (i+1) mod 3 (a permutation no earlier set used).
-HELDOUT4: dict[str, dict[str, Any]] = {
-    "h10_b36_f22k_drift11_alpha": dict(
-        critical_batch=36.0,
-        failure_samples=22_000.0,
-        noise_fraction=0.42,
-        drift=11.0,
-        failure_exponent=0.03,
-        crash_hazard=0.45,
-    ),
-    "h11_b72_f35k_drift2p5_alpha": dict(
-        critical_batch=72.0,
-        failure_samples=35_000.0,
-        noise_fraction=0.32,
-        drift=2.5,
-        failure_exponent=0.08,
-        crash_hazard=0.55,
-    ),
-    "h12_b104_f16k_drift9_alpha": dict(
-        critical_batch=104.0,
-        failure_samples=16_000.0,
-        noise_fraction=0.12,
-        drift=9.0,
-        failure_exponent=0.18,
-        crash_hazard=0.15,
-    ),
-}
-
-#: The seeds of the fourth held-out check (20, paired across schedules; a range no other check used).
-HELDOUT4_SEEDS = tuple(range(4000, 4020))
-
-
-# -- The fifth held-out set (issue 20, 2026-12-05, fifth round) -----------------------------------
+#
+# Set 5 (2026-12-05, fifth round):
 # h10-h12 were run once on the fourth round's default (results/schedules_i20_heldout4.md: 1 of 3) and
 # are part of the tuning set since, with 3a and h1-h9. h13-h15 and their seeds were committed before
 # the fifth round's tuning and before anything was run on them; they are run once, with the final
@@ -190,38 +76,8 @@ HELDOUT4_SEEDS = tuple(range(4000, 4020))
 #   alpha (0.02, 0.07, 0.16), hazard (0.12, 0.28, 0.48)  -- each sorted low, middle, high.
 # Task i (0, 1, 2 for h13, h14, h15) takes, by index into those lists: B* i, F (i+2) mod 3,
 # noise (i+1) mod 3, drift 2-i, alpha (i+1) mod 3, hazard 2-i (a permutation no earlier set used).
-HELDOUT5: dict[str, dict[str, Any]] = {
-    "h13_b44_f45k_drift13_alpha": dict(
-        critical_batch=44.0,
-        failure_samples=45_000.0,
-        noise_fraction=0.22,
-        drift=13.0,
-        failure_exponent=0.07,
-        crash_hazard=0.48,
-    ),
-    "h14_b88_f11k_drift6p5_alpha": dict(
-        critical_batch=88.0,
-        failure_samples=11_000.0,
-        noise_fraction=0.38,
-        drift=6.5,
-        failure_exponent=0.16,
-        crash_hazard=0.28,
-    ),
-    "h15_b120_f27k_drift3p5_alpha": dict(
-        critical_batch=120.0,
-        failure_samples=27_000.0,
-        noise_fraction=0.18,
-        drift=3.5,
-        failure_exponent=0.02,
-        crash_hazard=0.12,
-    ),
-}
-
-#: The seeds of the fifth held-out check (20, paired across schedules; a range no other check used).
-HELDOUT5_SEEDS = tuple(range(5000, 5020))
-
-
-# -- The sixth held-out set (issue 20, 2026-12-05, tenth session) ---------------------------------
+#
+# Set 6 (2026-12-05, tenth session):
 # h13-h15 were run once on the unchanged default (results/schedules_i20_heldout5.md: 1 of 3) and are
 # part of the tuning set since, with 3a and h1-h12. h16-h18 and their seeds were committed at the start
 # of the tenth session, before any tuning or analysis in it and before anything was run on them; they
@@ -237,38 +93,8 @@ HELDOUT5_SEEDS = tuple(range(5000, 5020))
 #   alpha (0.04, 0.11, 0.17), hazard (0.18, 0.33, 0.52)  -- each sorted low, middle, high.
 # Task i (0, 1, 2 for h16, h17, h18) takes, by index into those lists: B* i, F i, noise (i+2) mod 3,
 # drift (i+1) mod 3, alpha (i+2) mod 3, hazard (i+1) mod 3 (a permutation no earlier set used).
-HELDOUT6: dict[str, dict[str, Any]] = {
-    "h16_b52_f13k_drift7p5_alpha": dict(
-        critical_batch=52.0,
-        failure_samples=13_000.0,
-        noise_fraction=0.44,
-        drift=7.5,
-        failure_exponent=0.17,
-        crash_hazard=0.33,
-    ),
-    "h17_b76_f24k_drift12p5_alpha": dict(
-        critical_batch=76.0,
-        failure_samples=24_000.0,
-        noise_fraction=0.14,
-        drift=12.5,
-        failure_exponent=0.04,
-        crash_hazard=0.52,
-    ),
-    "h18_b116_f38k_drift4p5_alpha": dict(
-        critical_batch=116.0,
-        failure_samples=38_000.0,
-        noise_fraction=0.27,
-        drift=4.5,
-        failure_exponent=0.11,
-        crash_hazard=0.18,
-    ),
-}
-
-#: The seeds of the sixth held-out check (20, paired across schedules; a range no other check used).
-HELDOUT6_SEEDS = tuple(range(6000, 6020))
-
-
-# -- The seventh held-out set (issue 20, 2026-12-05, tenth session, after h16-h18) ------------------
+#
+# Set 7 (2026-12-05, tenth session, after h16-h18):
 # h16-h18 were run once on the unchanged default (results/schedules_i20_heldout6.md: 0 of 3) and are
 # part of the tuning set since, with 3a and h1-h15. h19-h21 and their seeds were committed before the
 # session's design work and before anything was run on them; they are run once, with the session's
@@ -281,32 +107,56 @@ HELDOUT6_SEEDS = tuple(range(6000, 6020))
 #   alpha (0.01, 0.09, 0.14), hazard (0.22, 0.38, 0.58)  -- each sorted low, middle, high.
 # Task i (0, 1, 2 for h19, h20, h21) takes, by index into those lists: B* i, F (i+1) mod 3, noise i,
 # drift 2-i, alpha 2-i, hazard (i+2) mod 3 (a permutation no earlier set used).
-HELDOUT7: dict[str, dict[str, Any]] = {
-    "h19_b60_f28k_drift11p5_alpha": dict(
-        critical_batch=60.0,
-        failure_samples=28_000.0,
-        noise_fraction=0.16,
-        drift=11.5,
-        failure_exponent=0.14,
-        crash_hazard=0.58,
-    ),
-    "h20_b84_f42k_drift8p5_alpha": dict(
-        critical_batch=84.0,
-        failure_samples=42_000.0,
-        noise_fraction=0.24,
-        drift=8.5,
-        failure_exponent=0.09,
-        crash_hazard=0.22,
-    ),
-    "h21_b100_f15k_drift5p5_alpha": dict(
-        critical_batch=100.0,
-        failure_samples=15_000.0,
-        noise_fraction=0.36,
-        drift=5.5,
-        failure_exponent=0.01,
-        crash_hazard=0.38,
-    ),
+
+#: The keyword arguments of SyntheticEnvironment a row gives (merged over ``synthetic.tasks.COMMON``).
+COLUMNS = ("critical_batch", "failure_samples", "noise_fraction", "drift", "failure_exponent", "crash_hazard")
+
+#: The held-out tasks: (set, name, *COLUMNS); None leaves COMMON's value (alpha 0: a failure clock
+#: the batch does not change).
+# fmt: off
+ROWS: tuple[tuple[Any, ...], ...] = (
+    # set  name                          B*         F      noise  drift  alpha  hazard
+    (1, "h1_b48_f14k_drift5",              48.0, 14_000.0,   0.3,   5.0,  None,   0.2),
+    (1, "h2_b96_f30k_drift8",              96.0, 30_000.0,   0.4,   8.0,  None,   0.4),
+    (1, "h3_b64_f20k_drift10_alpha",       64.0, 20_000.0,  0.25,  10.0,   0.1,   0.3),
+    (2, "h4_b40_f25k_drift4",              40.0, 25_000.0,  0.35,   4.0,  None,  0.25),
+    (2, "h5_b80_f12k_drift12",             80.0, 12_000.0,  0.15,  12.0,  None,   0.5),
+    (2, "h6_b112_f40k_drift6_alpha",      112.0, 40_000.0,  0.45,   6.0,  0.15,   0.2),
+    (3, "h7_b32_f50k_drift14_alpha",       32.0, 50_000.0,  0.28,  14.0,   0.2,   0.1),
+    (3, "h8_b56_f18k_drift2_alpha",        56.0, 18_000.0,  0.48,   2.0,  0.12,  0.35),
+    (3, "h9_b128_f10k_drift7_alpha",      128.0, 10_000.0,   0.1,   7.0,  0.05,   0.6),
+    (4, "h10_b36_f22k_drift11_alpha",      36.0, 22_000.0,  0.42,  11.0,  0.03,  0.45),
+    (4, "h11_b72_f35k_drift2p5_alpha",     72.0, 35_000.0,  0.32,   2.5,  0.08,  0.55),
+    (4, "h12_b104_f16k_drift9_alpha",     104.0, 16_000.0,  0.12,   9.0,  0.18,  0.15),
+    (5, "h13_b44_f45k_drift13_alpha",      44.0, 45_000.0,  0.22,  13.0,  0.07,  0.48),
+    (5, "h14_b88_f11k_drift6p5_alpha",     88.0, 11_000.0,  0.38,   6.5,  0.16,  0.28),
+    (5, "h15_b120_f27k_drift3p5_alpha",   120.0, 27_000.0,  0.18,   3.5,  0.02,  0.12),
+    (6, "h16_b52_f13k_drift7p5_alpha",     52.0, 13_000.0,  0.44,   7.5,  0.17,  0.33),
+    (6, "h17_b76_f24k_drift12p5_alpha",    76.0, 24_000.0,  0.14,  12.5,  0.04,  0.52),
+    (6, "h18_b116_f38k_drift4p5_alpha",   116.0, 38_000.0,  0.27,   4.5,  0.11,  0.18),
+    (7, "h19_b60_f28k_drift11p5_alpha",    60.0, 28_000.0,  0.16,  11.5,  0.14,  0.58),
+    (7, "h20_b84_f42k_drift8p5_alpha",     84.0, 42_000.0,  0.24,   8.5,  0.09,  0.22),
+    (7, "h21_b100_f15k_drift5p5_alpha",   100.0, 15_000.0,  0.36,   5.5,  0.01,  0.38),
+)
+# fmt: on
+
+#: The seeds of each set's check (20, paired across schedules; a range no other check used).
+SEEDS: dict[int, tuple[int, ...]] = {k: tuple(range(1000 * k, 1000 * k + 20)) for k in range(1, 8)}
+
+
+def task_set(k: int) -> dict[str, dict[str, Any]]:
+    """Set ``k``'s tasks: name -> the keyword arguments of SyntheticEnvironment."""
+    return {
+        name: {c: v for c, v in zip(COLUMNS, values, strict=True) if v is not None}
+        for s, name, *values in ROWS
+        if s == k
+    }
+
+
+#: set -> (its tasks, its seeds), in the order the sets were committed
+SETS: dict[int, tuple[dict[str, dict[str, Any]], tuple[int, ...]]] = {
+    k: (task_set(k), SEEDS[k]) for k in SEEDS
 }
 
-#: The seeds of the seventh held-out check (20, paired across schedules; a range no other check used).
-HELDOUT7_SEEDS = tuple(range(7000, 7020))
+#: The first set (h1-h3), run by default beside the section 3a tasks.
+HELDOUT = SETS[1][0]

@@ -6,7 +6,7 @@
 - the fixed part: rollouts to the target implied by each LR's mean rate, E = (target - initial) /
   rate, fitted as E = E0 + K / lr (least squares over the same LRs; lr at the scan's batch).
 
-    python benchmarks/evidence/lr_scan_fit.py runs/scan_v2/scan.json
+    python -m benchmarks.evidence.lr_scan_fit runs/scan_v2/scan.json
 """
 
 from __future__ import annotations

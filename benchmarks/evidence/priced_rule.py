@@ -18,7 +18,7 @@ setting, not one per task, so this script asks two further questions of the same
 
 Results: ``results/priced_rule.{md,json}`` (docs/RESULTS.md 3a, issue 20's tuning log).
 
-    python benchmarks/evidence/priced_rule.py --seeds 20 --json F.json --md F.md
+    python -m benchmarks.evidence.priced_rule --seeds 20 --json F.json --md F.md
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,14 +33,12 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bar_frontier as BF  # noqa: E402
-import schedules_v3 as S  # noqa: E402
-
-from rlvr_schedule.records import Decision, Stage, StepRecord  # noqa: E402
-from rlvr_schedule.synthetic import SyntheticEnvironment  # noqa: E402
-from rlvr_schedule.synthetic.model import ClockModel  # noqa: E402
-from rlvr_schedule.synthetic.tasks import BATCHES  # noqa: E402
+from benchmarks.evidence import bar_frontier as BF
+from benchmarks.evidence import schedules_v3 as S
+from rlvr_schedule.records import Decision, Stage, StepRecord
+from rlvr_schedule.synthetic import SyntheticEnvironment
+from rlvr_schedule.synthetic.model import ClockModel
+from rlvr_schedule.synthetic.tasks import BATCHES
 
 CS = tuple(float(x) for x in np.geomspace(1.0, 30.0, 9))
 MUS = (0.0, *(float(x) for x in np.geomspace(30.0, 30000.0, 10)))
@@ -241,7 +238,7 @@ def markdown(free: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
     lines = [
         "# One price for every task: the priced rule against issue 20's bar",
         "",
-        "    python benchmarks/evidence/priced_rule.py --seeds 20 --json F.json --md F.md",
+        "    python -m benchmarks.evidence.priced_rule --seeds 20 --json F.json --md F.md",
         "",
         f"## Noise-free, hindsight ({len(CS)} x {len(MUS)} prices; rollout price c / B* at the start)",
         "",

@@ -1,13 +1,14 @@
 """Record the two-clock policy's decisions on the synthetic section 3a runs (RESULTS.md), for the
 regression test ``tests/core/test_policy_regression.py``.
 
-Each run is the closed loop of ``schedules_vs_baselines.py`` (two-clock, v3 defaults, the task's
-failure exponent; the v2 recordings were replaced when issue 20 removed v2) on one scenario and seed; the file keeps the policy config, every record the
-policy saw and every decision it answered. The test replays the records into a fresh policy and
+Each run is the closed loop of the synthetic comparison that ``schedules_v3`` replaced (the
+retired ``schedules_vs_baselines.py``, last at commit f108f2e; two-clock, v3 defaults, the
+task's failure exponent) on one scenario and seed; the file keeps the policy config, every record
+the policy saw and every decision it answered. The test replays the records into a fresh policy and
 asserts the same decisions, so a refactor that changes a decision fails it. Re-run this only when a
 decision change is intended (and say why in the commit):
 
-    python benchmarks/evidence/record_policy_decisions.py tests/data/regression
+    python -m benchmarks.evidence.record_policy_decisions tests/data/regression
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import gzip
 import json
 import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
 from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule

@@ -1,13 +1,14 @@
 """Record the two-clock policy's decisions on the reference trainer's tiny task (vLLM CPU rollouts),
 for the regression test ``tests/core/test_policy_regression.py``.
 
-The policy runs live in the trainer (``experiments.run_one``; the tiny_schedules.py settings: base LR
+The policy runs live in the trainer (``experiments.run_one``; the settings of the retired
+``tiny_schedules.py``, last at commit f108f2e: base LR
 1e-4 at batch 32, sqrt rule, micro_batch 4 so every update logs ``grad_norm_micro``, policy v3
 defaults with the live forecast switching (``forecast: on``), ``critical_batch`` given). The v2
 recordings it once wrote were dropped with policy v2 (issue 20; ``tests/data/regression/README.md``);
 the file keeps the policy config, the trainer's records (metrics.jsonl) and the decisions (decisions.jsonl):
 
-    python benchmarks/evidence/record_tiny_decisions.py OUT SEED CRITICAL_BATCH MAX_SAMPLES
+    python -m benchmarks.evidence.record_tiny_decisions OUT SEED CRITICAL_BATCH MAX_SAMPLES
 """
 
 import gzip

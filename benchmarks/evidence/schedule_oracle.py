@@ -10,7 +10,7 @@ lower bound of the best-reward difference, updates ratio, rollouts ratio, seeds 
 the target, all three parts met. It shows where the operating point alone sets the trade between
 updates and rollouts (docs/RESULTS.md 3a, fourth round).
 
-    python benchmarks/evidence/schedule_oracle.py --tasks c2_drift3,h1_b48_f14k_drift5 --fractions 0.3,0.4
+    python -m benchmarks.evidence.schedule_oracle --tasks c2_drift3,h1_b48_f14k_drift5 --fractions 0.3,0.4
 """
 
 from __future__ import annotations
@@ -18,18 +18,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import schedules_v3 as S  # noqa: E402
-
-from rlvr_schedule.records import Decision, Stage, StepRecord  # noqa: E402
-from rlvr_schedule.synthetic import SyntheticEnvironment  # noqa: E402
-from rlvr_schedule.theory.scaling import lr_for_batch  # noqa: E402
+from benchmarks.evidence import schedules_v3 as S
+from rlvr_schedule.records import Decision, Stage, StepRecord
+from rlvr_schedule.synthetic import SyntheticEnvironment
+from rlvr_schedule.theory.scaling import lr_for_batch
 
 
 class OracleTracker:

@@ -14,17 +14,16 @@ Per task and seed (paired: every schedule sees the same random numbers):
   the five constants on seeds 90000 and 90001, fitted by ``FailureScalingFit`` with the runs that
   did not fail censored at 2F) as its failure trigger.
 
-Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (h1-h3 and
-h4-h6, h7-h9, h10-h12 and h13-h15, each set with its own committed seeds; h4-h15 only when named in
-``--tasks``), each with its own
-B* and F.
+Tasks: the section 3a tasks (seeds 0..19) and the held-out tasks of ``heldout_tasks.py`` (h1-h21
+in seven sets, each set with its own committed seeds; h4-h21 only when named in ``--tasks``), each
+with its own B* and F.
 
 Measures: best smoothed reward before failure (collapse or crash), smoothed reward at F, 1.5F and
 2F rollouts, rollouts and updates to the target (the smoothed reward reaching 0.9 x the best
 constant's mean best-before-failure reward). Smoothing: the trailing 5% of F rollouts.
 Non-inferiority: the lower 95% t-bound of the paired difference >= -0.01.
 
-    python benchmarks/evidence/schedules_v3.py --seeds 20 [--tasks c2_drift3,...] [--json out.json]
+    python -m benchmarks.evidence.schedules_v3 --seeds 20 [--tasks c2_drift3,...] [--json out.json]
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.evidence.heldout_tasks import HELDOUT, SETS
 from rlvr_schedule.clocks import FailureScalingFit
 from rlvr_schedule.clocks._stats import t_quantile
 from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
@@ -47,24 +47,6 @@ from rlvr_schedule.records import BatchSchedule
 from rlvr_schedule.synthetic import SyntheticEnvironment
 from rlvr_schedule.synthetic.tasks import BATCHES, COMMON, TASKS
 from rlvr_schedule.theory.scaling import lr_for_batch
-
-sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
-from heldout_tasks import (  # noqa: E402
-    HELDOUT,
-    HELDOUT2,
-    HELDOUT2_SEEDS,
-    HELDOUT3,
-    HELDOUT3_SEEDS,
-    HELDOUT4,
-    HELDOUT4_SEEDS,
-    HELDOUT5,
-    HELDOUT5_SEEDS,
-    HELDOUT6,
-    HELDOUT6_SEEDS,
-    HELDOUT7,
-    HELDOUT7_SEEDS,
-    HELDOUT_SEEDS,
-)
 
 GROUP = 8
 SWEEP_SEEDS = (90_000, 90_001)
@@ -108,13 +90,7 @@ POLICY_MAKER: Callable[[str, dict[str, Any]], BatchSchedule] | None = None
 #: each task table with its committed seeds (None: seeds 0.. for the section 3a tasks)
 _TASK_SETS: tuple[tuple[dict[str, dict[str, Any]], tuple[int, ...] | None], ...] = (
     (TASKS, None),
-    (HELDOUT, HELDOUT_SEEDS),
-    (HELDOUT2, HELDOUT2_SEEDS),
-    (HELDOUT3, HELDOUT3_SEEDS),
-    (HELDOUT4, HELDOUT4_SEEDS),
-    (HELDOUT5, HELDOUT5_SEEDS),
-    (HELDOUT6, HELDOUT6_SEEDS),
-    (HELDOUT7, HELDOUT7_SEEDS),
+    *SETS.values(),
 )
 
 

@@ -9,7 +9,7 @@
     forecast (``FailureForecast``, as ``TwoClockScheduler`` configures it) stays within 15% of the
     real collapse point, as a fraction of the failure samples.
 
-    python benchmarks/evidence/theory_grid.py [--trials 2000] [--seeds 10]
+    python -m benchmarks.evidence.theory_grid [--trials 2000] [--seeds 10]
 """
 
 from __future__ import annotations
@@ -17,15 +17,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import fmt_ci, machine
-
+from benchmarks.evidence.common import fmt_ci, machine
 from rlvr_schedule.clocks import FailureForecast, GradientNoiseScale
 from rlvr_schedule.synthetic import SyntheticEnvironment
 from rlvr_schedule.theory import LocalQuadratic, NoisyQuadratic

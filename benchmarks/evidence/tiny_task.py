@@ -2,7 +2,7 @@
 
 ``cost``: short constant-batch runs; fits seconds per update = t0 + t1 x batch to the logged
 ``rollout_s + update_s`` (first update of each run dropped: warm-up), the cost model the
-synthetic comparison uses (``schedules_vs_baselines.py --t0 --t1``).
+trainer comparison's estimate uses (``rlvr_trainer.experiments.comparison.COST``).
 
 ``killresume``: the default two-clock policy live in the loop (its ``initial_batch: auto`` switch
 at the 100th record falls inside the budget), once uninterrupted and once SIGKILLed at random points and resumed each time
@@ -22,8 +22,8 @@ one LR its own batch range / budget. ``results/tiny_p1_lr.md``:
 
 Needs a venv with the trainer installed (``nox -s trainer`` or ``pip install -r requirements/trainer.txt``):
 
-    python benchmarks/evidence/tiny_task.py cost --out /tmp/tiny
-    python benchmarks/evidence/tiny_task.py killresume --out /tmp/tiny --kills 3
+    python -m benchmarks.evidence.tiny_task cost --out /tmp/tiny
+    python -m benchmarks.evidence.tiny_task killresume --out /tmp/tiny --kills 3
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine
+from benchmarks.evidence.common import machine
 
 ENV = {
     "OMP_NUM_THREADS": "1",
@@ -126,7 +125,8 @@ def _lines(p: Path) -> list[dict]:
 def _child(args: argparse.Namespace, out: Path) -> subprocess.Popen:
     cmd = [
         sys.executable,
-        __file__,
+        "-m",
+        __spec__.name,
         "_child",
         "--out",
         str(out),

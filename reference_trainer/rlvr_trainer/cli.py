@@ -7,7 +7,7 @@
     rlvr-trainer train --batch 32 --max-samples 2048
     rlvr-trainer evidence --out runs/evidence   # 3 LRs x 16x batches x 3 seeds + schedule; resumable chunks
     rlvr-trainer evidence --scan --out runs/scan   # 6 base LRs x 3 seeds at batch 8: in the regime?
-    rlvr-trainer evidence --compare v2 --base-lr 1e-4 --lrs 5e-5 2e-4 --out runs/cmp   # issue 24's comparison
+    rlvr-trainer evidence --compare v2 --base-lr 1e-4 --lrs 5e-5 2e-4 --out runs/cmp   # the recipe vs baselines
     rlvr-trainer sweep --preset qwen2.5-math-1.5b --model /path/to/Qwen2.5-Math-1.5B --dry-run
 
 Each command writes canonical JSONL logs, checkpoints and (sweep/compare/demo) a report, and
@@ -21,11 +21,12 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr_schedule.errors import ConfigError, RlvrScheduleError
+from rlvr_schedule.errors import RlvrScheduleError
+from rlvr_trainer.memory import dry_run
 
 __all__ = ["main", "build_parser", "config_from_args", "dry_run"]
 
@@ -135,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                 const="v1",
                 default=None,
                 metavar="DESIGN",
-                help="issue 24's comparison instead, on the task of scan DESIGN (v1, v2): at --base-lr "
+                help="the comparison instead, on the task of scan DESIGN (v1, v2): at --base-lr "
                 "(--seeds, default 0-4) and the side LRs --lrs (--side-seeds, default 0-2), a short "
                 "sweep, then the planned schedule (plan on the sweep) and the live default (given the "
                 "sweep's clocks) against constants, an LR grid, LR decay, a linear ramp and the "
@@ -203,165 +204,6 @@ def _set_overrides(args: argparse.Namespace) -> dict[str, Any]:
     return kw
 
 
-def _model_config(cfg) -> tuple[Any, str]:
-    """The model's config without weights: local dir, HF cache, or the preset's known architecture."""
-    from transformers import AutoConfig, Qwen2Config
-
-    from rlvr_trainer.config import QWEN25_MATH_15B
-    from rlvr_trainer.model import CHARS, TinyModelConfig
-
-    if cfg.model is None:
-        t = TinyModelConfig()
-        return Qwen2Config(
-            vocab_size=3 + len(dict.fromkeys(CHARS)),
-            hidden_size=t.hidden_size,
-            intermediate_size=t.intermediate_size,
-            num_hidden_layers=t.num_layers,
-            num_attention_heads=t.num_heads,
-            num_key_value_heads=t.num_heads,
-            tie_word_embeddings=False,
-        ), "embedded tiny model"
-    try:
-        return AutoConfig.from_pretrained(cfg.model, local_files_only=True), f"{cfg.model} (local)"
-    except Exception:
-        if "qwen2.5-math-1.5b" in cfg.model.lower():
-            kw = {k: v for k, v in QWEN25_MATH_15B.items() if k not in ("architectures", "torch_dtype")}
-            return Qwen2Config(**kw), "built-in Qwen2.5-Math-1.5B architecture (weights not on this machine)"
-        raise
-
-
-#: Activation bytes the backward keeps per token and decoder layer, as ``a * hidden + b *
-#: intermediate * compute bytes``: measured with ``torch.autograd.graph.saved_tensors_hooks`` on a
-#: Qwen2 layer at the 1.5B shape (fp32: 131 x hidden; bf16 autocast over fp32 weights: 81 x
-#: hidden; the MLP's four intermediate tensors are the ``4 * intermediate`` term). With gradient
-#: checkpointing a layer keeps only its fp32 input (2 x 4 bytes x hidden, measured 8.0 x hidden)
-#: and one layer is recomputed at a time.
-ACT_HIDDEN, ACT_INTER, ACT_CKPT_HIDDEN = 35, 4, 8
-
-
-def _target_device(cfg) -> tuple[str, int | None]:
-    """(device kind, total bytes) the run would use: the device named in the config when it is
-    on this machine, else "cuda" without a known size (dry runs plan for machines elsewhere)."""
-    import torch
-
-    from rlvr_trainer.device import device_memory, resolve_device
-
-    if cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available()):
-        return "cpu", None
-    if not torch.cuda.is_available():
-        return "cuda", None
-    dev = resolve_device(cfg.device)
-    return dev.type, device_memory(dev)
-
-
-def dry_run(
-    cfg, *, batches: Sequence[int] | None = None, device_memory: int | None = None, check: bool = False
-) -> dict[str, Any]:
-    """Validate, count parameters on the meta device and estimate training memory (bytes).
-
-    ``device_memory`` (bytes) overrides the device's own (planning for another machine); with
-    ``check`` a run whose estimate exceeds 95% of it is a ConfigError naming the knob to turn.
-    """
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from rlvr_trainer.grpo import logit_chunk
-
-    cfg.validate()
-    mcfg, source = _model_config(cfg)
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(mcfg)
-    n = sum(p.numel() for p in model.parameters())
-    kind, dev_mem = _target_device(cfg)
-    dev_mem = device_memory if device_memory is not None else dev_mem
-    wbytes = torch.empty((), dtype=getattr(torch, cfg.dtype)).element_size()
-    if cfg.compute_dtype == "auto":
-        cbytes = 2 if kind == "cuda" else wbytes
-    else:
-        cbytes = torch.empty((), dtype=getattr(torch, cfg.compute_dtype)).element_size()
-    autocast = cbytes < wbytes
-    seq = cfg.max_model_len
-    hidden, layers, vocab = mcfg.hidden_size, mcfg.num_hidden_layers, mcfg.vocab_size
-    inter = getattr(mcfg, "intermediate_size", 4 * hidden)
-    ref = cfg.beta > 0 or cfg.track_kl
-    # the packed step (rlvr_trainer.grpo): a micro-batch spans at most max(noise micro-batch x
-    # max_model_len, token budget) padded positions; log-probs are taken at completion positions
-    # only, from fp32 logits chunks of logit_chunk(vocab) positions (logits + softmax/gradient in
-    # the backward: 3 such chunks), never [positions, vocab] for the whole micro-batch
-    positions = max(cfg.micro_batch * seq, cfg.token_budget())
-    chunk = min(logit_chunk(vocab), cfg.micro_batch * cfg.max_tokens)
-    per_layer = ACT_HIDDEN * hidden + ACT_INTER * inter * cbytes
-    if cfg.gradient_checkpointing:  # each layer's input, plus one layer recomputed in the backward
-        acts = positions * (layers * ACT_CKPT_HIDDEN * hidden * wbytes // 4 + per_layer)
-    else:
-        acts = positions * layers * per_layer
-    engine = n * cbytes if cfg.rollout == "vllm" else 0  # hf samples from the policy itself
-    kv = 0
-    if cfg.rollout == "vllm" and kind == "cuda" and dev_mem:
-        kv = max(0, int(cfg.gpu_memory_utilization * dev_mem) - engine)  # vLLM claims the rest of its share
-    est = {
-        # fp32 weights: the master copy the optimizer updates (bf16 compute reads casts of it)
-        "policy_weights": n * wbytes,
-        "gradients": n * wbytes,
-        "adamw_state": 2 * n * wbytes,  # exp_avg + exp_avg_sq in the weights' dtype
-        # autocast's cached bf16 casts of the weights, held for the step's forward and backward
-        "autocast_weight_copies": n * cbytes if autocast else 0,
-        "reference_weights": n * cbytes if ref else 0,  # kept in the compute dtype (no optimizer)
-        "rollout_engine_weights": engine,
-        "vllm_kv_cache": kv,
-        "activations_micro_batch": acts,
-        "logits_chunks": 3 * chunk * vocab * 4,
-    }
-    est["total"] = sum(est.values())
-    out: dict[str, Any] = {
-        "config": cfg.to_dict(),
-        "model_source": source,
-        "parameters": n,
-        "device": kind,
-        "compute_bytes": cbytes,
-        "memory_bytes": est,
-        "memory_gib": {k: round(v / 2**30, 3) for k, v in est.items()},
-        # what gradient checkpointing changes (the other setting's activations)
-        "activations_other_checkpointing_gib": round(
-            (
-                positions * layers * per_layer
-                if cfg.gradient_checkpointing
-                else positions * (layers * ACT_CKPT_HIDDEN * hidden * wbytes // 4 + per_layer)
-            )
-            / 2**30,
-            3,
-        ),
-        # what the padded step held per micro-batch: fp32 logits and their log-softmax, every position
-        "padded_step_logits_bytes": 2 * cfg.micro_batch * seq * vocab * 4,
-        "sweep_batches": list(batches) if batches else None,
-        "updates_per_run": {b: -(-cfg.max_samples // b) for b in (batches or [cfg.batch])},
-        "device_memory_gib": round(dev_mem / 2**30, 2) if dev_mem else None,
-        "fits": None if not dev_mem else bool(est["total"] <= 0.95 * dev_mem),
-    }
-    if check and dev_mem and not out["fits"]:
-        raise ConfigError(_too_big(cfg, est, dev_mem), field="memory")
-    return out
-
-
-def _too_big(cfg, est: dict[str, int], dev_mem: int) -> str:
-    """The refusal, naming the knob that frees the most."""
-    gib = 2**30
-    knobs = []
-    if not cfg.gradient_checkpointing and est["activations_micro_batch"] > 0.2 * est["total"]:
-        knobs.append("--set gradient_checkpointing=true")
-    if est["activations_micro_batch"] > 0.2 * est["total"]:
-        knobs.append(f"a smaller micro-batch (--set micro_tokens=N, now {cfg.token_budget()} positions)")
-    if est["vllm_kv_cache"] > 0:
-        knobs.append(f"a lower --set gpu_memory_utilization (now {cfg.gpu_memory_utilization})")
-    if est["reference_weights"]:
-        knobs.append("--set track_kl=false (no reference model when beta = 0)")
-    knobs = knobs or ["a smaller model or a larger device"]
-    return (
-        f"the run needs ~{est['total'] / gib:.1f} GiB (rlvr-trainer ... --dry-run itemises it) but the device "
-        f"has {dev_mem / gib:.1f} GiB (95% usable): try " + ", or ".join(knobs)
-    )
-
-
 def _print_verdicts(report: Path) -> None:
     """The report's verdict section (index.md beside index.html) on the console."""
     md = report.with_name("index.md")
@@ -387,132 +229,200 @@ def _main(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     batches = args.batches or SWEEP_BATCHES.get(args.preset, [cfg.batch])
     if args.dry_run:
-        mem = int(args.device_memory_gib * 2**30) if args.device_memory_gib else None
-        print(
-            json.dumps(
-                dry_run(
-                    cfg,
-                    batches=batches if args.command in ("sweep", "compare", "demo") else None,
-                    device_memory=mem,
-                    check=True,
-                ),
-                indent=2,
-            )
-        )
-        return 0
+        return _dry_run(args, cfg, batches)
     if not getattr(args, "report_only", False):
         from rlvr_trainer.device import resolve_device
 
         resolve_device(cfg.device)  # CUDA asked for where there is none: exit 2 before any work
-    from rlvr_trainer import experiments as ex
     from rlvr_trainer.quiet import quiet_transformers
 
     quiet_transformers()  # the console: our progress bars, verdicts and paths (vLLM's log: <run>/vllm.log)
-    resume, progress = not args.no_resume, not args.no_progress
+    return COMMANDS[_command(args)](args, cfg, batches)
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The key of :data:`COMMANDS`: the subcommand, or which experiment ``evidence`` runs."""
     if args.command == "evidence" and args.compare:
-        from rlvr_trainer import comparison as cmp
+        return "evidence --compare"
+    if args.command == "evidence" and args.scan:
+        return "evidence --scan"
+    return args.command
 
-        task, _ = ex.scan_design(cfg, args.compare)
-        cfg = task.replace(**_set_overrides(args))  # --set wins over the design's task
-        d = cmp.design(
-            cfg,
-            base_lr=cfg.base_lr,
-            side_lrs=args.lrs or (),
-            batches=batches,
-            seeds=args.seeds or (0, 1, 2, 3, 4),
-            side_seeds=args.side_seeds or (0, 1, 2),
-            sweep_seeds=args.sweep_seeds or (0,),
-            sweep_fraction=args.sweep_fraction,
-        )
-        if args.report_only:
-            print(f"comparison: {cmp.comparison_report(cfg, args.out, d).resolve()}")
-            return 0
-        res = cmp.comparison(cfg, args.out, d, chunk_minutes=args.chunk_minutes)
-        if res is None:
-            print(
-                f"comparison: chunk done, not finished; run the same command again to continue ({args.out})"
-            )
-            return 3
-        print(f"comparison: {res.resolve()}")
-    elif args.command == "evidence" and args.scan:
-        design, design_lrs = ex.scan_design(cfg, args.scan)
-        cfg = design.replace(**_set_overrides(args))  # --set wins over the design's task
-        seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(design_lrs), args.batch or 8
-        if args.report_only:
-            print(f"scan: {ex.scan_report(args.out, lrs=lrs, seeds=seeds, batch=b).resolve()}")
-            return 0
-        scan = ex.lr_scan(
-            cfg, args.out, lrs=lrs, seeds=seeds, batch=b, chunk_minutes=args.chunk_minutes, progress=progress
-        )
-        if scan is None:
-            print(f"lr scan: chunk done, not finished; run the same command again to continue ({args.out})")
-            return 3
-        print(f"scan: {scan.resolve()}")
-    elif args.command == "evidence":
-        seeds = args.seeds or [0, 1, 2]
-        lrs = args.lrs or [cfg.base_lr / 4, cfg.base_lr / 2, cfg.base_lr]
-        if args.report_only:
-            report = ex.evidence_report(args.out, base_lr=cfg.base_lr, lrs=lrs, batches=batches, seeds=seeds)
-            print(f"report: {report.resolve()}")
-            return 0
-        report = ex.evidence(
-            cfg,
-            args.out,
-            batches=batches,
-            lrs=lrs,
-            seeds=seeds,
-            chunk_minutes=args.chunk_minutes,
-            progress=progress,
-        )
-        if report is None:
-            print(f"evidence: chunk done, not finished; run the same command again to continue ({args.out})")
-            return 3
-        print(f"report: {report.resolve()}")
-    elif args.command in ("demo", "compare"):
-        # the demo: two seeds of the sweep (a finite B* interval needs more than 5 runs to resample)
-        # and the live schedule on the first
-        demo = args.command == "demo" and not args.seeds
-        seeds = args.seeds or ([0, 1] if demo else [0])
-        if args.report_only:
-            sched = seeds[:1] if demo else seeds
-            report = ex.report(args.out, batches=batches, seeds=seeds, schedule_seeds=sched)
-            print(f"report: {report.resolve()}")
-            return 0
-        report = ex.compare(
-            cfg,
-            args.out,
-            batches=batches,
-            seeds=seeds,
-            resume=resume,
-            progress=progress,
-            schedule_seeds=seeds[:1] if demo else None,
-        )
-        _print_verdicts(report)
-        print(f"report: {report.resolve()}")
-    elif args.command == "sweep":
-        from rlvr_schedule.clocks import fit_sweep
-        from rlvr_schedule.report import write_report
 
-        runs = ex.sweep(cfg, batches, args.out, seeds=args.seeds or [0], resume=resume, progress=progress)
-        report = write_report(runs, args.out / "report", fit=fit_sweep(runs), title="rlvr-trainer sweep")
-        print(f"report: {report.resolve()}")
-    elif args.command == "schedule":
-        runs = ex.schedule(
-            cfg,
-            args.out,
-            seeds=args.seeds or [0],
-            resume=resume,
-            progress=progress,
-            policy=ex.policy_config(cfg, batches=batches),
-        )
-        print(ex.summarize(runs, None))
-        print(f"logs: {(Path(args.out) / 'schedule').resolve()}")
-    else:  # train
-        for seed in args.seeds or [0]:
-            run = ex.run_one(cfg.replace(seed=seed), args.out / f"s{seed}", resume=resume, progress=progress)
-            print(ex.summarize([run], None))
-        print(f"logs: {Path(args.out).resolve()}")
+def _dry_run(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    mem = int(args.device_memory_gib * 2**30) if args.device_memory_gib else None
+    sweep = args.command in ("sweep", "compare", "demo")
+    print(
+        json.dumps(dry_run(cfg, batches=batches if sweep else None, device_memory=mem, check=True), indent=2)
+    )
     return 0
+
+
+def _not_finished(what: str, out: Path) -> int:
+    print(f"{what}: chunk done, not finished; run the same command again to continue ({out})")
+    return 3
+
+
+def _comparison(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer.experiments import comparison as cmp
+    from rlvr_trainer.experiments import scan_design
+
+    task, _ = scan_design(cfg, args.compare)
+    cfg = task.replace(**_set_overrides(args))  # --set wins over the design's task
+    d = cmp.design(
+        cfg,
+        base_lr=cfg.base_lr,
+        side_lrs=args.lrs or (),
+        batches=batches,
+        seeds=args.seeds or (0, 1, 2, 3, 4),
+        side_seeds=args.side_seeds or (0, 1, 2),
+        sweep_seeds=args.sweep_seeds or (0,),
+        sweep_fraction=args.sweep_fraction,
+    )
+    if args.report_only:
+        print(f"comparison: {cmp.comparison_report(cfg, args.out, d).resolve()}")
+        return 0
+    res = cmp.comparison(cfg, args.out, d, chunk_minutes=args.chunk_minutes)
+    if res is None:
+        return _not_finished("comparison", args.out)
+    print(f"comparison: {res.resolve()}")
+    return 0
+
+
+def _scan(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer.experiments import lr_scan, scan_design, scan_report
+
+    design, design_lrs = scan_design(cfg, args.scan)
+    cfg = design.replace(**_set_overrides(args))  # --set wins over the design's task
+    seeds, lrs, b = args.seeds or [0, 1, 2], args.lrs or list(design_lrs), args.batch or 8
+    if args.report_only:
+        print(f"scan: {scan_report(args.out, lrs=lrs, seeds=seeds, batch=b).resolve()}")
+        return 0
+    scan = lr_scan(
+        cfg,
+        args.out,
+        lrs=lrs,
+        seeds=seeds,
+        batch=b,
+        chunk_minutes=args.chunk_minutes,
+        progress=not args.no_progress,
+    )
+    if scan is None:
+        return _not_finished("lr scan", args.out)
+    print(f"scan: {scan.resolve()}")
+    return 0
+
+
+def _evidence(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer.experiments import evidence, evidence_report
+
+    seeds = args.seeds or [0, 1, 2]
+    lrs = args.lrs or [cfg.base_lr / 4, cfg.base_lr / 2, cfg.base_lr]
+    if args.report_only:
+        report = evidence_report(args.out, base_lr=cfg.base_lr, lrs=lrs, batches=batches, seeds=seeds)
+        print(f"report: {report.resolve()}")
+        return 0
+    report = evidence(
+        cfg,
+        args.out,
+        batches=batches,
+        lrs=lrs,
+        seeds=seeds,
+        chunk_minutes=args.chunk_minutes,
+        progress=not args.no_progress,
+    )
+    if report is None:
+        return _not_finished("evidence", args.out)
+    print(f"report: {report.resolve()}")
+    return 0
+
+
+def _compare(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    """``demo`` and ``compare``: the demo runs two seeds of the sweep (a finite B* interval needs
+    more than 5 runs to resample) and the live schedule on the first."""
+    from rlvr_trainer import experiments as ex
+
+    demo = args.command == "demo" and not args.seeds
+    seeds = args.seeds or ([0, 1] if demo else [0])
+    if args.report_only:
+        sched = seeds[:1] if demo else seeds
+        report = ex.report(args.out, batches=batches, seeds=seeds, schedule_seeds=sched)
+        print(f"report: {report.resolve()}")
+        return 0
+    report = ex.compare(
+        cfg,
+        args.out,
+        batches=batches,
+        seeds=seeds,
+        resume=not args.no_resume,
+        progress=not args.no_progress,
+        schedule_seeds=seeds[:1] if demo else None,
+    )
+    _print_verdicts(report)
+    print(f"report: {report.resolve()}")
+    return 0
+
+
+def _sweep(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.report import write_report
+    from rlvr_trainer.experiments import sweep
+
+    runs = sweep(
+        cfg,
+        batches,
+        args.out,
+        seeds=args.seeds or [0],
+        resume=not args.no_resume,
+        progress=not args.no_progress,
+    )
+    report = write_report(runs, args.out / "report", fit=fit_sweep(runs), title="rlvr-trainer sweep")
+    print(f"report: {report.resolve()}")
+    return 0
+
+
+def _schedule(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer import experiments as ex
+
+    runs = ex.schedule(
+        cfg,
+        args.out,
+        seeds=args.seeds or [0],
+        resume=not args.no_resume,
+        progress=not args.no_progress,
+        policy=ex.policy_config(cfg, batches=batches),
+    )
+    print(ex.summarize(runs, None))
+    print(f"logs: {(Path(args.out) / 'schedule').resolve()}")
+    return 0
+
+
+def _train(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer.experiments import run_one, summarize
+
+    for seed in args.seeds or [0]:
+        run = run_one(
+            cfg.replace(seed=seed),
+            args.out / f"s{seed}",
+            resume=not args.no_resume,
+            progress=not args.no_progress,
+        )
+        print(summarize([run], None))
+    print(f"logs: {Path(args.out).resolve()}")
+    return 0
+
+
+#: What each subcommand runs (``evidence`` by its experiment): ``(args, config, sweep batches) -> exit code``.
+COMMANDS: dict[str, Callable[[argparse.Namespace, Any, list[int]], int]] = {
+    "demo": _compare,
+    "compare": _compare,
+    "sweep": _sweep,
+    "schedule": _schedule,
+    "train": _train,
+    "evidence": _evidence,
+    "evidence --scan": _scan,
+    "evidence --compare": _comparison,
+}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -176,7 +176,7 @@ class Trainer:
 
     def _check_memory(self) -> None:
         """Refuse a CUDA run whose ``--dry-run`` estimate exceeds the device's memory (names the knob)."""
-        from rlvr_trainer.cli import dry_run
+        from rlvr_trainer.memory import dry_run
 
         dry_run(self.cfg, check=True)
 

@@ -4,8 +4,9 @@ what it finds on two section 3a tasks whose answers differ."""
 from __future__ import annotations
 
 
-def test_frontier_reaches_the_bar_where_b_star_drifts_and_not_where_it_stays(load_benchmark) -> None:
-    bf = load_benchmark("bar_frontier")
+def test_frontier_reaches_the_bar_where_b_star_drifts_and_not_where_it_stays() -> None:
+    from benchmarks.evidence import bar_frontier as bf
+
     drifting, flat = bf.frontier("c5_drift15"), bf.frontier("c2_drift0")
     for res in (drifting, flat):
         # the reference is the constant with the best noise-free reward, and the target 0.9x it

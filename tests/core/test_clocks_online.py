@@ -6,12 +6,11 @@ from __future__ import annotations
 import copy
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.fixtures.independent_sim import SimTask, simulate_run
 from rlvr_schedule.clocks import (
     ClipRatioRise,
     Detector,
@@ -29,9 +28,6 @@ from rlvr_schedule.clocks import (
     two_batch_estimate,
 )
 from rlvr_schedule.records import StepRecord
-
-sys.path.insert(0, str(Path(__file__).parent))
-from independent_sim import SimTask, simulate_run  # noqa: E402
 
 
 def _linear_records(

@@ -14,8 +14,8 @@ import dataclasses
 import math
 
 import pytest
-from real_runs import RUNS, SPLIT, label, load_real, raw_path
 
+from benchmarks.fixtures.real_runs import RUNS, SPLIT, label, load_real, raw_path
 from rlvr_schedule.clocks import FailureClock, FailureForecast
 from rlvr_schedule.records import Run
 

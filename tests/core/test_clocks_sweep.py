@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks.fixtures.independent_sim import SimTask, simulate_sweep, write_log
 from rlvr_schedule.clocks import FailureScalingFit, SweepFit, fit_sweep
 from rlvr_schedule.ingest import load_run
 from rlvr_schedule.records import Run
-
-sys.path.insert(0, str(Path(__file__).parent))
-from independent_sim import SimTask, simulate_sweep, write_log  # noqa: E402
 
 BATCHES = [16, 32, 64, 128, 256]  # a 16x sweep
 

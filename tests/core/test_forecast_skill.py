@@ -100,8 +100,9 @@ def test_the_committed_split_was_fixed_with_its_rules() -> None:
     assert cal and test and not cal & test
 
 
-def test_the_recorded_runs_load_and_replay(load_benchmark) -> None:
-    bench = load_benchmark("forecast_skill")
+def test_the_recorded_runs_load_and_replay() -> None:
+    from benchmarks.evidence import forecast_skill as bench
+
     runs = list(bench.real_runs())
     real = json.loads((ROOT / "tests/data/real/runs/SPLIT.json").read_text())
     assert len(runs) == len(real["calibration"]) + len(real["test"])

@@ -13,8 +13,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-from real_runs import ROOT, RUNS, load_real, read_options
 
+from benchmarks.fixtures.real_runs import ROOT, RUNS, load_real, read_options
 from rlvr_schedule.errors import IngestWarning
 from rlvr_schedule.ingest import ReadOptions, detect_format, load_run
 

@@ -10,8 +10,9 @@ import pytest
 from rlvr_schedule.synthetic.model import ClockModel
 
 
-def test_the_rule_picks_b_star_for_free_rollouts_and_a_smaller_batch_as_they_cost(load_benchmark) -> None:
-    bf = load_benchmark("bar_frontier")
+def test_the_rule_picks_b_star_for_free_rollouts_and_a_smaller_batch_as_they_cost() -> None:
+    from benchmarks.evidence import bar_frontier as bf
+
     grid = bf.PricedGrid(ClockModel(critical_batch=64.0, failure_samples=20_000.0), lr_ratios=[1.0])
     # at the square-root rule the gain per update is B (1 - B / 2B*) up to a constant: largest at B*
     assert grid.choose(64.0, 0.0, 0.0)[0] == 64
@@ -25,8 +26,9 @@ def test_the_rule_picks_b_star_for_free_rollouts_and_a_smaller_batch_as_they_cos
     assert full.choose(64.0, 0.05, 3000.0)[2] < 1.0
 
 
-def test_one_price_cells_and_the_oracle_in_the_comparison(load_benchmark) -> None:
-    pr = load_benchmark("priced_rule")
+def test_one_price_cells_and_the_oracle_in_the_comparison() -> None:
+    from benchmarks.evidence import priced_rule as pr
+
     res = pr.noise_free_cells("c5_drift15")
     assert len(res["cells"]) == len(pr.CS) * len(pr.MUS)
     # the drift of B* makes the bar's corner reachable on this task at some price

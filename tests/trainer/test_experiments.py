@@ -116,7 +116,7 @@ def test_a_finished_run_stays_finished_when_the_config_gains_a_field(tmp_path):
     """A run made before a field existed is the same run at that field's default; a run with a key
     this version does not know, a different setting, or too few samples is not finished."""
     from rlvr_trainer.config import TrainConfig
-    from rlvr_trainer.experiments import _finished
+    from rlvr_trainer.experiments import finished
 
     cfg = TrainConfig(max_samples=64)
     old = tmp_path / "old"
@@ -124,12 +124,12 @@ def test_a_finished_run_stays_finished_when_the_config_gains_a_field(tmp_path):
     saved = json.loads((old / "config.json").read_text())
     del saved["overlap"]  # written before issue 13 added it
     (old / "config.json").write_text(json.dumps(saved))
-    assert _finished(old, cfg)
-    assert not _finished(old, cfg.replace(overlap=True))
-    assert not _finished(old, cfg.replace(max_samples=128))
+    assert finished(old, cfg)
+    assert not finished(old, cfg.replace(overlap=True))
+    assert not finished(old, cfg.replace(max_samples=128))
     saved["no_such_field"] = 1
     (old / "config.json").write_text(json.dumps(saved))
-    assert not _finished(old, cfg)
+    assert not finished(old, cfg)
 
 
 def test_a_fresh_start_sets_old_logs_aside_instead_of_appending(tmp_path):

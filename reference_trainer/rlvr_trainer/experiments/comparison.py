@@ -1,4 +1,4 @@
-"""Issue 24's comparison: the Two Clocks recipe against what users would do instead, resumable.
+"""The comparison: the Two Clocks recipe against what users would do instead, resumable.
 
 At each base LR (the scan's choice with ``seeds`` each, its side LRs with ``side_seeds``):
 
@@ -8,10 +8,10 @@ At each base LR (the scan's choice with ``seeds`` each, its side LRs with ``side
    - **planned** (the paper's recipe): :func:`rlvr_schedule.planner.plan_schedule` on the short
      sweep, the planned stages run as a static schedule;
    - **live**: the live default policy given the short sweep's fit
-     (:func:`rlvr_trainer.experiments.policy_config` with ``fit=``, as ``rlvr-trainer demo`` does);
+     (:func:`rlvr_trainer.experiments.runs.policy_config` with ``fit=``, as ``rlvr-trainer demo`` does);
 
 2. the baselines, on the full budget: **constants** over the sweep's range (the layout of
-   :func:`~rlvr_trainer.experiments.evidence`, so the scan's and evidence's runs are reused); an
+   :func:`~rlvr_trainer.experiments.runs.evidence`, so the scan's and evidence's runs are reused); an
    **LR grid** at the plan's first batch (``grid_factors`` x the rule's LR there, and the LR the plan
    ends at); **LR decay** (cosine to 0 over the budget at the plan's first batch); a **linear batch
    ramp** over half the budget (:class:`~rlvr_schedule.policy.baselines.LinearRampSchedule`); the
@@ -37,6 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_trainer.config import TrainConfig
+from rlvr_trainer.experiments.rundirs import finished, read_run
+from rlvr_trainer.experiments.runs import policy_config, run_one
+from rlvr_trainer.experiments.tables import jsonable
 
 __all__ = [
     "RunSpec",
@@ -158,8 +161,6 @@ def _dir(out: Path, s: RunSpec, run_lr: float | None = None) -> Path:
 
 
 def _short_runs(out: Path, d: Design, lr: float) -> list:
-    from rlvr_trainer.experiments import read_run
-
     return [
         read_run(_dir(out, RunSpec(lr, "short", s, batch=b, run_lr=lr)), f"short b{b}-s{s}")
         for s in d.sweep_seeds
@@ -221,10 +222,8 @@ def make_plan(cfg: TrainConfig, out: Path, d: Design, lr: float) -> dict[str, An
         closed_form_postponement=closed,
         sweep_fit=fit.to_dict(),
     )
-    from rlvr_trainer.experiments import _jsonable
-
     path = out / f"lr{lr:g}" / "plan.json"
-    path.write_text(json.dumps(_jsonable(body), indent=2))
+    path.write_text(json.dumps(jsonable(body), indent=2))
     return body
 
 
@@ -267,7 +266,6 @@ def arm_schedule(
     from rlvr_schedule.policy import BatchConstraints, StaticSchedule
     from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
     from rlvr_schedule.theory.scaling import lr_for_batch
-    from rlvr_trainer.experiments import policy_config
 
     lo, hi = d.batches[0], d.batches[-1]
     cons = BatchConstraints(group_size=cfg.group_size, min_batch=lo, max_batch=hi)
@@ -330,7 +328,6 @@ Train = Callable[..., None]
 
 
 def _train(cfg: TrainConfig, out_dir: Path, *, schedule: Any = None, policy: Any = None) -> None:
-    from rlvr_trainer.experiments import run_one
     from rlvr_trainer.train import Trainer
 
     if schedule is None:
@@ -347,13 +344,11 @@ def _settings(s: RunSpec, sched: Any, policy: Any) -> dict[str, Any]:
 def _done(out_dir: Path, cfg: TrainConfig, settings: dict[str, Any] | None) -> bool:
     """Finished with this config (and, for a schedule arm, these settings); an unfinished run with
     other settings is set aside so that it starts over."""
-    from rlvr_trainer.experiments import _finished
-
     if settings is None:
-        return _finished(out_dir, cfg)
+        return finished(out_dir, cfg)
     side = out_dir / "arm.json"
     same = side.exists() and json.loads(side.read_text()) == settings
-    if same and _finished(out_dir, cfg):
+    if same and finished(out_dir, cfg):
         return True
     if out_dir.exists() and not same:
         import shutil
@@ -441,10 +436,8 @@ def comparison(
 
 
 def _short_sweep_done(cfg: TrainConfig, out: Path, d: Design, lr: float) -> bool:
-    from rlvr_trainer.experiments import _finished
-
     shorts = [x for x in d.specs if x.arm == "short" and x.lr == lr]
-    return all(_finished(*resolve(cfg, out, d, x, {})[:2]) for x in shorts)
+    return all(finished(*resolve(cfg, out, d, x, {})[:2]) for x in shorts)
 
 
 @contextlib.contextmanager
@@ -534,8 +527,6 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
     (seeds that reached)), failures, (a) and (b) against the best constant and the best LR-grid
     point (paired differences over seeds), and the planned run's measured postponement of failure
     against the plan's closed form."""
-    from rlvr_trainer.experiments import _jsonable, read_run
-
     out = Path(out)
     md = [
         f"Comparison at base LRs {', '.join(f'{x:g}' for x in d.lrs)} (seeds: "
@@ -604,7 +595,7 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
         }
     if missing:
         md.append(f"({missing} runs of the design not there yet.)")
-    (out / "compare.json").write_text(json.dumps(_jsonable(res), indent=2))
+    (out / "compare.json").write_text(json.dumps(jsonable(res), indent=2))
     path = out / "compare.md"
     path.write_text("\n".join(md) + "\n")
     return path

@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.records import Run
 from rlvr_trainer.config import TrainConfig
+from rlvr_trainer.experiments.rundirs import finished, read_run
+from rlvr_trainer.experiments.tables import interval, num
 
 __all__ = [
     "run_one",
@@ -31,50 +32,15 @@ __all__ = [
     "compare",
     "report",
     "evidence",
-    "lr_scan",
-    "scan_report",
-    "SCAN_LRS",
-    "SCAN_DESIGNS",
-    "scan_design",
+    "evidence_report",
+    "run_chunk",
+    "fits_by_lr",
     "lr_grid",
     "policy_config",
-    "read_run",
     "summarize",
 ]
 
 log = logging.getLogger("rlvr_trainer")
-
-
-def read_run(out_dir: str | Path, name: str | None = None, *, schedule: bool = False) -> Run:
-    """The canonical records of one run directory (through the core's JSONL reader); ``schedule``
-    marks a live schedule's run, which never counts as a constant-batch sweep point."""
-    import warnings
-
-    from rlvr_schedule.errors import IngestWarning
-    from rlvr_schedule.ingest import load_run
-
-    out_dir = Path(out_dir)
-    with warnings.catch_warnings():  # our timing extras are expected, not a sign of a mis-mapped log
-        warnings.filterwarnings("ignore", message=".*unknown metrics kept in extra", category=IngestWarning)
-        run = load_run(out_dir / "metrics.jsonl", name=name or out_dir.name)
-    if schedule:
-        run.meta["schedule"] = True
-    return run
-
-
-def _finished(out_dir: Path, cfg: TrainConfig) -> bool:
-    p = out_dir / "metrics.jsonl"
-    if not p.exists() or not (out_dir / "config.json").exists():
-        return False
-    # a field added since the run was made reads as its default (which keeps the old behaviour)
-    try:
-        saved = TrainConfig.from_dict(json.loads((out_dir / "config.json").read_text()))
-    except (ConfigError, TypeError, ValueError):
-        return False
-    if json.loads(saved.json()) != json.loads(cfg.json()):
-        return False
-    lines = [ln for ln in p.read_text().splitlines() if ln.strip()]
-    return bool(lines) and json.loads(lines[-1]).get("samples", 0) >= cfg.max_samples
 
 
 def run_one(
@@ -91,7 +57,7 @@ def run_one(
     from rlvr_trainer.train import Trainer
 
     out_dir = Path(out_dir)
-    if resume and _finished(out_dir, cfg):
+    if resume and finished(out_dir, cfg):
         return read_run(out_dir, desc, schedule=policy is not None)
     schedule = None
     if policy is not None:
@@ -351,7 +317,7 @@ def evidence(
     lrs = sorted(set(float(x) for x in lrs) | {float(cfg.base_lr)})
     t0 = time.monotonic()
     todo = [(lr, seed, b) for seed in seeds for lr in lrs for b in batches]
-    done, ran = _run_chunk(cfg, out, todo, t0, chunk_minutes, progress, "evidence")
+    done, ran = run_chunk(cfg, out, todo, t0, chunk_minutes, progress, "evidence")
     if not done or (ran and (time.monotonic() - t0) / 60 > chunk_minutes):
         return None  # the rest (or the schedule runs and the report) in the next chunk
     fits = fits_by_lr(out, lrs=lrs, batches=batches, seeds=seeds)
@@ -360,7 +326,7 @@ def evidence(
     return evidence_report(out, base_lr=cfg.base_lr, lrs=lrs, batches=batches, seeds=seeds, fits=fits)
 
 
-def _run_chunk(
+def run_chunk(
     cfg: TrainConfig,
     out: Path,
     todo: Sequence[tuple[float, int, int]],
@@ -378,7 +344,7 @@ def _run_chunk(
     for i, (lr, seed, b) in enumerate(todo):
         c = cfg.replace(base_lr=lr, batch=b, seed=seed)
         d = out / f"lr{lr:g}" / "sweep" / f"b{b}-s{seed}"
-        if _finished(d, c):
+        if finished(d, c):
             continue
         if ran and (time.monotonic() - t0) / 60 > chunk_minutes:
             log.warning(
@@ -392,207 +358,6 @@ def _run_chunk(
         run_one(c, d, resume=True, progress=progress, desc=f"lr {lr:g} b{b}-s{seed}")
         ran += 1
     return True, ran
-
-
-#: The LR scan's base LRs (at ``base_batch``; issue 24's plan, benchmarks/evidence/LR_SCAN_PLAN.md):
-#: six LRs over a 16x range in steps of x1.74, around the demo's 1e-4..4e-4.
-SCAN_LRS: tuple[float, ...] = (5e-5, 8.7e-5, 1.5e-4, 2.6e-4, 4.6e-4, 8e-4)
-
-#: The scan designs of benchmarks/evidence/LR_SCAN_PLAN.md, by name (``evidence --scan NAME``):
-#: base LRs and the task's changes against ``--preset tiny`` (TrainConfig fields). "v1": the
-#: 2026-12-04 15:45 UTC scan (the demo's task). "v2" (planned 18:47 UTC the same day, after v1
-#: missed the criterion): the fixed ~800-rollout part of v1's rollouts-to-target made smaller
-#: against the LR-driven part -- warm-up 512 -> 64 rollouts and all five arithmetic levels
-#: (a farther climb) -- and LR steps of x2 over 32x, so that a rate rising in proportion to the
-#: LR separates from its neighbours at v1's seed spread.
-SCAN_DESIGNS: dict[str, dict[str, Any]] = {
-    "v1": {"lrs": SCAN_LRS, "task": {}},
-    "v2": {
-        "lrs": (2.5e-5, 5e-5, 1e-4, 2e-4, 4e-4, 8e-4),
-        "task": {"warmup_samples": 64, "task_max_level": None},
-    },
-}
-
-
-def scan_design(cfg: TrainConfig, name: str = "v1") -> tuple[TrainConfig, tuple[float, ...]]:
-    """(config with the design's task changes, base LRs) of the scan design ``name``."""
-    if name not in SCAN_DESIGNS:
-        raise ConfigError(
-            f"unknown scan design {name!r} (choose from {', '.join(SCAN_DESIGNS)})", field="scan"
-        )
-    d = SCAN_DESIGNS[name]
-    return cfg.replace(**d["task"]), tuple(float(x) for x in d["lrs"])
-
-
-def lr_scan(
-    cfg: TrainConfig,
-    out: str | Path,
-    *,
-    lrs: Sequence[float] = SCAN_LRS,
-    seeds: Sequence[int] = (0, 1, 2),
-    batch: int = 8,
-    chunk_minutes: float = 45.0,
-    progress: bool = True,
-) -> Path | None:
-    """Is the task in the theory's regime (drift per rollout growing with the LR), and does the
-    failure clock show there? Constant-``batch`` runs at every base LR of ``lrs`` x ``seeds`` on
-    ``cfg``'s budget, resumable in chunks like :func:`evidence` (same layout, so a later
-    :func:`evidence` at these LRs reuses them), then :func:`scan_report`. Returns its markdown
-    path, or None when the chunk ran out first (call again to continue)."""
-    import time
-
-    out = Path(out)
-    todo = [(float(lr), seed, batch) for seed in seeds for lr in lrs]  # seed-major: whole seeds first
-    if not _run_chunk(cfg, out, todo, time.monotonic(), chunk_minutes, progress, "lr scan")[0]:
-        return None
-    return scan_report(out, lrs=lrs, seeds=seeds, batch=batch)
-
-
-def scan_report(
-    out: str | Path,
-    *,
-    lrs: Sequence[float] = SCAN_LRS,
-    seeds: Sequence[int] = (0, 1, 2),
-    batch: int = 8,
-    min_regime: int = 3,
-    min_failures: int = 2,
-) -> Path:
-    """(Re)write ``out/scan.md`` and ``out/scan.json`` from the scan's logs (no training; runs
-    not there yet are left out and counted).
-
-    One ``fit_sweep`` over every run, so all rates refer to the same reward levels. Per base LR:
-    the seeds' mean rate with a 95% t-interval over seeds, failures. The plan's criterion: an LR
-    is *in the regime* when it lies in a stretch of ``min_regime`` or more consecutive LRs over
-    which each LR's interval lies wholly above the previous one's; the failure clock *shows* at
-    an LR when ``min_failures`` of its runs fail within the budget."""
-    import numpy as np
-
-    from rlvr_schedule.clocks import fit_sweep
-    from rlvr_schedule.clocks._stats import t_quantile
-
-    out = Path(out)
-    lrs = [float(x) for x in lrs]
-    runs, keys = [], []
-    for lr in lrs:
-        for s in seeds:
-            d = out / f"lr{lr:g}" / "sweep" / f"b{batch}-s{s}"
-            if (d / "metrics.jsonl").exists():
-                runs.append(read_run(d, f"lr{lr:g} b{batch}-s{s}"))
-                keys.append((lr, s))
-    if not runs:
-        raise ConfigError(f"no scan run under {out}", field="out")
-    fit = fit_sweep(runs)
-    rows = []
-    for lr in lrs:
-        idx = [i for i, k in enumerate(keys) if k[0] == lr]
-        rates = np.array([fit.runs[i].rate for i in idx], float)
-        rates = np.where(np.isfinite(rates), rates, 0.0)  # crossed no level: no progress to target
-        n = rates.size
-        mean = float(rates.mean()) if n else math.nan
-        hw = float(t_quantile(0.975, n - 1) * rates.std(ddof=1) / math.sqrt(n)) if n >= 2 else math.nan
-        fails = [(fit.runs[i].failure_samples, fit.runs[i].failure_signal) for i in idx]
-        finals, peaks = [], []
-        for i in idx:
-            rew = runs[i].array("reward_mean")
-            finals.append(float(np.nanmean(rew[-max(1, len(rew) // 10) :])))
-            w = max(1, len(rew) // 10)
-            peaks.append(float(np.nanmax(np.convolve(rew, np.ones(w) / w, mode="valid"))))
-        rows.append(
-            {
-                "base_lr": lr,
-                "lr_at_batch": runs[idx[0]].lr if idx else None,
-                "runs": n,
-                "seeds": [keys[i][1] for i in idx],
-                "rate_mean": mean,
-                "rate_interval": [mean - hw, mean + hw],
-                "rates": [fit.runs[i].rate for i in idx],
-                "rate_intervals": [list(fit.runs[i].rate_interval) for i in idx],
-                "reached_target": sum(bool(fit.runs[i].reached_target) for i in idx),
-                "final_reward": finals,
-                "peak_reward": peaks,
-                "failures": sum(f is not None for f, _ in fails),
-                "failure_samples": [f for f, _ in fails],
-                "failure_signals": [g for f, g in fails if f is not None],
-            }
-        )
-
-    # adjacent separations -> stretches of consecutive LRs over which the rate rises significantly
-    def stretches(step_ok: list[bool]) -> list[list[int]]:
-        found, cur = [], [0]
-        for i, ok in enumerate(step_ok):
-            if ok:
-                cur.append(i + 1)
-            else:
-                found.append(cur)
-                cur = [i + 1]
-        found.append(cur)
-        return [c for c in found if len(c) >= min_regime]
-
-    lo = [r["rate_interval"][0] for r in rows]
-    hi = [r["rate_interval"][1] for r in rows]
-    strict = stretches([bool(lo[i + 1] > hi[i]) for i in range(len(rows) - 1)])
-    rising = stretches([bool(rows[i + 1]["rate_mean"] > rows[i]["rate_mean"]) for i in range(len(rows) - 1)])
-    weak = [c for c in rising if lo[c[-1]] > hi[c[0]]]
-    regime = sorted({i for c in strict for i in c})
-    shows = [i for i, r in enumerate(rows) if r["failures"] >= min_failures]
-    both = [i for i in regime if i in shows]
-    verdict = {
-        "regime": [lrs[i] for i in regime],
-        "regime_weak": sorted({lrs[i] for c in weak for i in c}),
-        "failure_clock_shows": [lrs[i] for i in shows],
-        "met": bool(both),
-        "chosen_base_lr": lrs[both[0]] if both else None,
-    }
-    summary = {"batch": batch, "seeds": list(seeds), "rows": rows, "verdict": verdict, "fit": fit.to_dict()}
-    (out / "scan.json").write_text(json.dumps(_jsonable(summary), indent=2))
-    md = [
-        f"LR scan at batch {batch}, seeds {', '.join(map(str, seeds))}, {len(runs)} of "
-        f"{len(lrs) * len(seeds)} runs; one fit_sweep over all of them: target reward "
-        f"{fit.target:.3f} (initial {fit.initial_reward:.3f}).",
-        "",
-        "| base LR | LR at batch | runs | rate (reward/rollout), mean [95% t over seeds] | per seed [own 95%] "
-        "| reached target | final reward (last 10%) | peak (10% window) | failed | failure at rollouts (signal) |",
-        "|---:|---:|---:|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        per = "; ".join(f"{_g(x)} {_iv(iv)}" for x, iv in zip(r["rates"], r["rate_intervals"], strict=True))
-        fails = ", ".join(f"{f:,.0f}" for f in r["failure_samples"] if f is not None) or "-"
-        sig = ", ".join(sorted(set(r["failure_signals"])))
-        md.append(
-            f"| {r['base_lr']:g} | {_g(r['lr_at_batch'])} | {r['runs']} | {_g(r['rate_mean'])} "
-            f"{_iv(r['rate_interval'])} | {per} | {r['reached_target']}/{r['runs']} | "
-            f"{_span(r['final_reward'])} | {_span(r['peak_reward'])} | {r['failures']}/{r['runs']} | "
-            f"{fails}{f' ({sig})' if sig else ''} |"
-        )
-    fmt = lambda xs: ", ".join(f"{x:g}" for x in xs) or "none"  # noqa: E731
-    md += [
-        "",
-        f"- In the regime (>= {min_regime} consecutive LRs, each rate interval wholly above the "
-        f"previous one's): **{fmt(verdict['regime'])}**; weaker reading (means rising, the ends' "
-        f"intervals separated): {fmt(verdict['regime_weak'])}.",
-        f"- Failure clock shows (>= {min_failures} runs failed within the budget): "
-        f"**{fmt(verdict['failure_clock_shows'])}**.",
-        f"- Criterion met: **{'yes' if verdict['met'] else 'no'}**"
-        + (f"; chosen base LR {verdict['chosen_base_lr']:g}." if verdict["met"] else "."),
-    ]
-    path = out / "scan.md"
-    path.write_text("\n".join(md) + "\n")
-    return path
-
-
-def _span(xs: Sequence[float]) -> str:
-    return f"{sum(xs) / len(xs):.3f} [{min(xs):.3f}, {max(xs):.3f}]" if xs else "-"
-
-
-def _jsonable(v: Any) -> Any:
-    """NaN/inf -> None, numpy scalars -> Python, recursively (strict JSON)."""
-    if isinstance(v, dict):
-        return {k: _jsonable(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-        v = v.item()
-    return None if isinstance(v, float) and not math.isfinite(v) else v
 
 
 def fits_by_lr(
@@ -686,9 +451,9 @@ def evidence_report(
     base = out / f"lr{base_lr:g}"
     target = float(fits[float(base_lr)]["target"])
     per_lr = "\n".join(
-        f"- base LR {lr:g}: B* = {_g(f.get('critical_batch'))} {_iv(f.get('critical_batch_interval'))}, "
-        f"failure exponent {_g(f.get('failure_exponent'))} {_iv(f.get('failure_exponent_interval'))}, "
-        f"pooled failure {_g(f.get('failure_samples'))} rollouts"
+        f"- base LR {lr:g}: B* = {num(f.get('critical_batch'))} {interval(f.get('critical_batch_interval'))}, "
+        f"failure exponent {num(f.get('failure_exponent'))} {interval(f.get('failure_exponent_interval'))}, "
+        f"pooled failure {num(f.get('failure_samples'))} rollouts"
         for lr, f in sorted(fits.items())
     )
     grid = lr_grid(out, lrs=lrs, batches=batches, seeds=seeds, schedule_dir=base / "schedule", target=target)
@@ -700,11 +465,3 @@ def evidence_report(
         extra_sections=[("Fits at each base LR", per_lr), ("LR grid of constants vs the schedule", grid)],
         title=f"rlvr-trainer evidence: base LR {base_lr:g} sweep vs two-clock schedule, {len(lrs)} base LRs",
     )
-
-
-def _g(x: Any) -> str:
-    return f"{x:.3g}" if isinstance(x, (int, float)) and math.isfinite(x) else "-"
-
-
-def _iv(iv: Any) -> str:
-    return "[" + ", ".join(_g(x) for x in (iv or [None, None])) + "]"
