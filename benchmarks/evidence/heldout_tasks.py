@@ -1,11 +1,11 @@
 """Held-out synthetic tasks of the schedule check (docs/RESULTS.md section 3a), as data: one row
 per task.
 
-Seven sets, each committed before the tuning round it was held out from, parameters and seeds fixed
+Eight sets, each committed before the tuning round it was held out from, parameters and seeds fixed
 here: set 1 (h1-h3, 2026-12-04), set 2 (h4-h6, f10d6fa), set 3 (h7-h9, 74ab106), set 4 (h10-h12,
-b81fb7a), set 5 (h13-h15, f314555), set 6 (h16-h18, 187d61a) and set 7 (h19-h21, b8d223f), the last
-six on 2026-12-05. Each set is run once on the defaults of its round and joins the tuning set after
-that. h1-h3 differ from :data:`rlvr_schedule.synthetic.tasks.TASKS` in the critical batch (48 and 96
+b81fb7a), set 5 (h13-h15, f314555), set 6 (h16-h18, 187d61a), set 7 (h19-h21, b8d223f), sets 2-7
+on 2026-12-05, and set 8 (h22-h24, drawn at random by ``draw_heldout.py``) on 2026-12-07. Each set
+is run once on the defaults of its round and joins the tuning set after that. h1-h3 differ from :data:`rlvr_schedule.synthetic.tasks.TASKS` in the critical batch (48 and 96
 at the start), the failure clock's length (14k-30k rollouts), a small batch dependence of the failure
 clock (alpha 0.1) on one task, and the crash hazard; the rule each later set was drawn by is stated
 below, before the table.
@@ -107,6 +107,12 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 #   alpha (0.01, 0.09, 0.14), hazard (0.22, 0.38, 0.58)  -- each sorted low, middle, high.
 # Task i (0, 1, 2 for h19, h20, h21) takes, by index into those lists: B* i, F (i+1) mod 3, noise i,
 # drift 2-i, alpha 2-i, hazard (i+2) mod 3 (a permutation no earlier set used).
+#
+# Set 8 (2026-12-07, held out from the cost-priced recipe's design and tuning):
+# h22-h24 and their seeds (8000-8019) were committed before any design or tuning of the priced
+# operating point and before anything was run on them; they are run once, at the end, on its final
+# defaults. Rule: each parameter drawn uniformly between the smallest and largest value h1-h21 used
+# (a missing alpha counts as 0), by ``draw_heldout.py`` with seed 8, rounded to the table's grain.
 
 #: The keyword arguments of SyntheticEnvironment a row gives (merged over ``synthetic.tasks.COMMON``).
 COLUMNS = ("critical_batch", "failure_samples", "noise_fraction", "drift", "failure_exponent", "crash_hazard")
@@ -137,11 +143,14 @@ ROWS: tuple[tuple[Any, ...], ...] = (
     (7, "h19_b60_f28k_drift11p5_alpha",    60.0, 28_000.0,  0.16,  11.5,  0.14,  0.58),
     (7, "h20_b84_f42k_drift8p5_alpha",     84.0, 42_000.0,  0.24,   8.5,  0.09,  0.22),
     (7, "h21_b100_f15k_drift5p5_alpha",   100.0, 15_000.0,  0.36,   5.5,  0.01,  0.38),
+    (8, "h22_b64_f49k_drift11p5_alpha",    64.0, 49_000.0,  0.22,  11.5,  0.17,   0.3),
+    (8, "h23_b76_f25k_drift7p5_alpha",     76.0, 25_000.0,  0.14,   7.5,  0.05,  0.23),
+    (8, "h24_b48_f18k_drift7_alpha",       48.0, 18_000.0,  0.41,   7.0,  0.05,   0.4),
 )
 # fmt: on
 
 #: The seeds of each set's check (20, paired across schedules; a range no other check used).
-SEEDS: dict[int, tuple[int, ...]] = {k: tuple(range(1000 * k, 1000 * k + 20)) for k in range(1, 8)}
+SEEDS: dict[int, tuple[int, ...]] = {k: tuple(range(1000 * k, 1000 * k + 20)) for k in range(1, 9)}
 
 
 def task_set(k: int) -> dict[str, dict[str, Any]]:
