@@ -23,8 +23,6 @@ second run is read as its last run (warned, lines named); a resumed run continue
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import os
 import re
@@ -37,6 +35,7 @@ from rlvr_schedule.errors import IngestError, IngestWarning
 from rlvr_schedule.ingest.options import ReadOptions, apply_options, describe_sources, warn_batch_conflict
 from rlvr_schedule.ingest.stream import RecordStream
 from rlvr_schedule.ingest.textio import _ANSI, open_text, split_ray_prefix
+from rlvr_schedule.ingest.values import parse_mapping, parse_value, split_top, to_number
 from rlvr_schedule.records import Run
 
 __all__ = [
@@ -82,25 +81,18 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str]]:
         raise IngestError(f"truncated gzip file ({exc})", source=str(path)) from exc
 
 
-def _num(text: str) -> float | str:
-    try:
-        return float(text)
-    except ValueError:
-        return text.strip()
-
-
 def parse_verl_step_line(text: str) -> tuple[int, dict[str, Any]] | None:
     """``(step, metrics)`` of one ``step:N - key:value - ...`` line (units such as ``(1e-4)`` applied)."""
     m = _STEP_LINE.match(text)
     if not m:
         return None
     out: dict[str, Any] = {}
-    for pair in m.group(2).split(" - "):
-        key, sep, value = pair.rpartition(":")
-        if not sep or not key.strip():
+    for pair in split_top(m.group(2), " - "):
+        parts = split_top(pair, ":")
+        key, value = ":".join(parts[:-1]).strip(), parts[-1]
+        if len(parts) < 2 or not key:
             continue
-        key = key.strip()
-        val = _num(value)
+        val = parse_value(value)
         unit = _UNIT.match(key)
         if unit and isinstance(val, float):
             try:
@@ -132,9 +124,8 @@ def find_verl_config(lines: list[tuple[int, str, str]]) -> tuple[dict[str, Any] 
                 continue  # another process's line interleaved by Ray
             buf.append(t2)
             if t2.rstrip().endswith("}"):
-                try:
-                    cfg = ast.literal_eval("\n".join(buf).strip())
-                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                cfg = parse_mapping("\n".join(buf))
+                if cfg is None:
                     continue
                 if isinstance(cfg, dict):
                     return cfg, lineno
@@ -341,7 +332,6 @@ _METRIC_DICT = re.compile(
 )
 _REWARD_KEY = re.compile(r"['\"](?:reward|rewards/[^'\"]*)['\"]\s*:")
 _METRIC_KEYS = frozenset({"loss", "reward", "learning_rate", "grad_norm", "train_runtime", "epoch", "kl"})
-_BARE_NONFINITE = re.compile(r"(?<=[:\[,(]\s)(-?)(nan|inf|NaN|Infinity)(?=\s*[,}\])])")
 #: a dict broken over more lines than this is an error, not a wrapped line
 _MAX_DICT_LINES = 3
 _SUMMARY_KEYS = (
@@ -385,19 +375,8 @@ def _epoch_step(epoch: Any, steps_per_epoch: int | None, after: int = -1) -> int
 
 
 def _parse_dict(text: str) -> dict[str, Any] | None:
-    """The dict of one console part (``nan``/``inf`` as printed by Python allowed), else None."""
-    body = text.strip()
-    try:
-        obj = ast.literal_eval(body)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        try:
-            obj = ast.literal_eval(_BARE_NONFINITE.sub(r"'\1\2'", body))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            try:
-                obj = json.loads(body)
-            except json.JSONDecodeError:
-                return None
-    return obj if isinstance(obj, dict) else None
+    """The dict of one console part (values in any form :mod:`.values` reads), else None."""
+    return parse_mapping(text)
 
 
 def _is_metrics(d: Mapping[str, Any] | None) -> bool:
@@ -410,16 +389,7 @@ def _is_metrics(d: Mapping[str, Any] | None) -> bool:
 
 def _numeric(d: Mapping[str, Any]) -> dict[str, Any]:
     """String-valued numbers (``'0.125'``, ``'nan'``) as floats; other strings kept as they are."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, str):
-            try:
-                out[k] = float(v)
-                continue
-            except ValueError:
-                pass
-        out[k] = v
-    return out
+    return {k: to_number(v) for k, v in d.items()}
 
 
 class _Segment:
