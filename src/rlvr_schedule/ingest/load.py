@@ -7,7 +7,9 @@ JSON(L) (``trainer_state.json``, lists of dicts, verl's file logger); any other 
 verl ``step:N - key:value`` lines, a TRL/transformers console log (``{'loss': ...}`` dicts, the
 ``***** Running training *****`` header), or JSON lines. ``.gz`` of any file is read compressed.
 A directory of several runs (event-file subdirectories, log files) is one run per entry for
-:func:`load_runs` and an error for :func:`load_run`.
+:func:`load_runs` and an error for :func:`load_run`. A console log holding several training runs
+(:mod:`.runsplit`) is each of them for :func:`load_runs` and its last one (warned) for
+:func:`load_run`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from rlvr_schedule.ingest.console import (
     looks_like_trl_console,
     looks_like_verl_console,
     read_trl_console,
+    read_trl_console_runs,
     read_verl_console,
+    read_verl_console_runs,
 )
 from rlvr_schedule.ingest.csv_log import csv_header, is_wandb_chart_header, read_csv, read_wandb_chart_csv
 from rlvr_schedule.ingest.jsonl import read_jsonl
@@ -49,6 +53,8 @@ class Format:
     reader: Reader
     what: str
     needs: str
+    #: reads every run of a file that can hold several (a list of runs); None: one run a file
+    runs_reader: Reader | None = None
 
 
 FORMATS: dict[str, Format] = {
@@ -93,6 +99,7 @@ FORMATS: dict[str, Format] = {
             "Ray prefixes, colour codes; batch = data.train_batch_size x rollout.n from the printed "
             "config or command line",
             "critic/score/mean; the config print or --batch",
+            read_verl_console_runs,
         ),
         Format(
             "trl-console",
@@ -100,6 +107,7 @@ FORMATS: dict[str, Format] = {
             "TRL/transformers console log (python train.py > train.log): "
             "{'loss': ...} dicts, tqdm bars, the ***** Running training ***** header",
             "reward; the header (log_level='info') or --batch",
+            read_trl_console_runs,
         ),
     )
 }
@@ -247,7 +255,8 @@ def _options(options: ReadOptions | None, aliases: Mapping[str, str] | None) -> 
     return opts
 
 
-def _read(path: Path, name: str, opts: ReadOptions) -> list[Run]:
+def _read(path: Path, name: str, opts: ReadOptions, every_run: bool = True) -> list[Run]:
+    """The runs of one file: every run it holds, or (``every_run=False``) its last one."""
     fmt = opts.format or detect_format(path)
     if fmt not in FORMATS:
         raise IngestError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}", field="--format")
@@ -256,10 +265,14 @@ def _read(path: Path, name: str, opts: ReadOptions) -> list[Run]:
         if len(runs) == 1:
             runs[0].name = name
         return runs
-    reader = FORMATS[fmt].reader
-    run = reader(path, name=name, aliases=opts.aliases, options=opts)
-    run.meta.setdefault("format", fmt)
-    return [run]
+    f = FORMATS[fmt]
+    if every_run and f.runs_reader is not None:
+        runs = f.runs_reader(path, name=name, aliases=opts.aliases, options=opts)
+    else:
+        runs = [f.reader(path, name=name, aliases=opts.aliases, options=opts)]
+    for run in runs:
+        run.meta.setdefault("format", fmt)
+    return runs
 
 
 def load_run(
@@ -281,7 +294,7 @@ def load_run(
         elif runs:
             listed = ", ".join(str(r) for r in runs[:5]) + (" ..." if len(runs) > 5 else "")
             raise IngestError(f"directory holds {len(runs)} runs ({listed}); use load_runs", source=str(path))
-    got = _read(p, name or _run_name(p, None), _options(options, aliases))
+    got = _read(p, name or _run_name(p, None), _options(options, aliases), every_run=False)
     if len(got) != 1:
         raise IngestError(
             f"file holds {len(got)} runs ({', '.join(r.name for r in got)}); use load_runs", source=str(path)
