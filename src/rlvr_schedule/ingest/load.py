@@ -43,6 +43,7 @@ CSV_SUFFIXES = (".csv", ".tsv")
 CONSOLE_SUFFIXES = (".log", ".txt", ".out")
 
 Reader = Callable[..., Run]
+RunsReader = Callable[..., list[Run]]
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Format:
     what: str
     needs: str
     #: reads every run of a file that can hold several (a list of runs); None: one run a file
-    runs_reader: Reader | None = None
+    runs_reader: RunsReader | None = None
 
 
 FORMATS: dict[str, Format] = {
