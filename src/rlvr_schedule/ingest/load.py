@@ -3,7 +3,8 @@
 :data:`FORMATS` names every reader (``--format NAME`` skips detection). Detection: an event file
 (``*tfevents*``) or a directory holding event files -> TensorBoard; ``.csv``/``.tsv`` -> CSV (a W&B
 chart export holds one run per ``<run> - key`` column group); ``.jsonl``/``.ndjson``/``.json`` ->
-JSON(L) (``trainer_state.json``, lists of dicts, verl's file logger); any other file by its content:
+JSON(L) (``trainer_state.json``, lists of dicts, verl's file logger); a W&B run directory or
+``.wandb`` file -> W&B (:mod:`.wandb_run`); any other file by its content:
 verl ``step:N - key:value`` lines, a TRL/transformers console log (``{'loss': ...}`` dicts, the
 ``***** Running training *****`` header), or JSON lines. ``.gz`` of any file is read compressed.
 A directory of several runs (event-file subdirectories, log files) is one run per entry for
@@ -34,6 +35,7 @@ from rlvr_schedule.ingest.jsonl import read_jsonl
 from rlvr_schedule.ingest.options import ReadOptions
 from rlvr_schedule.ingest.tb import event_files, is_event_file, read_tensorboard
 from rlvr_schedule.ingest.textio import logical_suffix, read_head
+from rlvr_schedule.ingest.wandb_run import is_wandb_run, read_wandb_run
 from rlvr_schedule.records import Run
 
 __all__ = ["FORMATS", "Format", "detect_format", "load_run", "load_runs", "find_runs", "reader_for"]
@@ -110,6 +112,14 @@ FORMATS: dict[str, Format] = {
             "reward; the header (log_level='info') or --batch",
             read_trl_console_runs,
         ),
+        Format(
+            "wandb",
+            read_wandb_run,
+            "W&B run directory (wandb/run-*, wandb/offline-run-*) or its .wandb file, read with the "
+            "wandb package (pip install 'rlvr-schedule[wandb]'); a run with no history is read from "
+            "its console output (files/output.log)",
+            "a reward metric; the batch from the run's console header or config, or --batch",
+        ),
     )
 }
 
@@ -122,12 +132,16 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         if event_files(p):
             return "tensorboard"
+        if is_wandb_run(p):
+            return "wandb"
         raise IngestError(
             "directory holds no TensorBoard event files (use load_runs for a directory of several runs)",
             source=str(p),
         )
     if is_event_file(p):
         return "tensorboard"
+    if p.suffix == ".wandb":
+        return "wandb"
     suffix = logical_suffix(p)
     if suffix in CSV_SUFFIXES:
         return "wandb-chart" if is_wandb_chart_header(csv_header(p)) else "csv"
@@ -192,18 +206,21 @@ def find_runs(path: str | os.PathLike[str]) -> list[Path]:
     p = Path(path)
     if not p.is_dir():
         return [p]
-    if event_files(p):
+    if event_files(p) or is_wandb_run(p):
         return [p]
     found: list[Path] = []
     suffixes = JSONL_SUFFIXES + CSV_SUFFIXES + CONSOLE_SUFFIXES
     for root, dirs, files in os.walk(p):
         dirs.sort()
         rp = Path(root)
-        if rp != p and any(is_event_file(f) for f in files):
+        if rp != p and (any(is_event_file(f) for f in files) or is_wandb_run(rp)):
             found.append(rp)
             dirs[:] = []  # a run directory's subdirectories belong to it
             continue
         for f in sorted(files):
+            link = rp / f
+            if link.is_symlink() and link.resolve().is_relative_to(p.resolve()):
+                continue  # a link into the tree (W&B's debug.log): its target is found, or not a run
             if f.lower().removesuffix(".gz").endswith(suffixes):
                 found.append(rp / f)
     return found
@@ -237,6 +254,8 @@ def _stem(path: Path) -> str:
 
 
 def _run_name(path: Path, base: Path | None) -> str:
+    if path.is_dir() and is_wandb_run(path):
+        return path.resolve().name  # wandb/latest-run is offline-run-<date>-<id>
     if base is not None and path != base:
         rel = path.relative_to(base)
         if path.is_file() and _stem(path).lower() in GENERIC_STEMS and len(rel.parts) > 1:
@@ -288,7 +307,7 @@ def load_run(
     A directory holding exactly one run (e.g. HF Trainer's ``runs/<date>/``) is read as that run.
     """
     p = Path(path)
-    if p.is_dir() and not event_files(p):
+    if p.is_dir() and not event_files(p) and not is_wandb_run(p):
         runs = find_runs(p)
         if len(runs) == 1:
             p = runs[0]
