@@ -106,4 +106,3 @@ def scan(path: str | os.PathLike[str]) -> WandbRecords:
     if partial:
         out.output.append(partial)
     return out
-
