@@ -116,15 +116,18 @@ def _console_batch(lines: list[str]) -> tuple[int | None, str | None]:
     return None, None
 
 
-def _is_update(row: Mapping[str, Any]) -> bool:
-    keys = [k for k in row if not k.startswith(_BOOKKEEPING)]
-    if not keys or any(k in row for k in _SUMMARY):
+def _is_update(row: Mapping[str, Any], table: Any) -> bool:
+    """A row of an optimizer update: it logs a known metric beyond the step (not TRL's profiling
+    timers, an evaluation, the end-of-training summary)."""
+    if any(k in row for k in _SUMMARY):
         return False
-    return not all(
-        k.startswith(("eval/", "eval_", "val/", "val-core/", "val-aux/"))
-        or k.endswith(("global_step", "/epoch"))
-        for k in keys
-    )
+    for key in row:
+        if key.startswith(_BOOKKEEPING + ("eval/", "eval_", "val/", "val-core/", "val-aux/")):
+            continue
+        hit = table.resolve(key)
+        if hit is not None and hit[0] not in ("step", "samples", "batch"):
+            return True
+    return False
 
 
 def _from_console(
@@ -171,7 +174,8 @@ def read_wandb_run(
         raise IngestError("no W&B run file (run-<id>.wandb) here", source=str(p))
     records = scan(file)
     run_name = name or _name(p, records)
-    rows = [(k, row) for k, row in enumerate(records.history, start=1) if _is_update(row)]
+    stream = RecordStream(name=run_name, source=str(p), aliases=aliases)
+    rows = [(k, row) for k, row in enumerate(records.history, start=1) if _is_update(row, stream.aliases)]
     if not rows:
         return _from_console(p, records, run_name, aliases, opts)
     logged = any(
@@ -183,7 +187,6 @@ def read_wandb_run(
     if opts.batch is not None:
         warn_batch_conflict(str(p), batch, opts.batch, "the W&B run's batch")
         batch, batch_source = opts.batch, "option --batch"
-    stream = RecordStream(name=run_name, source=str(p), aliases=aliases)
     for k, row in rows:
         r = apply_options(
             {key: v for key, v in row.items() if not key.startswith("_wandb")},
