@@ -17,8 +17,11 @@ dict's optimizer step is its own ``step`` (ms-swift: ``global_step/max_steps``),
 times the header's ``Num update steps per epoch`` when the printed digits leave one whole step for
 every dict, else its rank times the logging interval, inferred from the dict count against the
 run's total steps (a finished run) or the last step its progress bar reached. The bar shown when a
-dict was printed is not used: with stdout buffered several dicts follow one bar. A file holding a
-second run is read as its last run (warned, lines named); a resumed run continues the earlier one.
+dict was printed is not used: with stdout buffered several dicts follow one bar.
+
+Both formats: values are read by :mod:`.values` (numpy and torch reprs too); a file holding several
+runs is split by :mod:`.runsplit` (``read_*_console_runs`` give each, ``read_*_console`` the last,
+warned); a resumed run continues the earlier one.
 """
 
 from __future__ import annotations
