@@ -42,6 +42,16 @@ for s in range(1, 7):
 run.finish()
 """
 
+VERL = """
+import wandb
+cfg = {"data": {"train_batch_size": 16}, "actor_rollout_ref": {"rollout": {"n": 4}, "actor": {"optim": {"lr": 1e-6}}}}
+run = wandb.init(mode="offline", project="rlvr", config=cfg)
+for s in range(1, 6):  # as verl's Tracking logs: the global step as W&B's step
+    wandb.log({"critic/score/mean": s / 10, "actor/entropy": 1 - s / 10, "actor/lr": 1e-6,
+               "training/global_step": s}, step=s)
+run.finish()
+"""
+
 
 def _write_run(tmp: Path, script: str) -> Path:
     """Run ``script`` with W&B offline under ``tmp``; the run directory it leaves."""
@@ -166,3 +176,10 @@ def test_without_wandb_the_error_says_what_to_install(
     with pytest.raises(IngestError, match=r"pip install 'rlvr-schedule\[wandb\]'") as exc:
         load_run(loop_run)
     assert INSTALL_HINT in str(exc.value)
+
+
+def test_a_verl_run_takes_its_batch_from_the_nested_config(tmp_path: Path) -> None:
+    run = _quiet(load_run, _write_run(tmp_path, VERL))
+    assert [r.step for r in run.records] == [1, 2, 3, 4, 5] and run.batch == 64
+    assert run.meta["batch_source"] == "W&B config: train_batch_size 16 x rollout.n 4"
+    assert [r.reward_mean for r in run.records] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
