@@ -630,7 +630,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from rlvr_schedule.policy import load_schedule
 
-    run = _load(args, [args.log])[0]
+    run = _load(args, [args.log])[-1]  # a log holding several runs: its last, as watch reads it
     schedule = load_schedule(args.schedule)
     events: list[dict[str, Any]] = []
     prev = None

@@ -137,3 +137,15 @@ def test_fit_on_the_real_unsloth_file_reports_its_two_runs(capsys: pytest.Captur
     runs = _runs(UNSLOTH, r"holds 2 training runs: lines 163-412; lines 517-626 \(a changed config")
     assert [len(r) for r in runs] == [20, 27]
     assert runs[0].records[0].grad_norm != runs[0].records[0].grad_norm  # 'grad_norm': nan at line 163
+
+
+def test_verl_a_resume_that_logs_steps_again_stays_one_run(tmp_path: Path) -> None:
+    """Killed after step 7, resumed from the checkpoint of step 5: config printed again, steps 6..9."""
+    p = tmp_path / "verl.log"
+    p.write_text(
+        _verl_config(16) + _verl_steps(range(1, 8)) + _verl_config(16) + _verl_steps(range(6, 10), 0.5)
+    )
+    with pytest.warns(IngestWarning, match="step 6 logged again"):
+        (run,) = load_runs([p])
+    assert [r.step for r in run.records] == list(range(1, 10))
+    assert run.records[5].reward_mean == pytest.approx(0.56)  # the resumed run's step 6

@@ -252,7 +252,8 @@ def _verl_parts(lines: list[tuple[int, str, str]]) -> list[_VerlPart]:
                 progress=step,
                 prev_progress=last,
                 banner_line=banner,
-                resumes=step > last,
+                # a restart that goes on, or logs again from a step after its checkpoint
+                resumes=step > last or (step > 1 and any(r[1] == step for r in part.rows)),
                 changed=_changed(part, pending),
             )
             if why is None and banner is None and _changed(part, pending):

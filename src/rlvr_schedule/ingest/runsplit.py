@@ -3,10 +3,12 @@
 ``python train.py 2>&1 | tee -a train.log`` run twice, a notebook's output saved whole, a job
 restarted by hand: one file, several runs. A new run starts where
 
-- the step goes back (a fresh start, whatever was printed before it);
 - a new banner (the Trainer's ``Running training`` header, Unsloth's banner, verl's printed config)
   comes with a changed config (batch, LR, model ... : another experiment);
-- a new banner comes that is not a resume (a resumed run says so, or its steps go on).
+- the step goes back, unless a banner came that resumes the run (a resumed run logs again the
+  steps after its checkpoint; the later records replace the earlier ones);
+- a new banner comes that is not a resume (a resumed run says so, or its steps go on from a step
+  the run logged).
 
 :func:`run_break` applies the rule to one record against the one before it; :func:`describe_runs`
 names each run's lines for the warning, so a user can check the split with an editor.
@@ -47,13 +49,14 @@ def run_break(
     continues the previous one (said so, or its steps go on); ``changed``: what of the config the
     banner changed (e.g. ``"batch 32 -> 4"``).
     """
+    if banner_line is not None and changed:
+        return f"a changed config at line {banner_line} ({changed})"
+    if banner_line is not None and resumes:
+        return None  # a resumed run may log again the steps after its checkpoint
     if progress is not None and prev_progress is not None and progress < prev_progress:
         return f"the step goes back ({_fmt(progress)} after {_fmt(prev_progress)})"
     if banner_line is not None:
-        if changed:
-            return f"a changed config at line {banner_line} ({changed})"
-        if not resumes:
-            return f"a new start at line {banner_line}, not a resume"
+        return f"a new start at line {banner_line}, not a resume"
     return None
 
 
