@@ -128,14 +128,10 @@ def _load(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list:
     for log in logs:
         key = keys[log]
         got = load_runs([log], options=_read_options(args, per_log[key] if key else default))
-        for run in got:
-            where = Path(run.source).resolve() if run.source else None
-            if where is not None and where in seen:
-                raise IngestError(
-                    f"given twice (also as {seen[where]}): each run once, please", source=run.source
-                )
-            if where is not None:
-                seen[where] = log
+        for where in dict.fromkeys(Path(r.source).resolve() for r in got if r.source):  # a file's runs
+            if where in seen:
+                raise IngestError(f"given twice (also as {seen[where]}): each run once, please", source=log)
+            seen[where] = log
         runs.extend(got)
     if not runs:
         raise RlvrScheduleError("no runs given")
@@ -634,7 +630,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from rlvr_schedule.policy import load_schedule
 
-    run = _load(args, [args.log])[0]
+    run = _load(args, [args.log])[-1]  # a log holding several runs: its last, as watch reads it
     schedule = load_schedule(args.schedule)
     events: list[dict[str, Any]] = []
     prev = None

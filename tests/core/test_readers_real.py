@@ -321,3 +321,69 @@ def test_trl_console_step_from_epoch_when_the_bar_lags(tmp_path: Path) -> None:
     from rlvr_schedule.ingest.console import _epoch_step
 
     assert _epoch_step("0.0625", 32) == 2 and _epoch_step(0.31, 500) is None  # 2 decimals x 500 steps
+
+
+# -- numpy and torch reprs as transformers prints them, and the same run's W&B file -------------
+
+NUMPY_TORCH = FORMATS_DIR / "trl_numpy_torch"
+
+
+def test_console_with_numpy_and_torch_reprs_reads_as_its_wandb_run() -> None:
+    log = NUMPY_TORCH / "train.log"
+    text = log.read_text(encoding="utf-8")
+    for printed in ("np.float32(0.010416667)", "np.int64(141)", "tensor(3.4527)", "dtype=torch.bfloat16)"):
+        assert printed in text  # really printed so, by transformers' console printer
+    run = _quiet(load_run, log)
+    assert [r.step for r in run.records] == [2, 4, 6, 8] and run.batch == 8
+    assert run.records[0].reward_mean == pytest.approx(0.010416667)  # 'reward': np.float32(0.010416667)
+    assert run.records[0].entropy == pytest.approx(3.4527)  # 'entropy': tensor(3.4527)
+    assert run.records[1].grad_norm == pytest.approx(1.2656)  # tensor(1.2656, dtype=torch.bfloat16)
+    assert run.records[0].extra["num_tokens"] == 141  # np.int64(141)
+    pytest.importorskip("wandb")
+    (run_dir,) = (NUMPY_TORCH / "wandb").glob("offline-run-*")
+    assert detect_format(run_dir) == "wandb"
+    wb = _quiet(load_run, run_dir)
+    assert [(r.step, r.samples) for r in wb.records] == [(r.step, r.samples) for r in run.records]
+    assert [r.reward_mean for r in wb.records] == pytest.approx(
+        [r.reward_mean for r in run.records], rel=1e-6
+    )
+    assert [r.entropy for r in wb.records] == pytest.approx([r.entropy for r in run.records], rel=1e-4)
+    assert [r.grad_norm for r in wb.records] == pytest.approx([r.grad_norm for r in run.records], rel=1e-3)
+
+
+# -- every committed real log, as published ---------------------------------------------------
+
+# (runs/raw/ is read with the options of runs/RUNS.json by test_ingest_real_reference.py)
+#: logs that cannot be read as they are, and why (their ORIGIN.md says the same)
+UNREADABLE = {"20251022_120051_run_terminal.md.gz": "unknown log format"}  # the run never logged
+LOGS = sorted(
+    [
+        p
+        for p in FORMATS_DIR.rglob("*")
+        if p.is_file()
+        and not p.name.endswith((".md", ".py"))
+        and "tfevents" not in p.name
+        and p.suffix != ".wandb"
+    ]
+    + [p.parent for p in FORMATS_DIR.rglob("*tfevents*")]
+    + [p.parent for p in FORMATS_DIR.rglob("*.wandb")]
+)
+
+
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: str(p.relative_to(FORMATS_DIR)))
+def test_every_committed_real_log_reads_with_no_hand_edits(path: Path) -> None:
+    """Each log reads as published; where it does not print the batch, --batch is all it needs."""
+    if path.name.startswith("offline-run-"):
+        pytest.importorskip("wandb")
+    if any(f.name.startswith("events.") for f in path.glob("*")):
+        pytest.importorskip("tensorboard")
+    if path.name in UNREADABLE:
+        with pytest.raises(IngestError, match=UNREADABLE[path.name]):
+            _quiet(load_runs, [path])
+        return
+    try:
+        runs = _quiet(load_runs, [path])
+    except IngestError as exc:
+        assert "--batch" in str(exc) or "samples" in str(exc)  # silent on the batch, nothing else
+        runs = _quiet(load_runs, [path], options=ReadOptions(batch=8))
+    assert runs and all(len(r) >= 1 and any(math.isfinite(x.reward_mean) for x in r.records) for r in runs)

@@ -2,10 +2,11 @@
 
 :mod:`.aliases` maps TRL / verl / OpenRLHF names onto canonical fields; :func:`canonicalize` turns
 one metrics dict into a record (adapters, online). Readers for JSONL/JSON, CSV (W&B exports),
-TensorBoard and console logs (verl, TRL/transformers; :data:`FORMATS`), plain or .gz, and
+TensorBoard, W&B run directories and console logs (verl, TRL/transformers; :data:`FORMATS`),
+plain or .gz, and
 the in-memory :class:`RecordStream` share one set of checks (order, samples/batch derivation,
 non-finite values, missing reward); :class:`JsonlWriter` appends. Needs numpy alone; tensorboard
-is imported only when reading event files.
+and wandb are imported only when reading their files.
 """
 
 from rlvr_schedule.ingest.aliases import (
@@ -17,7 +18,12 @@ from rlvr_schedule.ingest.aliases import (
     merge_aliases,
 )
 from rlvr_schedule.ingest.canonical import canonicalize, map_metrics
-from rlvr_schedule.ingest.console import read_trl_console, read_verl_console
+from rlvr_schedule.ingest.console import (
+    read_trl_console,
+    read_trl_console_runs,
+    read_verl_console,
+    read_verl_console_runs,
+)
 from rlvr_schedule.ingest.csv_log import read_csv, read_wandb_chart_csv
 from rlvr_schedule.ingest.jsonl import read_jsonl
 from rlvr_schedule.ingest.load import FORMATS, detect_format, find_runs, load_run, load_runs
@@ -25,6 +31,7 @@ from rlvr_schedule.ingest.lr import LrInfo, training_lr
 from rlvr_schedule.ingest.options import ReadOptions
 from rlvr_schedule.ingest.stream import RecordStream
 from rlvr_schedule.ingest.tb import read_tensorboard
+from rlvr_schedule.ingest.wandb_run import read_wandb_run
 from rlvr_schedule.ingest.writer import JsonlWriter, write_jsonl
 
 __all__ = [
@@ -33,7 +40,10 @@ __all__ = [
     "ReadOptions",
     "detect_format",
     "read_trl_console",
+    "read_trl_console_runs",
     "read_verl_console",
+    "read_verl_console_runs",
+    "read_wandb_run",
     "read_wandb_chart_csv",
     "training_lr",
     "ALIASES",

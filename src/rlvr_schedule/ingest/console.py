@@ -17,14 +17,15 @@ dict's optimizer step is its own ``step`` (ms-swift: ``global_step/max_steps``),
 times the header's ``Num update steps per epoch`` when the printed digits leave one whole step for
 every dict, else its rank times the logging interval, inferred from the dict count against the
 run's total steps (a finished run) or the last step its progress bar reached. The bar shown when a
-dict was printed is not used: with stdout buffered several dicts follow one bar. A file holding a
-second run is read as its last run (warned, lines named); a resumed run continues the earlier one.
+dict was printed is not used: with stdout buffered several dicts follow one bar.
+
+Both formats: values are read by :mod:`.values` (numpy and torch reprs too); a file holding several
+runs is split by :mod:`.runsplit` (``read_*_console_runs`` give each, ``read_*_console`` the last,
+warned); a resumed run continues the earlier one.
 """
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import os
 import re
@@ -35,8 +36,10 @@ from typing import Any
 
 from rlvr_schedule.errors import IngestError, IngestWarning
 from rlvr_schedule.ingest.options import ReadOptions, apply_options, describe_sources, warn_batch_conflict
+from rlvr_schedule.ingest.runsplit import RunSpan, describe_runs, run_break
 from rlvr_schedule.ingest.stream import RecordStream
 from rlvr_schedule.ingest.textio import _ANSI, open_text, split_ray_prefix
+from rlvr_schedule.ingest.values import parse_mapping, parse_value, split_top, to_number
 from rlvr_schedule.records import Run
 
 __all__ = [
@@ -82,25 +85,18 @@ def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str]]:
         raise IngestError(f"truncated gzip file ({exc})", source=str(path)) from exc
 
 
-def _num(text: str) -> float | str:
-    try:
-        return float(text)
-    except ValueError:
-        return text.strip()
-
-
 def parse_verl_step_line(text: str) -> tuple[int, dict[str, Any]] | None:
     """``(step, metrics)`` of one ``step:N - key:value - ...`` line (units such as ``(1e-4)`` applied)."""
     m = _STEP_LINE.match(text)
     if not m:
         return None
     out: dict[str, Any] = {}
-    for pair in m.group(2).split(" - "):
-        key, sep, value = pair.rpartition(":")
-        if not sep or not key.strip():
+    for pair in split_top(m.group(2), " - "):
+        parts = split_top(pair, ":")
+        key, value = ":".join(parts[:-1]).strip(), parts[-1]
+        if len(parts) < 2 or not key:
             continue
-        key = key.strip()
-        val = _num(value)
+        val = parse_value(value)
         unit = _UNIT.match(key)
         if unit and isinstance(val, float):
             try:
@@ -121,24 +117,32 @@ def _get(cfg: Mapping[str, Any], dotted: str) -> Any:
     return cur
 
 
+def _config_at(lines: list[tuple[int, str, str]], i: int) -> dict[str, Any] | None:
+    """The config dict whose print starts at ``lines[i]``, else None (garbled, cut short)."""
+    _, prefix, text = lines[i]
+    buf = [text]
+    for _, p2, t2 in lines[i + 1 : i + 4000]:
+        if p2 != prefix:
+            continue  # another process's line interleaved by Ray
+        buf.append(t2)
+        if t2.rstrip().endswith("}"):
+            cfg = parse_mapping("\n".join(buf))
+            if cfg is not None:
+                return cfg
+    return None
+
+
+def _is_banner(text: str) -> bool:
+    return text.lstrip().startswith("{'actor_rollout_ref'")
+
+
 def find_verl_config(lines: list[tuple[int, str, str]]) -> tuple[dict[str, Any] | None, int | None]:
     """The config dict verl pprints at start (``{'actor_rollout_ref': ...}``) and its first line."""
-    for i, (lineno, prefix, text) in enumerate(lines):
-        if not text.lstrip().startswith("{'actor_rollout_ref'"):
-            continue
-        buf = [text]
-        for _, p2, t2 in lines[i + 1 : i + 4000]:
-            if p2 != prefix:
-                continue  # another process's line interleaved by Ray
-            buf.append(t2)
-            if t2.rstrip().endswith("}"):
-                try:
-                    cfg = ast.literal_eval("\n".join(buf).strip())
-                except (ValueError, SyntaxError, MemoryError, RecursionError):
-                    continue
-                if isinstance(cfg, dict):
-                    return cfg, lineno
-                break
+    for i, (lineno, _prefix, text) in enumerate(lines):
+        if _is_banner(text):
+            cfg = _config_at(lines, i)
+            if cfg is not None:
+                return cfg, lineno
     return None, None
 
 
@@ -162,6 +166,154 @@ def looks_like_trl_console(head: str) -> bool:
     )
 
 
+class _VerlPart:
+    """One run's part of a verl console log: its step rows and what was printed before them."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, int, dict[str, Any]]] = []  # (line, step, metrics), same steps merged
+        self.cfg: dict[str, Any] | None = None
+        self.cfg_line: int | None = None
+        self.overrides: dict[str, str] = {}
+        self.total_steps: int | None = None
+        self.warmup_steps: int | None = None
+        self.why: str | None = None
+
+    def take(self, pending: _VerlPart) -> None:
+        """What was printed since the last row belongs to this part (where it has none)."""
+        if self.cfg is None and pending.cfg is not None:
+            self.cfg, self.cfg_line = pending.cfg, pending.cfg_line
+        for k, v in pending.overrides.items():
+            self.overrides.setdefault(k, v)
+        if self.total_steps is None:
+            self.total_steps, self.warmup_steps = pending.total_steps, pending.warmup_steps
+
+
+#: config values whose change makes a new run (an experiment's knobs, not its bookkeeping)
+_RUN_KEYS = (
+    "data.train_batch_size",
+    "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.actor.optim.lr",
+    "actor_rollout_ref.model.path",
+    "algorithm.adv_estimator",
+    "data.max_response_length",
+)
+
+
+def _knob(part: _VerlPart, key: str) -> str | None:
+    v = _get(part.cfg, key) if part.cfg else None
+    return str(v) if v is not None else part.overrides.get(key)
+
+
+def _changed(part: _VerlPart, new: _VerlPart) -> str | None:
+    """What of the run's knobs ``new`` (a config print, a command line) sets otherwise, or None."""
+    diffs = []
+    for key in _RUN_KEYS:
+        a, b = _knob(part, key), _knob(new, key)
+        if a is None or b is None:
+            continue
+        fa, fb = _float(a), _float(b)
+        if (fa != fb) if fa is not None and fb is not None else (a != b):
+            diffs.append(f"{key.rsplit('.', 1)[-1]} {a} -> {b}")
+    return ", ".join(diffs) or None
+
+
+def _verl_parts(lines: list[tuple[int, str, str]]) -> list[_VerlPart]:
+    """Split the log into runs (:mod:`.runsplit`): a step that goes back, a new config print (or
+    command line) that changes the config or does not go on from the last step."""
+    parts: list[_VerlPart] = []
+    pending = _VerlPart()  # printed since the last step row
+    banner: int | None = None
+    shell: dict[str, str] = {}
+    first_cfg: tuple[dict[str, Any], int] | None = None
+    for i, (lineno, _prefix, text) in enumerate(lines):
+        parsed = parse_verl_step_line(text)
+        if parsed is None:
+            if _is_banner(text):
+                banner = lineno
+                cfg = _config_at(lines, i)
+                pending.cfg, pending.cfg_line = cfg, (lineno if cfg is not None else None)
+                if cfg is not None and first_cfg is None:
+                    first_cfg = (cfg, lineno)
+            for key, value in _OVERRIDE.findall(text):
+                pending.overrides[key] = _expand(value, shell)
+            sv = _SHELL_VAR.match(text)
+            if sv:
+                shell[sv.group(1)] = sv.group(2).strip("'\"")
+            t = _TOTAL_STEPS.search(text)
+            if t:
+                pending.total_steps, pending.warmup_steps = int(t.group(1)), int(t.group(2))
+            continue
+        step, metrics = parsed
+        part = parts[-1] if parts else None
+        why = None
+        if part is not None:
+            last = part.rows[-1][1]
+            why = run_break(
+                progress=step,
+                prev_progress=last,
+                banner_line=banner,
+                # a restart that goes on, or logs again from a step after its checkpoint
+                resumes=step > last or (step > 1 and any(r[1] == step for r in part.rows)),
+                changed=_changed(part, pending),
+            )
+            if why is None and banner is None and _changed(part, pending):
+                why = f"a changed command line before line {lineno} ({_changed(part, pending)})"
+        if part is None or why is not None:
+            part = _VerlPart()
+            part.why = why if why is None else f"{why}, step:{step} at line {lineno}"
+            parts.append(part)
+        part.take(pending)
+        pending, banner = _VerlPart(), None
+        if part.rows and part.rows[-1][1] == step:
+            part.rows[-1][2].update({k: v for k, v in metrics.items() if k not in part.rows[-1][2]})
+        else:
+            part.rows.append((lineno, step, metrics))
+    if parts:
+        parts[-1].take(pending)
+        if (
+            parts[0].cfg is None
+            and first_cfg is not None
+            and (len(parts) == 1 or first_cfg[1] < parts[1].rows[0][0])
+        ):
+            parts[0].cfg, parts[0].cfg_line = first_cfg
+        for prev, part in zip(parts, parts[1:], strict=False):
+            part.take(prev)  # what a later run did not print again is as before
+    return parts
+
+
+def read_verl_console_runs(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> list[Run]:
+    """Every training run of a verl console log, in file order (named ``<name>#1``, ... when there
+    are several; a warning names their lines)."""
+    source = str(path)
+    parts = [p for p in _verl_parts(list(_lines(path))) if _training_rows(p)]
+    if not parts:
+        raise IngestError("no verl 'step:N - key:value' lines", source=source)
+    spans = [RunSpan(p.rows[0][0], p.rows[-1][0], p.why) for p in parts]
+    if len(parts) > 1:
+        warnings.warn(
+            f"{describe_runs(source, spans)}: read as {len(parts)} runs", IngestWarning, stacklevel=2
+        )
+    base = name or _stem(path)
+    runs = []
+    for k, (part, span) in enumerate(zip(parts, spans, strict=True), start=1):
+        run = _verl_run(part, base if len(parts) == 1 else f"{base}#{k}", source, aliases, options)
+        run.meta.update(
+            {"runs_in_file": len(parts), "run_in_file": k, "lines": [span.first_line, span.last_line]}
+        )
+        runs.append(run)
+    return runs
+
+
+def _training_rows(part: _VerlPart) -> bool:
+    return any(any(not k.startswith(_VAL_PREFIXES) for k in m) for _, _, m in part.rows)
+
+
 def read_verl_console(
     path: str | os.PathLike[str],
     *,
@@ -169,35 +321,39 @@ def read_verl_console(
     aliases: Mapping[str, str] | None = None,
     options: ReadOptions | None = None,
 ) -> Run:
-    """Read a verl console log (plain or .gz) into a :class:`Run`; see the module docstring."""
+    """Read a verl console log (plain or .gz) into a :class:`Run`: its last run when it holds
+    several (warned; :func:`read_verl_console_runs` reads each); see the module docstring."""
     source = str(path)
-    opts = options or ReadOptions()
-    lines = list(_lines(path))
-    cfg, cfg_line = find_verl_config(lines)
-    overrides: dict[str, str] = {}
-    shell: dict[str, str] = {}
-    total_steps = warmup_steps = None
-    rows: list[tuple[int, int, dict[str, Any]]] = []  # (line, step, metrics), same steps merged
-    for lineno, _prefix, text in lines:
-        parsed = parse_verl_step_line(text)
-        if parsed is not None:
-            step, metrics = parsed
-            if rows and rows[-1][1] == step:
-                rows[-1][2].update({k: v for k, v in metrics.items() if k not in rows[-1][2]})
-            else:
-                rows.append((lineno, step, metrics))
-            continue
-        for key, value in _OVERRIDE.findall(text):
-            overrides[key] = _expand(value, shell)
-        sv = _SHELL_VAR.match(text)
-        if sv:
-            shell[sv.group(1)] = sv.group(2).strip("'\"")
-        t = _TOTAL_STEPS.search(text)
-        if t:
-            total_steps, warmup_steps = int(t.group(1)), int(t.group(2))
-    if not rows:
+    all_parts = _verl_parts(list(_lines(path)))
+    if not all_parts:
         raise IngestError("no verl 'step:N - key:value' lines", source=source)
+    parts = [p for p in all_parts if _training_rows(p)] or all_parts[-1:]
+    if len(parts) > 1:
+        dropped = parts[:-1]
+        warnings.warn(
+            f"{source}: the file holds {len(parts)} training runs (the last from line "
+            f"{parts[-1].rows[0][0]}: {parts[-1].why}): reading the last one; "
+            f"{sum(len(p.rows) for p in dropped)} step line(s) of lines {dropped[0].rows[0][0]}-"
+            f"{dropped[-1].rows[-1][0]} dropped (load_runs, fit and report read each run)",
+            IngestWarning,
+            stacklevel=2,
+        )
+    run = _verl_run(parts[-1], name or _stem(path), source, aliases, options)
+    run.meta["runs_dropped"] = len(parts) - 1
+    return run
 
+
+def _verl_run(
+    part: _VerlPart,
+    name: str,
+    source: str,
+    aliases: Mapping[str, str] | None,
+    options: ReadOptions | None,
+) -> Run:
+    """One run from its part of the log."""
+    opts = options or ReadOptions()
+    cfg, cfg_line, overrides, rows = part.cfg, part.cfg_line, part.overrides, part.rows
+    total_steps, warmup_steps = part.total_steps, part.warmup_steps
     # --- rollouts per update -------------------------------------------------------------------
     batch, batch_source = _verl_batch(cfg, overrides, source)
     if opts.batch is not None:
@@ -230,7 +386,7 @@ def read_verl_console(
             warmup_steps = int(ratio * total_steps)
     lr_keys = ("actor/lr", "actor/lr(1e-4)")
     rounded = 0
-    stream = RecordStream(name=name or _stem(path), source=source, aliases=aliases)
+    stream = RecordStream(name=name, source=source, aliases=aliases)
     for lineno, step, metrics in rows:
         if not any(not k.startswith(_VAL_PREFIXES) for k in metrics):
             continue  # a validation-only line (before training, or of a step not logged)
@@ -341,7 +497,6 @@ _METRIC_DICT = re.compile(
 )
 _REWARD_KEY = re.compile(r"['\"](?:reward|rewards/[^'\"]*)['\"]\s*:")
 _METRIC_KEYS = frozenset({"loss", "reward", "learning_rate", "grad_norm", "train_runtime", "epoch", "kl"})
-_BARE_NONFINITE = re.compile(r"(?<=[:\[,(]\s)(-?)(nan|inf|NaN|Infinity)(?=\s*[,}\])])")
 #: a dict broken over more lines than this is an error, not a wrapped line
 _MAX_DICT_LINES = 3
 _SUMMARY_KEYS = (
@@ -385,19 +540,8 @@ def _epoch_step(epoch: Any, steps_per_epoch: int | None, after: int = -1) -> int
 
 
 def _parse_dict(text: str) -> dict[str, Any] | None:
-    """The dict of one console part (``nan``/``inf`` as printed by Python allowed), else None."""
-    body = text.strip()
-    try:
-        obj = ast.literal_eval(body)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        try:
-            obj = ast.literal_eval(_BARE_NONFINITE.sub(r"'\1\2'", body))
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            try:
-                obj = json.loads(body)
-            except json.JSONDecodeError:
-                return None
-    return obj if isinstance(obj, dict) else None
+    """The dict of one console part (values in any form :mod:`.values` reads), else None."""
+    return parse_mapping(text)
 
 
 def _is_metrics(d: Mapping[str, Any] | None) -> bool:
@@ -410,16 +554,7 @@ def _is_metrics(d: Mapping[str, Any] | None) -> bool:
 
 def _numeric(d: Mapping[str, Any]) -> dict[str, Any]:
     """String-valued numbers (``'0.125'``, ``'nan'``) as floats; other strings kept as they are."""
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, str):
-            try:
-                out[k] = float(v)
-                continue
-            except ValueError:
-                pass
-        out[k] = v
-    return out
+    return {k: to_number(v) for k, v in d.items()}
 
 
 class _Segment:
@@ -438,6 +573,28 @@ class _Segment:
         self.dicts: list[tuple[int, dict[str, Any], int | None]] = []  # (line, dict, bar counter)
         self.evals = 0
         self.end_line = line
+        self.progress: float | None = None  # the last dict's own step, else its epoch
+        self.split: str | None = None  # why a new run starts here without a header (step back)
+
+    def restart(self, line: int, why: str) -> _Segment:
+        """The segment of a run that starts again without a new header: same header values."""
+        seg = _Segment(line)
+        seg.batch, seg.batch_text = self.batch, self.batch_text
+        seg.max_steps, seg.steps_per_epoch = self.max_steps, self.steps_per_epoch
+        seg.split = why
+        return seg
+
+
+def _progress(d: Mapping[str, Any]) -> float | None:
+    """How far a dict's run is: its own step (ms-swift: ``global_step/max_steps``), else its epoch."""
+    for key in ("step", "global_step/max_steps", "epoch"):
+        v = d.get(key)
+        if isinstance(v, str) and "/" in v:
+            v = v.split("/")[0]
+        f = _float(v)
+        if f is not None:
+            return f
+    return None
 
 
 def _trl_segments(path: str | os.PathLike[str], source: str) -> tuple[list[_Segment], list[str]]:
@@ -456,7 +613,7 @@ def _trl_segments(path: str | os.PathLike[str], source: str) -> tuple[list[_Segm
             if d is not None or lineno - start < _MAX_DICT_LINES:
                 pending = None if d is not None else (start, joined)
                 if d is not None:
-                    _add_dict(segments[-1], start, d)
+                    _add_dict(segments, start, d, source)
                 continue
             pending, broken = None, (start, buf)
         for part in text.split("\r"):
@@ -508,7 +665,7 @@ def _trl_segments(path: str | os.PathLike[str], source: str) -> tuple[list[_Segm
                         source=source,
                         line=broken[0],
                     )
-                _add_dict(seg, lineno, d)
+                _add_dict(segments, lineno, d, source)
                 continue
             for done, total in _PROGRESS.findall(part):
                 if seg.max_steps is None or int(total) == seg.max_steps:
@@ -523,8 +680,17 @@ def _trl_segments(path: str | os.PathLike[str], source: str) -> tuple[list[_Segm
     return segments, notes
 
 
-def _add_dict(seg: _Segment, lineno: int, d: dict[str, Any]) -> None:
-    """File one parsed dict: the end-of-training summary and evaluations are noted, not records."""
+def _add_dict(segments: list[_Segment], lineno: int, d: dict[str, Any], source: str) -> None:
+    """File one parsed dict: the end-of-training summary and evaluations are noted, not records;
+    a dict whose step (or epoch) goes back starts a new run (:mod:`.runsplit`)."""
+    seg = segments[-1]
+    p = _progress(d)
+    why = run_break(progress=p, prev_progress=seg.progress) if seg.dicts else None
+    if why is not None and "train_runtime" not in d:
+        seg = seg.restart(lineno, f"{why} at line {lineno}")
+        segments.append(seg)
+    if p is not None and not all(str(k).startswith(("eval_", "eval/")) or k == "epoch" for k in d):
+        seg.progress = p
     seg.end_line = lineno
     if "train_runtime" in d or (any(k in d for k in _SUMMARY_KEYS) and "reward" not in d):
         # the end-of-training summary; TRL's GRPOTrainer merges into it the means of its metrics
@@ -632,6 +798,71 @@ def _steps(
     )
 
 
+def _trl_groups(
+    path: str | os.PathLike[str], source: str
+) -> tuple[list[list[_Segment]], list[RunSpan], list[str]]:
+    """The file's runs, each a list of segments (a resumed run continues the one before it)."""
+    segments, notes = _trl_segments(path, source)
+    groups: list[list[_Segment]] = []
+    spans: list[RunSpan] = []
+    for seg in (s for s in segments if s.dicts):
+        why = seg.split
+        if why is None and groups:
+            prev = groups[-1][-1]
+            changed = (
+                f"batch {prev.batch} -> {seg.batch}"
+                if prev.batch is not None and seg.batch is not None and prev.batch != seg.batch
+                else None
+            )
+            why = run_break(
+                progress=None,
+                prev_progress=None,
+                banner_line=seg.line,
+                resumes=seg.resume_step > 0,
+                changed=changed,
+            )
+        if not groups or why is not None:
+            groups.append([seg])
+            spans.append(RunSpan(seg.dicts[0][0], seg.dicts[-1][0], why))
+        else:
+            groups[-1].append(seg)
+            spans[-1].last_line = seg.dicts[-1][0]
+    return groups, spans, notes
+
+
+def read_trl_console_runs(
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    aliases: Mapping[str, str] | None = None,
+    options: ReadOptions | None = None,
+) -> list[Run]:
+    """Every training run of a TRL / transformers / Unsloth console log, in file order (named
+    ``<name>#1``, ``<name>#2``, ... when there are several; a warning names their lines)."""
+    source = str(path)
+    opts = options or ReadOptions()
+    groups, spans, notes = _trl_groups(path, source)
+    for note in notes:
+        warnings.warn(note, IngestWarning, stacklevel=2)
+    if not groups:
+        raise IngestError("no metrics dict lines ({'loss': ..., 'reward': ...})", source=source)
+    if len(groups) > 1:
+        warnings.warn(
+            f"{describe_runs(source, spans)}: read as {len(groups)} runs", IngestWarning, stacklevel=2
+        )
+    base = name or _stem(path)
+    runs = []
+    for k, (group, span) in enumerate(zip(groups, spans, strict=True), start=1):
+        run = _trl_run(group, base if len(groups) == 1 else f"{base}#{k}", source, opts, aliases)
+        run.meta.update(
+            {"runs_in_file": len(groups), "run_in_file": k, "lines": [span.first_line, span.last_line]}
+        )
+        if k == len(groups):
+            run.meta["dropped"] += len(notes)
+        runs.append(run)
+    return runs
+
+
 def read_trl_console(
     path: str | os.PathLike[str],
     *,
@@ -639,34 +870,38 @@ def read_trl_console(
     aliases: Mapping[str, str] | None = None,
     options: ReadOptions | None = None,
 ) -> Run:
-    """Read a TRL / transformers / Unsloth console log (plain or .gz) into a :class:`Run`."""
+    """Read a TRL / transformers / Unsloth console log (plain or .gz) into a :class:`Run`: its last
+    run when it holds several (warned; :func:`read_trl_console_runs` reads each)."""
     source = str(path)
     opts = options or ReadOptions()
-    segments, notes = _trl_segments(path, source)
+    groups, spans, notes = _trl_groups(path, source)
     for note in notes:
         warnings.warn(note, IngestWarning, stacklevel=2)
-    with_dicts = [s for s in segments if s.dicts]
-    if not with_dicts:
+    if not groups:
         raise IngestError("no metrics dict lines ({'loss': ..., 'reward': ...})", source=source)
-    # a second run in the same file: keep the last run; a resumed one continues the earlier run
-    keep = [with_dicts[-1]]
-    for seg in reversed(with_dicts[:-1]):
-        if keep[0].resume_step == 0:
-            break
-        keep.insert(0, seg)
-    dropped_segments = [s for s in with_dicts if s not in keep]
-    if dropped_segments:
-        first, last = dropped_segments[0], dropped_segments[-1]
-        n_drop = sum(len(s.dicts) for s in dropped_segments)
+    keep, dropped = groups[-1], [s for g in groups[:-1] for s in g]
+    if dropped:
+        n_drop = sum(len(s.dicts) for s in dropped)
         warnings.warn(
-            f"{source}: the file holds {len(dropped_segments) + 1} training runs (a new "
-            f"'Running training' header at line {keep[0].line}, not a resume): reading the last one; "
-            f"{n_drop} metrics dict(s) of lines {first.dicts[0][0]}-{last.dicts[-1][0]} dropped",
+            f"{source}: the file holds {len(groups)} training runs (the last from line "
+            f"{spans[-1].first_line}: {spans[-1].why}): reading the last one; {n_drop} metrics dict(s) "
+            f"of lines {dropped[0].dicts[0][0]}-{dropped[-1].dicts[-1][0]} dropped (load_runs, fit and "
+            "report read each run)",
             IngestWarning,
             stacklevel=2,
         )
-    stream = RecordStream(name=name or _stem(path), source=source, aliases=aliases)
-    meta: dict[str, Any] = {"format": "trl-console", "runs_dropped": len(dropped_segments)}
+    run = _trl_run(keep, name or _stem(path), source, opts, aliases)
+    run.meta["runs_dropped"] = len(groups) - 1
+    run.meta["dropped"] += len(notes) + sum(len(s.dicts) for s in dropped)
+    return run
+
+
+def _trl_run(
+    keep: list[_Segment], name: str, source: str, opts: ReadOptions, aliases: Mapping[str, str] | None
+) -> Run:
+    """One run from its segments (a run and its resumptions)."""
+    stream = RecordStream(name=name, source=source, aliases=aliases)
+    meta: dict[str, Any] = {"format": "trl-console", "runs_dropped": 0}
     batch_source = None
     ranks = 1
     for seg in keep:
@@ -711,7 +946,7 @@ def read_trl_console(
             stacklevel=2,
         )
     meta["batch_source"] = batch_source
-    meta["dropped"] = stream.dropped + len(notes) + sum(len(s.dicts) for s in dropped_segments)
+    meta["dropped"] = stream.dropped
     run.meta.update(meta)
     describe_sources(run, stream.names, opts)
     return run

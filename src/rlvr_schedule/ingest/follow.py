@@ -20,6 +20,7 @@ from rlvr_schedule.ingest.load import detect_format, load_run
 from rlvr_schedule.ingest.options import ReadOptions
 from rlvr_schedule.ingest.tb import event_files
 from rlvr_schedule.ingest.textio import is_gzip
+from rlvr_schedule.ingest.wandb_run import wandb_run_file
 from rlvr_schedule.records import Run, StepRecord
 
 __all__ = ["LogFollower"]
@@ -54,14 +55,17 @@ class LogFollower:
         self.close()
 
     def _size_now(self) -> int:
+        run_file = wandb_run_file(self.path)
+        if run_file is not None:
+            return run_file.stat().st_size
         if self.path.is_dir():
             return sum(f.stat().st_size for f in event_files(self.path))
         return self.path.stat().st_size if self.path.exists() else -1
 
     def _snapshot(self) -> Path:
         """The log up to its last complete line, as a file of the same name (for format detection)."""
-        if self.path.is_dir() or is_gzip(self.path):
-            return self.path  # event files and .gz are read whole (the readers skip a torn tail)
+        if self.path.is_dir() or is_gzip(self.path) or self.path.suffix == ".wandb":
+            return self.path  # event files, W&B run files and .gz are read whole (readers skip a torn tail)
         with open(self.path, "rb") as fh:
             data = fh.read()
         cut = data.rfind(b"\n")

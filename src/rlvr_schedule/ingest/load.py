@@ -3,11 +3,14 @@
 :data:`FORMATS` names every reader (``--format NAME`` skips detection). Detection: an event file
 (``*tfevents*``) or a directory holding event files -> TensorBoard; ``.csv``/``.tsv`` -> CSV (a W&B
 chart export holds one run per ``<run> - key`` column group); ``.jsonl``/``.ndjson``/``.json`` ->
-JSON(L) (``trainer_state.json``, lists of dicts, verl's file logger); any other file by its content:
+JSON(L) (``trainer_state.json``, lists of dicts, verl's file logger); a W&B run directory or
+``.wandb`` file -> W&B (:mod:`.wandb_run`); any other file by its content:
 verl ``step:N - key:value`` lines, a TRL/transformers console log (``{'loss': ...}`` dicts, the
 ``***** Running training *****`` header), or JSON lines. ``.gz`` of any file is read compressed.
 A directory of several runs (event-file subdirectories, log files) is one run per entry for
-:func:`load_runs` and an error for :func:`load_run`.
+:func:`load_runs` and an error for :func:`load_run`. A console log holding several training runs
+(:mod:`.runsplit`) is each of them for :func:`load_runs` and its last one (warned) for
+:func:`load_run`.
 """
 
 from __future__ import annotations
@@ -23,13 +26,16 @@ from rlvr_schedule.ingest.console import (
     looks_like_trl_console,
     looks_like_verl_console,
     read_trl_console,
+    read_trl_console_runs,
     read_verl_console,
+    read_verl_console_runs,
 )
 from rlvr_schedule.ingest.csv_log import csv_header, is_wandb_chart_header, read_csv, read_wandb_chart_csv
 from rlvr_schedule.ingest.jsonl import read_jsonl
 from rlvr_schedule.ingest.options import ReadOptions
 from rlvr_schedule.ingest.tb import event_files, is_event_file, read_tensorboard
 from rlvr_schedule.ingest.textio import logical_suffix, read_head
+from rlvr_schedule.ingest.wandb_run import is_wandb_run, read_wandb_run
 from rlvr_schedule.records import Run
 
 __all__ = ["FORMATS", "Format", "detect_format", "load_run", "load_runs", "find_runs", "reader_for"]
@@ -39,6 +45,7 @@ CSV_SUFFIXES = (".csv", ".tsv")
 CONSOLE_SUFFIXES = (".log", ".txt", ".out")
 
 Reader = Callable[..., Run]
+RunsReader = Callable[..., list[Run]]
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,8 @@ class Format:
     reader: Reader
     what: str
     needs: str
+    #: reads every run of a file that can hold several (a list of runs); None: one run a file
+    runs_reader: RunsReader | None = None
 
 
 FORMATS: dict[str, Format] = {
@@ -93,6 +102,7 @@ FORMATS: dict[str, Format] = {
             "Ray prefixes, colour codes; batch = data.train_batch_size x rollout.n from the printed "
             "config or command line",
             "critic/score/mean; the config print or --batch",
+            read_verl_console_runs,
         ),
         Format(
             "trl-console",
@@ -100,6 +110,15 @@ FORMATS: dict[str, Format] = {
             "TRL/transformers console log (python train.py > train.log): "
             "{'loss': ...} dicts, tqdm bars, the ***** Running training ***** header",
             "reward; the header (log_level='info') or --batch",
+            read_trl_console_runs,
+        ),
+        Format(
+            "wandb",
+            read_wandb_run,
+            "W&B run directory (wandb/run-*, wandb/offline-run-*) or its .wandb file, read with the "
+            "wandb package (pip install 'rlvr-schedule[wandb]'); a run with no history is read from "
+            "its console output (files/output.log)",
+            "a reward metric; the batch from the run's console header or config, or --batch",
         ),
     )
 }
@@ -113,12 +132,16 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         if event_files(p):
             return "tensorboard"
+        if is_wandb_run(p):
+            return "wandb"
         raise IngestError(
             "directory holds no TensorBoard event files (use load_runs for a directory of several runs)",
             source=str(p),
         )
     if is_event_file(p):
         return "tensorboard"
+    if p.suffix == ".wandb":
+        return "wandb"
     suffix = logical_suffix(p)
     if suffix in CSV_SUFFIXES:
         return "wandb-chart" if is_wandb_chart_header(csv_header(p)) else "csv"
@@ -183,18 +206,21 @@ def find_runs(path: str | os.PathLike[str]) -> list[Path]:
     p = Path(path)
     if not p.is_dir():
         return [p]
-    if event_files(p):
+    if event_files(p) or is_wandb_run(p):
         return [p]
     found: list[Path] = []
     suffixes = JSONL_SUFFIXES + CSV_SUFFIXES + CONSOLE_SUFFIXES
     for root, dirs, files in os.walk(p):
         dirs.sort()
         rp = Path(root)
-        if rp != p and any(is_event_file(f) for f in files):
+        if rp != p and (any(is_event_file(f) for f in files) or is_wandb_run(rp)):
             found.append(rp)
             dirs[:] = []  # a run directory's subdirectories belong to it
             continue
         for f in sorted(files):
+            link = rp / f
+            if link.is_symlink() and link.resolve().is_relative_to(p.resolve()):
+                continue  # a link into the tree (W&B's debug.log): its target is found, or not a run
             if f.lower().removesuffix(".gz").endswith(suffixes):
                 found.append(rp / f)
     return found
@@ -228,6 +254,8 @@ def _stem(path: Path) -> str:
 
 
 def _run_name(path: Path, base: Path | None) -> str:
+    if path.is_dir() and is_wandb_run(path):
+        return path.resolve().name  # wandb/latest-run is offline-run-<date>-<id>
     if base is not None and path != base:
         rel = path.relative_to(base)
         if path.is_file() and _stem(path).lower() in GENERIC_STEMS and len(rel.parts) > 1:
@@ -247,7 +275,8 @@ def _options(options: ReadOptions | None, aliases: Mapping[str, str] | None) -> 
     return opts
 
 
-def _read(path: Path, name: str, opts: ReadOptions) -> list[Run]:
+def _read(path: Path, name: str, opts: ReadOptions, every_run: bool = True) -> list[Run]:
+    """The runs of one file: every run it holds, or (``every_run=False``) its last one."""
     fmt = opts.format or detect_format(path)
     if fmt not in FORMATS:
         raise IngestError(f"unknown format {fmt!r}; formats: {', '.join(FORMATS)}", field="--format")
@@ -256,10 +285,14 @@ def _read(path: Path, name: str, opts: ReadOptions) -> list[Run]:
         if len(runs) == 1:
             runs[0].name = name
         return runs
-    reader = FORMATS[fmt].reader
-    run = reader(path, name=name, aliases=opts.aliases, options=opts)
-    run.meta.setdefault("format", fmt)
-    return [run]
+    f = FORMATS[fmt]
+    if every_run and f.runs_reader is not None:
+        runs = f.runs_reader(path, name=name, aliases=opts.aliases, options=opts)
+    else:
+        runs = [f.reader(path, name=name, aliases=opts.aliases, options=opts)]
+    for run in runs:
+        run.meta.setdefault("format", fmt)
+    return runs
 
 
 def load_run(
@@ -274,14 +307,14 @@ def load_run(
     A directory holding exactly one run (e.g. HF Trainer's ``runs/<date>/``) is read as that run.
     """
     p = Path(path)
-    if p.is_dir() and not event_files(p):
+    if p.is_dir() and not event_files(p) and not is_wandb_run(p):
         runs = find_runs(p)
         if len(runs) == 1:
             p = runs[0]
         elif runs:
             listed = ", ".join(str(r) for r in runs[:5]) + (" ..." if len(runs) > 5 else "")
             raise IngestError(f"directory holds {len(runs)} runs ({listed}); use load_runs", source=str(path))
-    got = _read(p, name or _run_name(p, None), _options(options, aliases))
+    got = _read(p, name or _run_name(p, None), _options(options, aliases), every_run=False)
     if len(got) != 1:
         raise IngestError(
             f"file holds {len(got)} runs ({', '.join(r.name for r in got)}); use load_runs", source=str(path)
