@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -356,6 +357,39 @@ class ScheduleDriver:
             exc_info=exc,
         )
         self.faults.append((who, where, exc))
+
+    # --- the user's dashboard --------------------------------------------------------------------
+    def scalars(self) -> dict[str, float]:
+        """The schedule's state as dashboard scalars (finite values only): the stage's ``batch``,
+        ``lr`` and ``stage``, ``samples``, the ``critical_batch`` estimate and the ``noise_scale``
+        (B_simple) it rests on, the failure clock's lower bound ``failure_clock_spent`` (part) and
+        ``failure_clock_left`` (rollouts at the stage), and the alarms raised so far (``warnings``,
+        ``failures``). Hosts write them under ``rlvr/`` next to their own metrics."""
+        sched = self.schedule
+        d = self.last_decision
+        cur = sched.current
+        batch, lr = (d.batch, d.lr) if d is not None else (int(cur.batch), float(cur.lr))
+        out: dict[str, float] = {
+            "batch": float(batch),
+            "lr": float(lr),
+            "stage": float(d.stage if d is not None else getattr(sched, "index", 0)),
+            "samples": float(self.samples),
+        }
+        estimate = getattr(sched, "critical_estimate", None)
+        if callable(estimate):
+            out["critical_batch"] = float(estimate())
+        noise = getattr(sched, "noise", None)
+        if noise is not None:
+            out["noise_scale"] = float(getattr(noise, "b_simple", math.nan))
+        clock = getattr(sched, "clock", None)
+        if clock is not None:
+            out["failure_clock_spent"] = float(clock.used_)
+            out["failure_clock_left"] = float(clock.left(batch, lr))
+        if self.watch is not None:
+            raised = self.watch.alarms_
+            out["warnings"] = float(sum(a.kind == "warning" for a in raised))
+            out["failures"] = float(sum(a.kind == "failure" for a in raised))
+        return {k: v for k, v in out.items() if math.isfinite(v)}
 
     # --- state ---------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

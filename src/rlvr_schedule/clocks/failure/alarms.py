@@ -163,13 +163,12 @@ class CollapseWatch:
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        saved = list(state.get("detectors", []))
-        if len(saved) != len(self.detectors):
-            raise ValueError(
-                f"collapse watch state has {len(saved)} detectors, this watch {len(self.detectors)}"
-            )
-        for det, st in zip(self.detectors, saved, strict=True):
-            det.load_state_dict(st)
+        # by name: a detector this watch has and the state lacks starts fresh (a watch configured
+        # differently from the saved one still resumes)
+        saved = {st.get("name"): st for st in state.get("detectors", [])}
+        for det in self.detectors:
+            if det.name in saved:
+                det.load_state_dict(saved[det.name])
         self._seen = {(str(k[0]), str(k[1])) for k in state.get("seen", [])}
         self.alarms_ = [WatchAlarm(**a) for a in state.get("alarms", [])]
         self.diagnostics_ = [Alarm.from_dict(a) for a in state.get("diagnostics", [])]
