@@ -92,7 +92,9 @@ def split_watch(schedule: Any) -> tuple[Any, dict[str, Any]]:
         raise ConfigError(f"must be a mapping, got {type(group).__name__}", source=source, field="watch")
     for k, v in group.items():
         if k not in WATCH_KEYS:
-            raise ConfigError(f"unknown key (allowed: {', '.join(WATCH_KEYS)})", source=source, field=f"watch.{k}")
+            raise ConfigError(
+                f"unknown key (allowed: {', '.join(WATCH_KEYS)})", source=source, field=f"watch.{k}"
+            )
         if not isinstance(v, bool):
             raise ConfigError(f"must be true or false, got {v!r}", source=source, field=f"watch.{k}")
     return body, dict(group)

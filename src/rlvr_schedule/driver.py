@@ -187,24 +187,28 @@ class ScheduleDriver:
             self._say(a.line())
             self._notify("rlvr_schedule_on_alarm", alarm=a, record=record)
         if alarms and self.checkpoint_on_alarm and self.save_fn is not None:
+            # listed before the save (a checkpoint written now holds it, with no path yet)
+            entry: dict[str, Any] = {
+                "step": int(record.step),
+                "samples": int(record.samples),
+                "alarms": [f"{a.kind}:{a.name}" for a in alarms],
+                "path": None,
+            }
+            self.alarm_checkpoints.append(entry)
             try:
                 where = self.save_fn(list(alarms), record)
             except Exception as exc:
+                self.alarm_checkpoints.remove(entry)
                 self._fault("<host>", "save", exc)
-            else:
-                if where is not None:
-                    self.alarm_checkpoints.append(
-                        {
-                            "step": int(record.step),
-                            "samples": int(record.samples),
-                            "alarms": [f"{a.kind}:{a.name}" for a in alarms],
-                            "path": os.fspath(where),
-                        }
-                    )
-                    self._say(
-                        f"rlvr-schedule: checkpoint at the alarm: {os.fspath(where)} "
-                        f"(step {record.step}, {record.samples:,} rollouts)"
-                    )
+                return alarms
+            if where is None:
+                self.alarm_checkpoints.remove(entry)
+                return alarms
+            entry["path"] = os.fspath(where)
+            self._say(
+                f"rlvr-schedule: checkpoint at the alarm: {entry['path']} "
+                f"(step {record.step}, {record.samples:,} rollouts)"
+            )
         return alarms
 
     def _estimate(self, record: StepRecord) -> None:

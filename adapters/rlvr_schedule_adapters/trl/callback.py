@@ -464,7 +464,9 @@ class _ScheduleCallbackCore:
             wandb = sys.modules.get("wandb")
             run = getattr(wandb, "run", None)
             if run is not None:
-                run.log({**{f"rlvr/{k}": v for k, v in values.items()}, "train/global_step": state.global_step})
+                run.log(
+                    {**{f"rlvr/{k}": v for k, v in values.items()}, "train/global_step": state.global_step}
+                )
 
     def _save_at_alarm(self, alarms: list[Any], record: StepRecord) -> str | None:
         """The driver's ``save``: the Trainer saves ``checkpoint-<step>`` right after this log
@@ -488,6 +490,7 @@ class _ScheduleCallbackCore:
             return
         src = os.path.join(str(args.output_dir), f"checkpoint-{int(state.global_step)}")
         keep_alarm_checkpoint(src, info)
+
     def _publish_grid(self, args: Any) -> None:
         """Tell the schedule which batches this trainer runs (per-device batch x world x
         steps_per_generation, whole groups of ``num_generations``); a conflicting user divisor, and a
