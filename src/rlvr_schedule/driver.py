@@ -60,15 +60,22 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ApplyFn", "SaveFn", "ScheduleDriver"]
 
 log = logging.getLogger("rlvr_schedule.driver")
+
+
+class _Console(logging.StreamHandler):  # type: ignore[type-arg]
+    """Prints to stderr unless the application configured logging (a root handler prints it then)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not logging.getLogger().handlers:
+            super().emit(record)
+
+
 #: Switches and alarms, one line each: printed by default (INFO, stderr), as a host prints its own
 #: progress; ``logging.getLogger("rlvr_schedule.console").setLevel(logging.WARNING)`` silences it.
 console = logging.getLogger("rlvr_schedule.console")
-if not console.handlers:
-    _handler = logging.StreamHandler()
-    _handler.setFormatter(logging.Formatter("%(message)s"))
-    console.addHandler(_handler)
+if not any(isinstance(h, _Console) for h in console.handlers):
+    console.addHandler(_Console())
     console.setLevel(logging.INFO)
-    console.propagate = False
 
 #: The host's checkpoint at an alarm: ``save(alarms, record)`` saves now (or at the next moment the
 #: host can) and returns where (None: not saved).
