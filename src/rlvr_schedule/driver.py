@@ -62,7 +62,7 @@ __all__ = ["ApplyFn", "SaveFn", "ScheduleDriver"]
 log = logging.getLogger("rlvr_schedule.driver")
 
 
-class _Console(logging.StreamHandler):  # type: ignore[type-arg]
+class _Console(logging.StreamHandler):
     """Prints to stderr unless the application configured logging (a root handler prints it then)."""
 
     def emit(self, record: logging.LogRecord) -> None:
