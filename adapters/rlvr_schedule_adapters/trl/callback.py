@@ -3,7 +3,7 @@
 :class:`RlvrScheduleCallback` turns each of TRL's ``on_log`` metric dicts into a
 :class:`~rlvr_schedule.records.StepRecord` (rollouts counted from the micro-steps the update really
 ran: per-device batch x world x micro-steps) and hands it to a :class:`~rlvr_schedule.driver.ScheduleDriver`,
-whose ``apply`` is :meth:`_ScheduleCallbackCore.request`. A new stage goes into the trainer the way
+whose ``apply`` is :meth:`RlvrScheduleCallback.request`. A new stage goes into the trainer the way
 TRL 1.16 is measured to honour mid-run (``docs/adapters_trl.md``):
 
 - rollouts per update: ``steps_per_generation`` S stays fixed and ``args.gradient_accumulation_steps``
@@ -22,7 +22,8 @@ prompts (:mod:`rlvr_schedule_adapters.trl.data_order`).
 Any failure inside the callback is logged and training goes on at the current stage. With
 ``apply=False`` (advisory) the callback decides and logs but never touches the trainer.
 
-This module imports neither transformers nor TRL; the callback class is built on first access.
+This module imports transformers (an ordinary subclass of ``TrainerCallback``); the package
+imports it lazily, on first access to ``RlvrScheduleCallback``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
 
 from rlvr_schedule.driver import ScheduleDriver
 from rlvr_schedule.plugins import PluginHost
@@ -64,7 +68,7 @@ from rlvr_schedule_adapters.trl.noise import grad_sq_norm, mean_over_ranks, micr
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.records import BatchSchedule
 
-__all__ = ["RlvrScheduleCallback", "find_callback"]  # noqa: F822 (RlvrScheduleCallback: built lazily)
+__all__ = ["RlvrScheduleCallback", "find_callback"]
 
 log = logging.getLogger("rlvr_schedule.adapters.trl")
 
@@ -78,7 +82,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Log and swallow errors of a callback event (``strict`` re-raises): a broken schedule must not
     stop a training run, which then continues at its current stage."""
 
-    def wrapper(self: _ScheduleCallbackCore, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: RlvrScheduleCallback, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
         try:
             fn(self, *args, **kwargs)
@@ -98,8 +102,15 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class _ScheduleCallbackCore:
-    """Everything of :class:`RlvrScheduleCallback` except its transformers base classes."""
+class RlvrScheduleCallback(TrainerCallback, ExportableState):
+    """Run a rollout-batch schedule inside a TRL ``GRPOTrainer`` (a ``TrainerCallback``).
+
+    ``RlvrScheduleCallback(schedule)`` with a YAML/JSON path, a config mapping or a schedule; pass it
+    in ``callbacks=[...]``. Needs ``logging_steps=1`` for a decision after every update (else
+    decisions are taken at logging steps). Rollout batches must be multiples of
+    per_device_train_batch_size x world x steps_per_generation. Its state rides in checkpoints as an
+    ``ExportableState`` (see the module docstring).
+    """
 
     def __init__(
         self,
@@ -792,38 +803,6 @@ def _tensorboard_dir(args: Any) -> str:
 def find_callback(trainer: Any) -> Any:
     """The schedule callback a trainer runs (after a checkpoint restore it is a new instance)."""
     for cb in trainer.callback_handler.callbacks:
-        if isinstance(cb, _ScheduleCallbackCore):
+        if isinstance(cb, RlvrScheduleCallback):
             return cb
     return None
-
-
-_CLASS: type | None = None
-
-
-def _define() -> type:
-    """Build the callback class on top of transformers (imported here, not at module import)."""
-    global _CLASS
-    if _CLASS is None:
-        from transformers import TrainerCallback
-        from transformers.trainer_callback import ExportableState
-
-        class RlvrScheduleCallback(_ScheduleCallbackCore, TrainerCallback, ExportableState):
-            __doc__ = (
-                "Run a rollout-batch schedule inside a TRL ``GRPOTrainer`` (a ``TrainerCallback``).\n\n"
-                "``RlvrScheduleCallback(schedule)`` with a YAML/JSON path, a config mapping or a schedule; "
-                "pass it in ``callbacks=[...]``. Needs ``logging_steps=1`` for a decision after every update "
-                "(else decisions are taken at logging steps). Rollout batches must be multiples of "
-                "per_device_train_batch_size x world x steps_per_generation.\n\n"
-                + (_ScheduleCallbackCore.__init__.__doc__ or "")
-            )
-
-        RlvrScheduleCallback.__module__ = __name__
-        RlvrScheduleCallback.__qualname__ = "RlvrScheduleCallback"
-        _CLASS = RlvrScheduleCallback
-    return _CLASS
-
-
-def __getattr__(name: str) -> Any:
-    if name == "RlvrScheduleCallback":
-        return _define()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
