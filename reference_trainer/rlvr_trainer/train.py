@@ -106,7 +106,10 @@ class Trainer:
     ``schedule`` defaults to a constant batch (``cfg.batch``); pass a
     :class:`~rlvr_schedule.policy.TwoClockScheduler` to run the two-clock policy live. ``plugins``:
     observers (sinks) that see every record and decision. ``advisory``: decide and log, never
-    change the batch or LR.
+    change the batch or LR. ``checkpoint_on_alarm``: at a raised alarm of the collapse watch, save
+    ``alarm-checkpoint-<step>.pt`` (kept beside ``checkpoint.pt``, which each save replaces) and
+    ``alarm-checkpoint-<step>.json`` (the rollouts it holds, the alarms); None: in advisory mode only.
+    ``train(resume_from=...)`` continues from one.
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class Trainer:
         progress: bool = False,
         desc: str | None = None,
         advisory: bool = False,
+        checkpoint_on_alarm: bool | None = None,
     ) -> None:
         self.device = resolve_device(cfg.device)  # ConfigError for CUDA where there is none
         if cfg.overlap and self.device.type != "cpu":
@@ -159,7 +163,13 @@ class Trainer:
         self.schedule = schedule if schedule is not None else initial_schedule(cfg)
         self.batch, lr = self.schedule.current.batch, self.schedule.current.lr
         self.driver = ScheduleDriver(
-            self.schedule, self.set_batch, self.plugins, in_effect=(self.batch, float(lr)), advisory=advisory
+            self.schedule,
+            self.set_batch,
+            self.plugins,
+            in_effect=(self.batch, float(lr)),
+            advisory=advisory,
+            save=self.save_at_alarm,
+            checkpoint_on_alarm=checkpoint_on_alarm,
         )
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
@@ -202,6 +212,7 @@ class Trainer:
             if self.prefetch.groups is None:  # in flight: the next update waits for it anyway
                 self.prefetch.groups, self.prefetch.times = self.engine.result()
             extra["prefetch"] = self.prefetch.to_dict()
+        driver = self.driver.state_dict()
         return {
             **extra,
             "config": self.cfg.to_dict(),
@@ -213,16 +224,27 @@ class Trainer:
             "next_problem": self.next_problem,
             "batch": self.batch,
             "lr": self.lr,
+            "watch": {k: v for k, v in driver.items() if k in ("watch", "alarm_checkpoints")},
         }
 
     def save(self) -> Path:
         return save_checkpoint(self.checkpoint_path, self.state_dict())
 
-    def resume(self) -> bool:
-        """Continue from ``checkpoint.pt`` if present (logs are cut back to its step)."""
-        if not self.checkpoint_path.exists():
+    def save_at_alarm(self, alarms: list[Any], record: StepRecord) -> Path:
+        """The driver's ``save`` at a raised alarm: a checkpoint of its own, with what it holds."""
+        path = self.out_dir / f"alarm-checkpoint-{self.step}.pt"
+        info = {"step": self.step, "samples": self.samples, "alarms": [a.to_dict() for a in alarms]}
+        save_checkpoint(path, self.state_dict())
+        path.with_suffix(".json").write_text(json.dumps(info, indent=1))
+        return path
+
+    def resume(self, path: str | Path | None = None) -> bool:
+        """Continue from ``checkpoint.pt`` (or ``path``: an alarm checkpoint) if present (logs are cut
+        back to its step)."""
+        path = Path(path) if path is not None else self.checkpoint_path
+        if not path.exists():
             return False
-        st = load_checkpoint(self.checkpoint_path)
+        st = load_checkpoint(path)
         self.model.load_state_dict(st["model"])  # copies into the device tensors
         self.optimizer.load_state_dict(st["optimizer"])
         self.schedule.load_state_dict(st["schedule"])
@@ -230,6 +252,12 @@ class Trainer:
         self.set_batch(st["batch"], st["lr"])
         self.driver.in_effect, self.driver.samples = (int(st["batch"]), float(st["lr"])), int(st["samples"])
         set_rng_state(st["rng"])
+        watch = st.get("watch") or {}
+        if self.driver.watch is not None and watch.get("watch") is not None:
+            from rlvr_schedule.policy.base import decode_floats
+
+            self.driver.watch.load_state_dict(decode_floats(watch["watch"]))
+        self.driver.alarm_checkpoints = [dict(c) for c in watch.get("alarm_checkpoints") or []]
         self.prefetch = None
         if st.get("prefetch") is not None:
             if self.cfg.overlap:
@@ -292,9 +320,15 @@ class Trainer:
                     "%s held another run's records and no checkpoint: set aside as %s.old-%d", p, p.name, n
                 )
 
-    def train(self, *, resume: bool = False, max_steps: int | None = None) -> list[StepRecord]:
-        """Run until ``cfg.max_samples`` rollouts (or ``max_steps`` more updates); return new records."""
-        if not (resume and self.resume()) and self.step == 0:
+    def train(
+        self, *, resume: bool = False, max_steps: int | None = None, resume_from: str | Path | None = None
+    ) -> list[StepRecord]:
+        """Run until ``cfg.max_samples`` rollouts (or ``max_steps`` more updates); return new records.
+        ``resume_from``: continue from that checkpoint (an alarm checkpoint) instead of ``checkpoint.pt``."""
+        if resume_from is not None:
+            if not self.resume(resume_from):
+                raise FileNotFoundError(f"{resume_from}: no such checkpoint")
+        elif not (resume and self.resume()) and self.step == 0:
             self._set_aside_old_logs()
         engine = self._engine()
         records: list[StepRecord] = []
