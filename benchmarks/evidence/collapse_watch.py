@@ -9,8 +9,8 @@ diagnostic (``rlvr_schedule.clocks.failure.alarms.DIAGNOSTIC_WARNINGS``). ``--re
 prints, per real collapse, the step of the checkpoint the watch would have taken (its first raised
 alarm) against the collapse step.
 
-    python benchmarks/evidence/collapse_watch.py --part calibration
-    python benchmarks/evidence/collapse_watch.py --part test --real-checkpoints
+    python -m benchmarks.evidence.collapse_watch --part calibration
+    python -m benchmarks.evidence.collapse_watch --part test --real-checkpoints
 """
 
 from __future__ import annotations
@@ -19,13 +19,10 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from forecast_skill import SOURCES  # noqa: E402 (the labelled runs, one loader for both studies)
-
-from rlvr_schedule.clocks.failure.alarms import RAISED_WARNINGS, CollapseWatch  # noqa: E402
-from rlvr_schedule.clocks.failure.skill import LabelledRun  # noqa: E402
+from benchmarks.evidence.forecast_skill import SOURCES  # the labelled runs, one loader for both studies
+from rlvr_schedule.clocks.failure.alarms import RAISED_WARNINGS, CollapseWatch
+from rlvr_schedule.clocks.failure.skill import LabelledRun
 
 KINDS = (
     "entropy_collapse",

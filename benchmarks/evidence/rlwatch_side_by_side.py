@@ -8,7 +8,7 @@ Scored per run: the first alarm (rlwatch: any alert, and the first critical one;
 raised alarm, and its failure), healthy runs with one, collapses with one at or before the labelled
 collapse point, and the lead in logged rows. Needs ``pip install -r requirements/bench.txt``.
 
-    python benchmarks/evidence/rlwatch_side_by_side.py [--part calibration|test|all]
+    python -m benchmarks.evidence.rlwatch_side_by_side [--part calibration|test|all]
 """
 
 from __future__ import annotations
@@ -19,13 +19,9 @@ import logging
 import math
 import statistics
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "core"))
-from real_runs import SPLIT, load_real  # noqa: E402 (the published logs, read by the product)
-
-from rlvr_schedule.clocks.failure.alarms import CollapseWatch  # noqa: E402
+from benchmarks.fixtures.real_runs import SPLIT, load_real  # the published logs, read by the product
+from rlvr_schedule.clocks.failure.alarms import CollapseWatch
 
 
 def _num(x: float) -> float | None:

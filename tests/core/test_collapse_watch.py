@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from real_runs import load_real, raw_path
 
+from benchmarks.fixtures.real_runs import load_real, raw_path
 from rlvr_schedule import cli
 from rlvr_schedule.clocks.failure.alarms import DIAGNOSTIC_WARNINGS, CollapseWatch
 from rlvr_schedule.driver import ScheduleDriver
@@ -43,7 +43,7 @@ def test_the_watch_raises_each_kind_once_and_keeps_diagnostics_apart() -> None:
 def test_each_raised_warning_kind_fires_on_at_most_a_tenth_of_the_healthy_calibration_runs() -> None:
     """The rule that split raised kinds from diagnostics (docs/RESULTS.md section 5), on the real runs'
     calibration half; the failures stay at none on healthy runs."""
-    from real_runs import SPLIT
+    from benchmarks.fixtures.real_runs import SPLIT
 
     healthy = [n for n in SPLIT["calibration"] if SPLIT["labels"][n]["label"] == "healthy"]
     fired: dict[str, int] = {}

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rlvr_schedule.clocks.failure.alarms import WatchAlarm
-    from rlvr_schedule.records import Decision, StepRecord
+    from rlvr_schedule.records import Decision, StepRecord, WatchAlarm
 
 PROJECT = "rlvr_schedule"
 hookspec = pluggy.HookspecMarker(PROJECT)

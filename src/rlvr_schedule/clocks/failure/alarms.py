@@ -21,12 +21,11 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from rlvr_schedule.clocks.failure.base import Alarm, Detector
 from rlvr_schedule.clocks.failure.detectors import default_detectors
-from rlvr_schedule.records import StepRecord
+from rlvr_schedule.records import StepRecord, WatchAlarm
 
 __all__ = ["RAISED_WARNINGS", "DIAGNOSTIC_WARNINGS", "WatchAlarm", "CollapseWatch"]
 
@@ -46,29 +45,6 @@ DIAGNOSTIC_WARNINGS: frozenset[str] = frozenset(
 
 #: The name of the alarm raised when the sweep's failure clock reaches its lower bound.
 CLOCK_ALARM = "failure_clock"
-
-
-@dataclass(frozen=True)
-class WatchAlarm:
-    """One raised alarm: ``kind`` "failure" (collapse begun) or "warning" (a precursor, or the
-    failure clock at its lower bound); ``name`` the detector (or ``failure_clock``); ``step`` and
-    ``samples`` where it was raised (the record that confirmed it), ``onset_step`` /
-    ``onset_samples`` where its condition began; ``message`` says why."""
-
-    kind: str
-    name: str
-    step: int
-    samples: int
-    onset_step: int
-    onset_samples: int
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def line(self) -> str:
-        """One console line."""
-        return f"rlvr-schedule {self.kind} at step {self.step} ({self.samples:,} rollouts): {self.message}"
 
 
 class CollapseWatch:
