@@ -354,6 +354,7 @@ class _StepOnly:
             stage=decision.stage,
             switched=False,
             reason=f"held: {why}",
+            trigger=decision.trigger,
         )
 
     def __getattr__(self, attr: str) -> Any:

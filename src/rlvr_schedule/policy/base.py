@@ -94,6 +94,7 @@ class Schedule:
         switched: bool = False,
         stage: Stage | None = None,
         index: int | None = None,
+        trigger: str = "",
     ) -> Decision:
         st = stage if stage is not None else self.current
         return Decision(
@@ -104,6 +105,7 @@ class Schedule:
             stage=self.index if index is None else index,
             switched=switched,
             reason=reason,
+            trigger=trigger,
         )
 
     # --- the two halves of a step ----------------------------------------------------------------
@@ -144,6 +146,7 @@ class Schedule:
             stage=self.index,
             switched=False,
             reason=f"held: {why}",
+            trigger=decision.trigger,
         )
 
     def step(self, record: StepRecord) -> Decision:
