@@ -28,7 +28,7 @@ from rlvr_schedule import __version__
 from rlvr_schedule._format import clean_json as _clean
 from rlvr_schedule._format import column_formatter as _column_formatter
 from rlvr_schedule._format import fmt as _fmt
-from rlvr_schedule.errors import RlvrScheduleError
+from rlvr_schedule.errors import ConfigError, RlvrScheduleError
 
 if TYPE_CHECKING:
     from rlvr_schedule.clocks import FailureForecast
@@ -324,10 +324,24 @@ def _plan(args: argparse.Namespace, runs: Sequence[Any] | None = None):
     from rlvr_schedule.planner import plan_schedule
 
     _check_target(args)
+    config = None
+    if getattr(args, "schedule", None):
+        from rlvr_schedule.policy import TwoClockScheduler, load_schedule
+
+        sched = load_schedule(args.schedule)
+        if not isinstance(sched, TwoClockScheduler):
+            raise ConfigError(
+                "plan --schedule reads a two_clock schedule file (the live policy's config); this is "
+                "a static schedule",
+                source=args.schedule,
+                field="type",
+            )
+        config = sched.config
     kw: dict[str, Any] = {"target": args.target}
     if getattr(args, "group_size", None) is not None:
-        kw["group_size"] = args.group_size
-    return plan_schedule(runs if runs is not None else _load(args), **kw)
+        cons = config.constraints if config is not None else None
+        kw["constraints"] = {**(cons.to_dict() if cons else {}), "group_size": args.group_size}
+    return plan_schedule(runs if runs is not None else _load(args), config, **kw)
 
 
 #: plan's predicted rollouts to target worse than this multiple of the best constant run: warn.
@@ -824,6 +838,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--group-size", type=_positive_int, default=None, help="rollouts per prompt; batches are multiples"
     )
     sp.add_argument("--out", default=None, help="also write the plan as JSON (a schedule file) here")
+    sp.add_argument(
+        "--schedule",
+        default=None,
+        help="a two_clock schedule file: plan as the live policy built from it would run (its "
+        "critical batch and failure clock, else the sweep's)",
+    )
     sp.set_defaults(func=cmd_plan)
 
     sp = logs_cmd("report", "PNG plots and a summary page")
