@@ -93,6 +93,10 @@ class ScheduleDriver:
         self.grid: BatchConstraints | None = None  # the runnable batches (set_host_grid)
         self.progress = OnlineProgress()  # the live progress rate, whatever the schedule
         self.estimators: list[Any] = plugins.progress_estimators() if plugins is not None else []
+        own = getattr(schedule, "setup_warnings", None)
+        self.setup_warnings: list[str] = list(own()) if callable(own) else []
+        for note in self.setup_warnings:
+            log.warning("rlvr-schedule: %s", note)
 
     # --- the loop ------------------------------------------------------------------------------
     def consume(self, rollouts: int) -> int:

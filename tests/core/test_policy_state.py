@@ -53,3 +53,17 @@ def test_a_state_round_trips_through_json_and_carries_its_version():
     b.load_state_dict(state)
     assert json.loads(json.dumps(b.state_dict(), allow_nan=False)) == state
     assert [b.step(r) for r in run.records[120:]] == [a.step(r) for r in run.records[120:]]
+
+
+def test_a_failure_clock_shorter_than_a_stage_is_a_set_up_warning(caplog):
+    """A failure clock whose first stage would be shorter than min_stage_samples can never be
+    switched ahead of: the schedule says so at set-up, and the driver logs it."""
+    from rlvr_schedule.driver import ScheduleDriver
+
+    short = PolicyConfig(initial_batch=64, failure_samples=200.0, min_stage_samples=160)
+    assert any("never switch" in w for w in TwoClockScheduler(short).setup_warnings())
+    with caplog.at_level("WARNING", logger="rlvr_schedule"):
+        driver = ScheduleDriver(TwoClockScheduler(short), advisory=True)
+    assert driver.setup_warnings and "never switch" in caplog.text
+    long = PolicyConfig(initial_batch=64, failure_samples=20_000.0, min_stage_samples=160)
+    assert TwoClockScheduler(long).setup_warnings() == []

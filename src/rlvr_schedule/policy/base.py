@@ -198,6 +198,11 @@ class Schedule:
             notes.append(f"the stage in effect ({cur.batch} rollouts, lr {cur.lr:g}) is {note}, lr {lr:g}")
         return notes
 
+    def setup_warnings(self) -> list[str]:
+        """What in the schedule's own set-up keeps it from doing its job (one sentence each; none
+        by default): the host logs them at set-up (:class:`~rlvr_schedule.driver.ScheduleDriver`)."""
+        return []
+
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return encode_floats({"kind": self.kind, "version": self.version, **self._state()})

@@ -15,7 +15,14 @@ from rlvr_schedule.policy.policy_config import PolicyConfig
 from rlvr_schedule.policy.triggers import FailureClockTrigger
 from rlvr_schedule.theory.scaling import lr_for_batch
 
-__all__ = ["failure_clock", "initial_stage", "known_critical_batch", "lr_at", "operating_batch"]
+__all__ = [
+    "clock_warnings",
+    "failure_clock",
+    "initial_stage",
+    "known_critical_batch",
+    "lr_at",
+    "operating_batch",
+]
 
 
 def known_critical_batch(cfg: PolicyConfig) -> float | None:
@@ -76,3 +83,20 @@ def operating_batch(
 def lr_at(cfg: PolicyConfig, batch: float, base_batch: float) -> float:
     """The LR rule's LR at ``batch``: ``base_lr`` at ``base_batch``, scaled by ``lr_rule``."""
     return float(lr_for_batch(batch, base_batch, cfg.base_lr, rule=cfg.lr_rule))
+
+
+def clock_warnings(cfg: PolicyConfig, clock: FailureClockTrigger | None, batch: int, lr: float) -> list[str]:
+    """A set-up warning when the failure clock runs out within ``min_stage_samples`` at the start:
+    its trigger never proposes a switch (the first stage would be too short), so the schedule never
+    switches ahead of the failure it was given."""
+    if clock is None:
+        return []
+    first = clock.stage_fraction * (1.0 - clock.stage_used_) * clock.clock(batch, lr)
+    if first >= cfg.min_stage_samples:
+        return []
+    return [
+        f"the failure clock ({clock.failure_samples:.5g} rollouts, lower bound {clock.lower:.5g}) gives a "
+        f"first stage of {first:.4g} rollouts at batch {batch}, shorter than min_stage_samples "
+        f"{cfg.min_stage_samples}: the schedule can never switch ahead of it (lower min_stage_samples or "
+        "check failure_samples)"
+    ]

@@ -1,12 +1,9 @@
 """The two-clock policy: start below the critical batch, follow it as it rises, mind the failure clock.
 
-Progress clock: rollouts to a given progress grow as E(B)/E(0) = 1/(1 - B/2B*) (THEORY section 3),
-so the operating point follows the user's rollout tolerance: ``sample_tolerance`` 0.3 gives
-B = 2B* x 0.3/1.3 = 0.46 B*. B* is a known value (e.g.
-``fit_sweep``'s) or the online gradient-noise estimate B_simple; since B_simple is LR-free while
-B* ~ 1/lr, B_simple serves as a *relative* tracker (its ratio to its first value times the known
-B*). As B* rises the batch follows a continuous target (fraction x estimate, snapped), moving
-once the target is ``track_step`` above the current batch, as the Pollux rule re-optimises.
+Progress clock: rollouts to a given progress grow as E(B)/E(0) = 1/(1 - B/2B*), so the operating
+point follows the user's rollout tolerance (``sample_tolerance`` 0.3: B = 2B* x 0.3/1.3 = 0.46 B*).
+B* is a known value (``fit_sweep``'s) followed by the B* tracker, or the tracker's estimate alone; the
+batch follows fraction x estimate, moving once that is ``track_step`` above the current batch.
 Failure clock: the sweep's (``failure_samples`` from ``rlvr-schedule fit``, with its interval and
 the batch and LR it was measured at) is spent rollout by rollout; once a stage has spent
 ``failure_clock_fraction`` of the clock's lower bound left at its start, the batch grows by
@@ -44,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rlvr_schedule.clocks import FailureForecast
-from rlvr_schedule.policy import reachable, state, triggers
+from rlvr_schedule.policy import reachable, rules, state, triggers
 from rlvr_schedule.policy.base import Schedule
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.policy_config import DETECTORS, PolicyConfig
@@ -153,6 +150,10 @@ class TwoClockScheduler(Schedule):
             run.failure_switch = False
             return self._decision(record, "held: a plugin raised on this record", trigger=decision.trigger)
         return decision
+
+    def setup_warnings(self) -> list[str]:
+        """A failure clock too short to switch ahead of (:func:`~rlvr_schedule.policy.rules.clock_warnings`)."""
+        return rules.clock_warnings(self.config, self.clock, self.current.batch, self.current.lr)
 
     def _lr_scale(self, stage: Stage) -> float:
         """The stage's LR relative to the LR rule at its batch (1.0 until a failure switch)."""
