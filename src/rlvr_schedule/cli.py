@@ -28,7 +28,7 @@ from rlvr_schedule import __version__
 from rlvr_schedule._format import clean_json as _clean
 from rlvr_schedule._format import column_formatter as _column_formatter
 from rlvr_schedule._format import fmt as _fmt
-from rlvr_schedule.errors import RlvrScheduleError
+from rlvr_schedule.errors import ConfigError, RlvrScheduleError
 
 if TYPE_CHECKING:
     from rlvr_schedule.clocks import FailureForecast
@@ -270,11 +270,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
     d["runs"] = _run_rows(runs, d)
     und = _undetermined(d)
     d["undetermined"] = und
+    why = fit.unidentified()
+    d["unidentified"] = why
     if args.json:
         _print_json(_int_counts(d))
         return 0
-    print(f"critical batch B*: {_estimate(d, 'critical_batch', und, count=True)} rollouts/update")
-    print(f"failure samples:   {_estimate(d, 'failure_samples', und, count=True)}")
+
+    def said(key: str) -> str:
+        return f"not identified: {why[key]}" if key in why else _estimate(d, key, und, count=True)
+
+    print(
+        f"critical batch B*: {said('critical_batch')}"
+        + ("" if "critical_batch" in why else " rollouts/update")
+    )
+    print(f"failure samples:   {said('failure_samples')}")
     if d.get("failure_censored"):
         print(
             f"                   ({d['failure_censored']} runs that did not fail counted as right-censored; "
@@ -325,10 +334,24 @@ def _plan(args: argparse.Namespace, runs: Sequence[Any] | None = None):
     from rlvr_schedule.planner import plan_schedule
 
     _check_target(args)
+    config = None
+    if getattr(args, "schedule", None):
+        from rlvr_schedule.policy import TwoClockScheduler, load_schedule
+
+        sched = load_schedule(args.schedule)
+        if not isinstance(sched, TwoClockScheduler):
+            raise ConfigError(
+                "plan --schedule reads a two_clock schedule file (the live policy's config); this is "
+                "a static schedule",
+                source=args.schedule,
+                field="type",
+            )
+        config = sched.config
     kw: dict[str, Any] = {"target": args.target}
     if getattr(args, "group_size", None) is not None:
-        kw["group_size"] = args.group_size
-    return plan_schedule(runs if runs is not None else _load(args), **kw)
+        cons = config.constraints if config is not None else None
+        kw["constraints"] = {**(cons.to_dict() if cons else {}), "group_size": args.group_size}
+    return plan_schedule(runs if runs is not None else _load(args), config, **kw)
 
 
 #: plan's predicted rollouts to target worse than this multiple of the best constant run: warn.
@@ -374,7 +397,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _schedule_for_simulation(args: argparse.Namespace):
+def _schedule_for_simulation(args: argparse.Namespace, task: dict[str, Any]):
     if args.schedule:
         from rlvr_schedule.policy import load_schedule
 
@@ -382,29 +405,74 @@ def _schedule_for_simulation(args: argparse.Namespace):
     from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
 
     initial: int | str = "auto" if args.initial_batch is None else args.initial_batch
+    b0 = int(task["base_batch"])
     return TwoClockScheduler(
-        PolicyConfig(
-            initial_batch=initial, base_batch=args.base_batch, base_lr=args.lr, fallback_batch=args.base_batch
-        )
+        PolicyConfig(initial_batch=initial, base_batch=b0, base_lr=float(task["lr0"]), fallback_batch=b0)
     )
+
+
+#: The synthetic task ``simulate`` runs when given neither a sweep (--fit) nor its parameters.
+DEFAULT_TASK = {"critical_batch": 256.0, "failure_samples": 50_000.0}
+
+
+def _simulated_task(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    """The task ``simulate`` runs (critical batch, failure samples, LR at the base batch) and where it
+    comes from: the fit of the sweep logs in ``--fit``, stated parameters, or the default task."""
+    task: dict[str, Any] = {"lr0": args.lr, "base_batch": args.base_batch}
+    if args.fit:
+        from rlvr_schedule.clocks import fit_sweep
+
+        runs = _load(args, args.fit)
+        fit = fit_sweep(runs, target=args.target)
+        why = fit.unidentified()
+        if "critical_batch" in why:
+            raise RlvrScheduleError(
+                f"--fit: the sweep's critical batch is not identified: {why['critical_batch']}"
+            )
+        smallest = min(runs, key=lambda r: r.batch)
+        task.update(
+            critical_batch=float(fit.critical_batch),
+            base_batch=int(smallest.batch),
+            lr0=float(smallest.meta["lr_info"].lr),
+            failure_samples=(
+                float(fit.failure_samples) if "failure_samples" not in why else 1000.0 * args.max_samples
+            ),
+        )
+        origin = f"the fit of {len(runs)} sweep runs"
+        if "failure_samples" in why:
+            origin += "; no failure in the sweep: the simulated one at 1000x --max-samples"
+    else:
+        stated = {k: getattr(args, k) for k in DEFAULT_TASK if getattr(args, k) is not None}
+        task.update({**DEFAULT_TASK, **stated})
+        origin = (
+            "stated parameters"
+            if len(stated) == len(DEFAULT_TASK)
+            else "the default synthetic task, not your sweep (give --fit LOGS, or --critical-batch and "
+            "--failure-samples)"
+            if not stated
+            else "stated parameters and the default task's "
+            + ", ".join(sorted(set(DEFAULT_TASK) - set(stated)))
+        )
+    for k in ("critical_batch", "failure_samples"):
+        if not task[k] > 0:
+            raise RlvrScheduleError(f"the simulated task's {k} must be positive, got {task[k]!r}")
+    return task, origin
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from rlvr_schedule.clocks import fit_sweep
     from rlvr_schedule.synthetic import SyntheticEnvironment
 
-    def env() -> SyntheticEnvironment:
-        return SyntheticEnvironment(
-            critical_batch=args.critical_batch,
-            failure_samples=args.failure_samples,
-            lr0=args.lr,
-            base_batch=args.base_batch,
-            noise=args.noise,
-            seed=args.seed,
-            drift=args.drift,
-        )
+    task, origin = _simulated_task(args)
+    said = (
+        f"task: critical batch {task['critical_batch']:.4g} at lr {task['lr0']:.3g} and batch "
+        f"{task['base_batch']}, failure after {_fmt_count(task['failure_samples'])} rollouts ({origin})"
+    )
 
-    runs = [env().run(_schedule_for_simulation(args), args.max_samples)]
+    def env() -> SyntheticEnvironment:
+        return SyntheticEnvironment(noise=args.noise, seed=args.seed, drift=args.drift, **task)
+
+    runs = [env().run(_schedule_for_simulation(args, task), args.max_samples)]
     runs[0].name = "schedule"
     for b in args.constant:
         r = env().run_constant(b, args.max_samples)
@@ -426,10 +494,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 "best_reward": _best(run),
             }
         )
-    out = {"target": d.get("target"), "runs": rows}
+    out = {"task": {**_clean(task), "from": origin}, "target": d.get("target"), "runs": rows}
     if args.json:
         _print_json(out)
         return 0
+    print(said)
     print(f"target reward {_fmt(d.get('target'))}")
     _table(
         "simulation",
@@ -866,6 +935,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--group-size", type=_positive_int, default=None, help="rollouts per prompt; batches are multiples"
     )
     sp.add_argument("--out", default=None, help="also write the plan as JSON (a schedule file) here")
+    sp.add_argument(
+        "--schedule",
+        default=None,
+        help="a two_clock schedule file: plan as the live policy built from it would run (its "
+        "critical batch and failure clock, else the sweep's)",
+    )
     sp.set_defaults(func=cmd_plan)
 
     sp = logs_cmd("report", "PNG plots and a summary page")
@@ -915,16 +990,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--schedule", default=None, help="YAML/JSON schedule file (default: the two-clock policy)"
     )
     sp.add_argument(
+        "--fit",
+        nargs="+",
+        default=None,
+        metavar="LOG",
+        help="sweep logs (or their directory): the task is their fit (critical batch, failure samples, "
+        "the smallest run's batch and LR)",
+    )
+    sp.add_argument(
         "--critical-batch",
         type=float,
-        default=256.0,
-        help="the environment's critical batch at --lr, --base-batch (rollouts/update)",
+        default=None,
+        help="the environment's critical batch at --lr, --base-batch (rollouts/update; default 256)",
     )
     sp.add_argument(
         "--failure-samples",
         type=float,
-        default=50_000.0,
-        help="rollouts until collapse (at every batch, under the sqrt rule)",
+        default=None,
+        help="rollouts until collapse (at every batch, under the sqrt rule; default 50,000)",
     )
     sp.add_argument("--lr", type=_positive_float, default=1e-6, help="LR at --base-batch")
     sp.add_argument("--base-batch", type=_positive_int, default=64)

@@ -140,6 +140,10 @@ class ScheduleDriver:
         self.watch: CollapseWatch | None = watch or None
         self.announce: Callable[[str], Any] = announce or console.info
         self.alarm_checkpoints: list[dict[str, Any]] = []  # step, samples, alarms, path of each
+        own = getattr(schedule, "setup_warnings", None)
+        self.setup_warnings: list[str] = list(own()) if callable(own) else []
+        for note in self.setup_warnings:
+            log.warning("rlvr-schedule: %s", note)
 
     # --- the loop ------------------------------------------------------------------------------
     def consume(self, rollouts: int) -> int:
@@ -488,6 +492,7 @@ class _StepOnly:
             stage=decision.stage,
             switched=False,
             reason=f"held: {why}",
+            trigger=decision.trigger,
         )
 
     def __getattr__(self, attr: str) -> Any:

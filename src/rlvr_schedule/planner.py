@@ -24,16 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_schedule.clocks.failure.scaling import clock_exponent
 from rlvr_schedule.errors import RlvrScheduleError
+from rlvr_schedule.policy import rules
 from rlvr_schedule.policy.constraints import BatchConstraints
-from rlvr_schedule.policy.scheduler import PolicyConfig
+from rlvr_schedule.policy.policy_config import PolicyConfig
 from rlvr_schedule.policy.static import StaticSchedule
-from rlvr_schedule.policy.triggers import FailureClockTrigger, next_failure_stage, rule_exponent, start_batch
+from rlvr_schedule.policy.triggers import FailureClockTrigger, next_failure_stage
 from rlvr_schedule.records import Run, Stage
 from rlvr_schedule.theory.scaling import lr_for_batch
 
-__all__ = ["Plan", "plan_schedule", "samples_to_target_model"]
+__all__ = ["BOUND_MULTIPLE", "Plan", "plan_schedule", "samples_to_target_model", "sweep_config"]
 
 
 def _finite(x: Any) -> bool:
@@ -70,6 +70,12 @@ class Plan:
     constraints: BatchConstraints = field(default_factory=BatchConstraints)
     notes: list[str] = field(default_factory=list)
     failure_samples_interval: tuple[float, float] | None = None
+    config: PolicyConfig | None = None
+
+    def operating_batch(self, critical_batch: float) -> int:
+        """The batch the live policy built from :attr:`config` runs at a B* (at its LR)."""
+        assert self.config is not None
+        return rules.operating_batch(self.config, critical_batch, self.constraints)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (None where not estimable); ``stages`` is a schedule file's body."""
@@ -94,54 +100,63 @@ class Plan:
         return StaticSchedule(self.stages, self.constraints)
 
 
+#: Without a stated ``max_batch``, a plan's batches stop at this multiple of the sweep's largest batch
+#: (a plan should not run off the end of any host; there, switches divide the LR instead).
+BOUND_MULTIPLE = 4
+#: A planned stage shorter than this part of the sweep's failure clock is merged into the last stage:
+#: the closed form's stages shorten geometrically, and past this they are too short to matter.
+SHORT_STAGE = 0.02
+
+
+def sweep_config(
+    runs: Sequence[Run], fit: Any, config: PolicyConfig | None = None, **knobs: Any
+) -> PolicyConfig:
+    """The policy's config for a sweep: ``config`` (default: the defaults with the LR rule's base at
+    the smallest run, its batch and its LR after warm-up), with the fit's critical batch and failure
+    clock (:meth:`~rlvr_schedule.clocks.SweepFit.failure_clock`) where the config states none, and
+    ``knobs`` (:class:`~rlvr_schedule.policy.PolicyConfig` fields) on top."""
+    smallest = min(runs, key=lambda r: r.batch)
+    base: dict[str, Any] = {}
+    if config is None:
+        from rlvr_schedule.ingest.lr import training_lr
+
+        base = {"base_batch": int(smallest.batch), "base_lr": training_lr(smallest).lr}
+        config = PolicyConfig()
+    d = {**config.to_dict(), **base}
+    if d["critical_batch"] is None and _finite(fit.critical_batch) and fit.critical_batch > 0:
+        d["critical_batch"], d["critical_batch_lr"] = float(fit.critical_batch), None
+    if d["failure_samples"] is None and hasattr(fit, "failure_clock"):
+        d.update(fit.failure_clock())
+    d.update(knobs)
+    if isinstance(d.get("constraints"), BatchConstraints):
+        d["constraints"] = d["constraints"].to_dict()
+    return PolicyConfig.from_dict(d)
+
+
 def plan_schedule(
     runs: Sequence[Run],
+    config: PolicyConfig | None = None,
     *,
     target: float | None = None,
-    group_size: int = 1,
-    constraints: BatchConstraints | None = None,
-    sample_tolerance: float = PolicyConfig.sample_tolerance,
-    start_fraction: float | None = None,
-    growth: float = 2.0,
-    clock_fraction: float = 0.5,
-    clock_floor: float = 0.45,
-    failure_lr_exponent: float = 0.0,
-    max_stages: int = 16,
-    min_stage_samples: int = 160,
-    budget: float | None = None,
-    lr_rule: str = "sqrt",
-    base_batch: int | None = None,
-    base_lr: float | None = None,
     fit: Any = None,
+    budget: float | None = None,
+    **knobs: Any,
 ) -> Plan:
-    """Plan a multi-step schedule from a constant-batch sweep.
+    """Plan a multi-step schedule from a constant-batch sweep, as the live policy built from
+    ``config`` would run it on the failure clock.
 
-    ``fit``: a precomputed :class:`~rlvr_schedule.clocks.SweepFit` (default: ``fit_sweep(runs,
-    target)``). Batches satisfy ``constraints`` (default: whole groups of ``group_size``). The
-    start is ``start_fraction`` x B* (default: the policy's operating fraction for
-    ``sample_tolerance``, 2 tol / (1 + tol)); its LR follows ``lr_rule`` from (``base_batch``,
-    ``base_lr``), by default the smallest run's. ``clock_fraction``, ``clock_floor``, ``growth``,
-    ``failure_lr_exponent``: the failure-clock trigger's knobs (:class:`~rlvr_schedule.policy.PolicyConfig`'s
-    ``failure_clock_fraction``, ``failure_clock_floor``, ``growth``, ``failure_lr_exponent``). Switches are planned within
-    ``budget`` rollouts (default: twice the pooled failure samples) and ``max_stages`` stages, and
-    stop at the first stage shorter than ``min_stage_samples`` (the policy's pacing).
-    Raises :class:`~rlvr_schedule.errors.RlvrScheduleError` when the sweep gives no critical batch.
+    ``config``: the policy's (a ``two_clock`` schedule file's; default: :func:`sweep_config`'s, the
+    LR rule based at the smallest run); the fit's B* and failure clock fill in what it does not
+    state; ``knobs``: :class:`~rlvr_schedule.policy.PolicyConfig` fields on top. The start, the LR
+    rule and the failure-clock trigger are built from it as the live policy builds them
+    (:mod:`rlvr_schedule.policy.rules`). ``fit``: a precomputed
+    :class:`~rlvr_schedule.clocks.SweepFit` (default: ``fit_sweep(runs, target)``). Switches are
+    planned within ``budget`` rollouts (default: twice the pooled failure samples) and
+    ``max_stages`` stages; stages shorter than :data:`SHORT_STAGE` of the failure clock (or than
+    ``min_stage_samples``) are merged into the last; without a stated ``max_batch`` batches stop at
+    :data:`BOUND_MULTIPLE` x the sweep's largest batch. Raises
+    :class:`~rlvr_schedule.errors.RlvrScheduleError` when no critical batch is known.
     """
-    if start_fraction is None:
-        if not 0 < sample_tolerance <= 1:
-            raise ValueError(f"sample_tolerance must be in (0, 1], got {sample_tolerance!r}")
-        start_fraction = 2 * sample_tolerance / (1 + sample_tolerance)
-    if not 0 < start_fraction < 2:
-        raise ValueError(f"start_fraction must be in (0, 2), got {start_fraction!r}")
-    if not growth > 1:
-        raise ValueError(f"growth must be > 1, got {growth!r}")
-    if not 0 < clock_fraction <= 1:
-        raise ValueError(
-            "clock_fraction must be in (0, 1]: the part of the failure clock's lower bound left at a "
-            f"stage's start that the stage spends, got {clock_fraction!r}"
-        )
-    if max_stages < 1:
-        raise ValueError(f"max_stages must be >= 1, got {max_stages!r}")
     runs = list(runs)
     if not runs:
         raise RlvrScheduleError("cannot plan without runs")
@@ -149,15 +164,46 @@ def plan_schedule(
         from rlvr_schedule.clocks import fit_sweep
 
         fit = fit_sweep(runs, target=target)
-    cons = constraints if constraints is not None else BatchConstraints(group_size=group_size)
     bstar = float(fit.critical_batch) if _finite(fit.critical_batch) else math.nan
-    if not bstar > 0:
+    cfg = sweep_config(runs, fit, config, **knobs)
+    if cfg.critical_batch is None:
         raise RlvrScheduleError(
             "cannot plan: the sweep gives no critical batch (need constant-batch runs at two or more "
             "batches whose reward reaches the target)"
         )
+    if not bstar > 0:
+        bstar = float(cfg.critical_batch)
     notes: list[str] = []
+    if not (_finite(cfg.base_lr) and cfg.base_lr > 0):
+        raise RlvrScheduleError(f"cannot plan: no usable base LR ({cfg.base_lr!r}); give base_lr")
+    if config is None and "base_lr" not in knobs:
+        from rlvr_schedule.ingest.lr import training_lr
 
+        smallest = min(runs, key=lambda r: r.batch)
+        info = training_lr(smallest)
+        if info.warms_up or info.decays:
+            notes.append(
+                f"base LR {cfg.base_lr:.3g} of run {smallest.name!r} is its LR after warm-up "
+                f"({info.describe()}; first logged {info.first_lr:.3g})"
+            )
+    elif config is not None and config.critical_batch is None:
+        notes.append(
+            f"critical batch {cfg.critical_batch:.4g} from the sweep's fit (the schedule states none: "
+            "give critical_batch for the live policy to start where the plan does)"
+        )
+    cons = cfg.constraints
+    if cons.max_batch is None:
+        top = BOUND_MULTIPLE * max(int(r.batch) for r in runs)
+        cons = BatchConstraints(
+            group_size=cons.group_size,
+            min_batch=cons.min_batch,
+            max_batch=max(top, cons.lowest),
+            divisor=cons.divisor,
+        )
+        notes.append(
+            f"no max_batch stated: batches stop at {BOUND_MULTIPLE}x the sweep's largest batch ({cons.highest}); "
+            "state constraints.max_batch to plan beyond"
+        )
     # --- progress clock: E0 from the runs' measured samples to target -------------------------
     e0s = [
         rf.samples_to_target * (1 - rf.batch / (2 * bstar))
@@ -173,79 +219,54 @@ def plan_schedule(
         e0 = math.nan
         notes.append("samples to target not estimable: predictions left empty")
 
-    # --- failure clock: F(B) = F (B / B_ref)^alpha -------------------------------------------
-    fail = float(fit.failure_samples) if _finite(fit.failure_samples) else None
-    # the exponent the pooled clock was fitted with (alpha only where its interval excludes 0)
-    alpha = clock_exponent(
-        fit.failure_exponent, tuple(getattr(fit, "failure_exponent_interval", (math.nan,) * 2))
-    )
-    failed = [rf.batch for rf in fit.runs if _finite(rf.failure_samples)]
-    b_ref = float(np.exp(np.mean(np.log(failed)))) if failed else 1.0
-
-    # --- LR rule base ---------------------------------------------------------------------------
-    smallest = min(runs, key=lambda r: r.batch)
-    b0 = base_batch if base_batch is not None else smallest.batch
-    if base_lr is not None:
-        lr0 = base_lr
-    else:
-        # the LR the run trains at after its warm-up (its first record's LR is a warm-up value)
-        from rlvr_schedule.ingest.lr import training_lr
-
-        info = training_lr(smallest)
-        lr0 = info.lr
-        if info.warms_up or info.decays:
-            notes.append(
-                f"base LR {lr0:.3g} of run {smallest.name!r} is its LR after warm-up "
-                f"({info.describe()}; first logged {info.first_lr:.3g})"
-            )
-    if not (_finite(lr0) and lr0 > 0):
-        raise RlvrScheduleError(
-            f"cannot plan: no usable base LR (run {smallest.name!r} has lr {lr0!r}); pass base_lr"
-        )
-
-    # --- the start and the failure-clock switches (the live policy's trigger) --------------------
-    e = rule_exponent(lr_rule)
-    b_first = start_batch(bstar, start_fraction, cons)
+    # --- the start and the failure-clock switches (the live policy's, built from the config) -------
+    b_first, _ = rules.initial_stage(cfg, cons)
+    b0 = int(cfg.base_batch or b_first)
     if b_first >= bstar:
         notes.append(f"the smallest runnable batch {b_first} is not below the critical batch {bstar:.4g}")
-    lr_first = float(lr_for_batch(b_first, b0, lr0, rule=lr_rule))
+    lr_first = rules.lr_at(cfg, b_first, b0)
+    clock = rules.failure_clock(cfg, b0)
+    fail = clock.failure_samples if clock is not None else None
+    alpha = float(cfg.failure_exponent)
     points: list[tuple[float, int, float]] = []
-    clock: FailureClockTrigger | None = None
-    if fail is None:
+    if clock is None:
         notes.append("no run collapsed: a single stage (nothing to switch ahead of)")
     else:
-        iv = getattr(fit, "failure_samples_interval", None)
-        lower = float(iv[0]) if iv is not None and _finite(iv[0]) else None
-        fb: Any = getattr(fit, "failure_batch", None)
-        ref_b = float(fb) if _finite(fb) else b_ref
-        flr: Any = getattr(fit, "failure_lr", None)
-        ref_lr = float(flr) if _finite(flr) else float(lr0 * (ref_b / b0) ** e)
-        clock = FailureClockTrigger(
-            fail,
-            lower=lower,
-            batch=ref_b,
-            lr=ref_lr,
-            exponent=alpha,
-            rule_exponent=e,
-            fraction=clock_fraction,
-            floor=clock_floor,
-        )
         fb_budget: Any = getattr(fit, "budget", None)
-        horizon = float(budget) if budget is not None else 2.0 * fail
+        horizon = float(budget) if budget is not None else 2.0 * clock.failure_samples
         if budget is None and _finite(fb_budget) and fb_budget > horizon:
             horizon = float(fb_budget)
 
         def step(b: int, lr: float) -> tuple[int, float]:
-            return next_failure_stage(b, lr, growth=growth, lr_exponent=failure_lr_exponent, constraints=cons)
-
-        points = clock.schedule(
-            b_first, lr_first, horizon, step, max_switches=max_stages - 1, min_rollouts=min_stage_samples
-        )
-        if lower is not None:
-            notes.append(
-                f"failure clock {fail:.5g} rollouts (lower bound {lower:.5g}): the first switch at "
-                f"{clock_fraction:g} of its lower bound at the start (not before {clock_floor:g} of the clock)"
+            return next_failure_stage(
+                b, lr, growth=cfg.growth, lr_exponent=cfg.failure_lr_exponent, constraints=cons
             )
+
+        shortest = max(float(cfg.min_stage_samples), SHORT_STAGE * clock.failure_samples)
+        points = clock.schedule(
+            b_first,
+            lr_first,
+            horizon,
+            step,
+            max_switches=cfg.max_stages - 1,
+            min_rollouts=cfg.min_stage_samples,
+        )
+        n_all = len(points)
+        points = clock.schedule(
+            b_first, lr_first, horizon, step, max_switches=cfg.max_stages - 1, min_rollouts=shortest
+        )
+        if len(points) < n_all:
+            notes.append(
+                f"{n_all - len(points)} later stages shorter than {SHORT_STAGE:g} of the failure clock "
+                f"({shortest:.5g} rollouts) merged into the last"
+            )
+        if cfg.failure_samples_interval is not None:
+            notes.append(
+                f"failure clock {clock.failure_samples:.5g} rollouts (lower bound {clock.lower:.5g}): the "
+                f"first switch at {cfg.failure_clock_fraction:g} of its lower bound at the start (not before "
+                f"{cfg.failure_clock_floor:g} of the clock)"
+            )
+    start_fraction = cfg.operating_fraction
     stages: list[Stage] = []
     starts = [(0.0, b_first, lr_first), *points]
     for k, (at, b, lr) in enumerate(starts):
@@ -254,26 +275,27 @@ def plan_schedule(
         if until is not None and until <= int(at):
             until = int(at) + 1
         reason = (
-            f"initial: {start_fraction:.3g} x critical batch {bstar:.4g}"
+            f"initial: {start_fraction:.3g} x critical batch {float(cfg.critical_batch):.4g}"
             if k == 0
-            else f"failure clock: {clock_fraction:g} of the rollouts left at stage {k - 1}'s start spent"
+            else f"failure clock: {cfg.failure_clock_fraction:g} of the rollouts left at stage {k - 1}'s start spent"
         )
         stages.append(
             Stage(batch=b, lr=lr, reason=reason, start_samples=int(math.ceil(at)), until_samples=until)
         )
     plan_failure = None
-    if fail is not None:  # the pooled clock (not its lower bound) spent along the stages
+    if clock is not None:  # the pooled clock (not its lower bound) spent along the stages
         pooled = FailureClockTrigger(
-            fail,
-            batch=clock.batch if clock else b_ref,
-            lr=clock.lr if clock else lr0,
+            clock.failure_samples,
+            batch=clock.batch,
+            lr=clock.lr,
             exponent=alpha,
-            rule_exponent=e,
+            rule_exponent=clock.rule_exponent,
         )
         for st in stages[:-1]:
             pooled.spend(float(st.until_samples or 0) - st.start_samples, st.batch, st.lr)
         final = stages[-1]
         plan_failure = final.start_samples + pooled.left(final.batch, final.lr)
+    lr_rule, lr0 = cfg.lr_rule, cfg.base_lr
 
     # --- predictions ------------------------------------------------------------------------------
     samples, steps, left = 0.0, 0.0, 1.0
@@ -334,4 +356,5 @@ def plan_schedule(
             and _finite(iv0[1])
             else None
         ),
+        config=cfg,
     )

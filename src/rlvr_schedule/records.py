@@ -174,7 +174,10 @@ class Decision:
     """A scheduler's answer to a record: what the *next* optimizer update should use.
 
     ``switched`` is True exactly when batch or lr differ from the previous decision; hosts
-    apply a decision only then, at a boundary where the framework stays consistent.
+    apply a decision only then, at a boundary where the framework stays consistent. ``trigger``
+    is the kind of the trigger the decision answers (the two-clock policy's
+    :data:`~rlvr_schedule.policy.triggers.KINDS`; "" where none fired): what code decides by.
+    ``reason`` is free text for people; no code reads it.
     """
 
     step: int
@@ -184,6 +187,7 @@ class Decision:
     stage: int
     switched: bool = False
     reason: str = ""
+    trigger: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

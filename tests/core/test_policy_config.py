@@ -11,6 +11,7 @@ import pytest
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.policy import StaticSchedule, TwoClockScheduler, load_schedule, schedule_from_dict
 
+DATA = Path(__file__).resolve().parents[1] / "data"
 STATIC_YAML = """\
 type: static
 constraints: {group_size: 8}
@@ -353,10 +354,12 @@ def test_an_old_checkpoint_resumes_under_the_new_config_and_says_what_changed(ca
     run = env.run(TwoClockScheduler(cfg), 30_000)
     full = env.decisions
     assert sum(d.switched for d in full) >= 3
-    for k in (60, 200):
+    recorded = json.loads((DATA / "policy_state" / "v3_states.json").read_text())["cases"][0]
+    assert PolicyConfig.from_dict(recorded["config"]) == cfg  # states version 3 wrote for this config
+    for k, state in recorded["states"].items():
+        k = int(k)
         a = TwoClockScheduler(cfg)
         head = [a.step(r) for r in run.records[:k]]
-        state = json.loads(json.dumps(a.state_dict()))
         for key in ("streak_samples", "samples", "noise_samples"):  # what version 2 did not save
             del state[key]
         state["version"], state["config"] = 2, old

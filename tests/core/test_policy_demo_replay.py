@@ -48,7 +48,7 @@ def failure_switches(sched: TwoClockScheduler, recs) -> list[int]:
     return [
         r.samples
         for r in recs
-        if (d := sched.step(r)).switched and ("failure" in d.reason or "forecast" in d.reason)
+        if (d := sched.step(r)).switched and d.trigger in ("failure_clock", "forecast")
     ]
 
 
@@ -128,7 +128,7 @@ def test_the_sweep_failure_clock_switches_between_0_4f_and_its_lower_bound():
     # rollouts alike (alpha 0)
     recs = records("b16_s0")
     decisions = [sched.step(r) for r in recs]
-    first = next(d for d in decisions if d.switched and d.reason.startswith("failure clock"))
+    first = next(d for d in decisions if d.switched and d.trigger == "failure_clock")
     assert 0.4 * f <= first.samples <= lo
     assert first.batch == 2 * sched.stages[0].batch and first.lr == pytest.approx(
         sched.stages[0].lr

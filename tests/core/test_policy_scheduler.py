@@ -83,7 +83,7 @@ def test_auto_starts_below_the_gradient_noise_estimate(kw, batch):
     # warm at the EMA's horizon, 100 records (estimate_samples 1600 = 50 records at batch 32)
     assert first.step == 99 and first.batch == batch
     assert first.lr == pytest.approx(1e-6 * math.sqrt(batch / 32))
-    assert first.reason.startswith("auto")
+    assert first.trigger == "auto"
     assert sum(d.switched for d in decs) == 1
 
 
@@ -133,7 +133,7 @@ def test_follows_a_rising_critical_batch_in_fine_steps():
     )
     s = TwoClockScheduler(cfg)
     sw = [d for d in rising_drive(s) if d.switched]
-    tracked = [d for d in sw if d.reason.startswith("critical batch estimate")]
+    tracked = [d for d in sw if d.trigger in ("track_up", "track_down")]
     assert len(tracked) >= 4
     ratios = [b.batch / a.batch for a, b in itertools.pairwise(sw)]
     assert all(cfg.track_step <= r < 2 for r in ratios)  # finer than doubling, coarser than noise

@@ -36,7 +36,7 @@ def test_starts_below_critical_batch_and_grows_before_collapse(drift, seed):
     check = assert_switches_before_failure(sched, env, max_samples=60_000)
     auto, *grown = [d for d in env.decisions if d.switched]
     # the gradient-noise estimate puts the start at about 0.46 x the task's B_simple (= B*; tolerance 0.3)
-    assert auto.reason.startswith("auto") and 0.15 * B_STAR <= auto.batch < 0.6 * B_STAR
+    assert auto.trigger == "auto" and 0.15 * B_STAR <= auto.batch < 0.6 * B_STAR
     # the failure forecast grows the batch before the collapse (B* tracking may grow it earlier)
     forecast = [d for d in grown if d.reason.startswith(FAILURE_REASONS)]
     assert forecast and forecast[0].samples < FAIL * 1.5**0.5  # before the first stage would collapse
@@ -87,7 +87,7 @@ def test_fitted_critical_batch_then_policy_beats_constant_batches(seed):
         target=0.5,
     )
     assert res.schedule_steps < res.constants[res.baseline_batch][1]
-    tracked = [d for d in env.decisions if d.switched and d.reason.startswith("critical batch estimate")]
+    tracked = [d for d in env.decisions if d.switched and d.trigger in ("track_up", "track_down")]
     assert tracked and tracked[0].samples < res.schedule_samples  # grew with B* before the target
 
 

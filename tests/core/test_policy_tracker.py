@@ -78,9 +78,9 @@ def test_tracking_does_not_move_below_the_last_failure_switch():
     )
     s = TwoClockScheduler(cfg)
     _drive(s, _records(lambda i: 176.0, 300))
-    s._failure_switch = True  # a failure switch to 64 ...
+    s.run.failure_switch = True  # a failure switch to 64 ...
     s.commit(Decision(step=300, samples=9632, batch=64, lr=1e-6, stage=1, switched=True, reason="failure"))
-    assert s._floor == 64  # ... sets the floor
+    assert s.run.floor == 64  # ... sets the floor
     recs = _records(lambda i: 20.0, 800)
     batches = {d.batch for r in recs if (d := s.step(r)).switched}
     assert all(b >= 64 for b in batches)
@@ -106,8 +106,8 @@ def _anchor_bias(task: str, seeds: int) -> tuple[float, float]:
             r = env.step(s.current.batch, s.current.lr)
             s.step(r)
         truth = COMMON["critical_batch"]  # the environment's B_simple at progress 0
-        plain.append(abs(math.log(s._bs_ref / truth)))
-        line.append(abs(math.log(s._start_level() / truth)))
+        plain.append(abs(math.log(s.tracker.bs_ref / truth)))
+        line.append(abs(math.log(s.tracker.start_level() / truth)))
     return float(np.mean(plain)), float(np.mean(line))
 
 

@@ -94,14 +94,18 @@ def test_auto_start_track_up_and_down():
     assert T.track_down(100.0, 0.25, 32, 2**0.25, floor=0) is None  # 25 x 1.41 > 32
 
 
-def test_forecast_and_alarm_triggers_say_why():
-    assert T.forecast_trigger(math.nan, 0.25, 100.0, 2048) is None
-    assert T.forecast_trigger(0.3, 0.25, 100.0, 2048) is None
-    why = T.forecast_trigger(0.2, 0.25, 1234.0, 4096)
-    assert why is not None and why.startswith("failure forecast: 0.20") and "4096 rollouts of evidence" in why
-    assert T.alarm_trigger("alarm reward_crash: fell", True) == "alarm reward_crash: fell"
-    assert T.alarm_trigger("alarm reward_crash: fell", False) is None
-    assert T.alarm_trigger(None, True) is None
+def test_forecast_and_alarm_triggers_propose_a_failure_switch_with_their_kind():
+    nxt = (128, 1e-6)
+    assert T.forecast_trigger(math.nan, 0.25, 100.0, 2048, nxt) is None
+    assert T.forecast_trigger(0.3, 0.25, 100.0, 2048, nxt) is None
+    p = T.forecast_trigger(0.2, 0.25, 1234.0, 4096, nxt)
+    assert p is not None and p.kind == "forecast" and p.failure and (p.batch, p.lr) == nxt
+    assert p.reason.startswith("failure forecast: 0.20") and "4096 rollouts of evidence" in p.reason
+    p = T.alarm_trigger("alarm reward_crash: fell", True, nxt)
+    assert p is not None and p.kind == "alarm" and p.failure and p.reason == "alarm reward_crash: fell"
+    assert T.alarm_trigger("alarm reward_crash: fell", False, nxt) is None
+    assert T.alarm_trigger(None, True, nxt) is None
+    assert {"forecast", "alarm", "failure_clock"} <= set(T.KINDS)
 
 
 def _falling(n: int, batch: int = 64):
@@ -159,3 +163,42 @@ def test_the_first_switch_waits_for_the_floor_of_the_pooled_clock():
     assert c.stage_fraction == 0.5  # later stages: the fraction alone
     tight = clock(lower=9800.0, fraction=0.5, floor=0.45)
     assert tight.stage_fraction == 0.5  # a tight interval: the floor does not bind
+
+
+def test_the_reason_is_free_text_changing_it_changes_no_decision(monkeypatch):
+    """Every trigger's reason replaced by other text: on the recorded runs (tests/data/regression)
+    the decisions keep every field but the reason, their trigger kinds included."""
+    import dataclasses
+    import gzip
+    import json
+    from pathlib import Path
+
+    from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
+
+    files = sorted((Path(__file__).resolve().parents[1] / "data" / "regression").glob("*.json.gz"))
+    docs = [json.load(gzip.open(p, "rt")) for p in files]
+    docs = [d for d in docs if d.get("schedule", "two_clock") == "two_clock"]
+
+    def run(doc):
+        s = TwoClockScheduler(PolicyConfig.from_dict(doc["config"]))
+        out = [s.step(StepRecord.from_dict(r)).to_dict() for r in doc["records"]]
+        return [{k: v for k, v in d.items() if k != "reason"} for d in out], [d["reason"] for d in out]
+
+    before = [run(d) for d in docs]
+
+    def scrambled(fn):
+        def wrap(*a, **kw):
+            p = fn(*a, **kw)
+            return None if p is None else dataclasses.replace(p, reason="failure clock: ~ rose fell alarm")
+
+        return wrap
+
+    for name in ("auto_start", "forecast_trigger", "alarm_trigger", "track_up", "track_down"):
+        monkeypatch.setattr(T, name, scrambled(getattr(T, name)))
+    monkeypatch.setattr(T.FailureClockTrigger, "propose", scrambled(T.FailureClockTrigger.propose))
+    after = [run(d) for d in docs]
+    kinds = {d["trigger"] for fields, _ in before for d in fields if d["switched"]}
+    assert {"alarm", "auto", "track_up"} <= kinds  # the recordings switch on both clocks
+    for (f0, r0), (f1, r1) in zip(before, after, strict=True):
+        assert f1 == f0
+        assert r1 != r0  # the text did change

@@ -325,7 +325,7 @@ def _check(spec, *, remaining, micro_per_epoch, noise_updates=0):
     cb = RlvrScheduleCallback(spec)
     cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)
     cb.schedule.noise.n_updates = noise_updates  # > 0: the logs carry micro-batch gradient norms
-    cb.schedule._noise_samples = 8 * noise_updates  # ... of records at batch 8
+    cb.schedule.tracker.noise_samples = 8 * noise_updates  # ... of records at batch 8
     state = SimpleNamespace(max_steps=remaining, global_step=0, num_train_epochs=1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

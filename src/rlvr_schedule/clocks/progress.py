@@ -14,6 +14,7 @@ curves are placed at ``samples - batch`` (rollouts the policy had been trained o
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -385,8 +386,12 @@ class CriticalBatchFit:
         return v, u
 
     def _rng(self, run: Run) -> np.random.Generator:
-        """A generator per run, keyed by its name: the fit does not depend on the runs' order."""
-        return np.random.default_rng([self.seed, zlib.crc32(run.name.encode())])
+        """A generator per run, keyed by its name: the fit does not depend on the runs' order. Only
+        the name's last part counts (after a "/" or a space): ``sweep/b8-s0`` read from a directory
+        above the run and ``sweep b8-s0`` as a trainer's harness labels it are the run ``b8-s0``, so
+        the same runs give the same B* wherever it is printed."""
+        key = re.split(r"[/\s]", run.name.strip())[-1]
+        return np.random.default_rng([self.seed, zlib.crc32(key.encode())])
 
     def _rate_bootstrap(
         self,

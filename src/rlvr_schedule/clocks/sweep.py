@@ -98,6 +98,31 @@ class SweepFit:
             }
         )
 
+    def unidentified(self) -> dict[str, str]:
+        """Why ``critical_batch`` or ``failure_samples`` is not identified (by name; empty when both are)."""
+        out: dict[str, str] = {}
+        if not finite(self.critical_batch):
+            reached = sorted({r.batch for r in self.runs if r.constant_batch and r.reached_target})
+            if len(reached) < 2:
+                out["critical_batch"] = (
+                    "needs constant-batch runs at two or more batches whose reward reaches the target "
+                    f"{self.target:.3g}; here {'batch ' + ', '.join(map(str, reached)) if reached else 'none'} "
+                    "reaches it"
+                )
+            else:
+                out["critical_batch"] = (
+                    f"the runs at batches {', '.join(map(str, reached))} reach the target, but their "
+                    "per-rollout progress does not fall with the batch within the sweep's range"
+                )
+        if not finite(self.failure_samples):
+            failed = [r for r in self.runs if r.failure_samples is not None and finite(r.failure_samples)]
+            out["failure_samples"] = (
+                "no run failed (collapse) within its budget: nothing to time the failure clock on"
+                if not failed
+                else f"{len(failed)} run(s) failed, too few for the pooled fit"
+            )
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON contract of ``rlvr-schedule fit --json`` (NaN and inf become null)."""
         d = {k: v for k, v in self.__dict__.items() if k != "runs"}

@@ -223,13 +223,30 @@ def find_runs(path: str | os.PathLike[str]) -> list[Path]:
             found.append(rp)
             dirs[:] = []  # a run directory's subdirectories belong to it
             continue
+        if RUN_LOG in files and "config.json" in files:  # a trainer's run directory: its config and
+            found.append(rp / RUN_LOG)  # decisions are no runs
+            continue
         for f in sorted(files):
             link = rp / f
             if link.is_symlink() and link.resolve().is_relative_to(p.resolve()):
                 continue  # a link into the tree (W&B's debug.log): its target is found, or not a run
-            if f.lower().removesuffix(".gz").endswith(suffixes):
+            if f.lower().removesuffix(".gz").endswith(suffixes) and not _is_settings_json(rp / f):
                 found.append(rp / f)
     return found
+
+
+#: The log of a run directory as ``rlvr-trainer`` writes it (beside config.json, decisions.jsonl): in a
+#: directory holding both it and config.json, the one run.
+RUN_LOG = "metrics.jsonl"
+
+
+def _is_settings_json(path: Path) -> bool:
+    """A ``.json`` file holding one indented object (a run's config, a report's summary): no log.
+    A JSON-lines log holds an object per line; ``trainer_state.json`` holds ``log_history``."""
+    if logical_suffix(path) != ".json":
+        return False
+    head = read_head(path, 4096)
+    return head.lstrip().split("\n", 1)[0].strip() == "{" and '"log_history"' not in head
 
 
 #: File stems that name a log's kind, not its run (``runs/batch64/metrics.jsonl`` is run ``batch64``).

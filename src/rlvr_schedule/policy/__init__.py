@@ -9,7 +9,8 @@ from rlvr_schedule.policy.base import Schedule
 from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
 from rlvr_schedule.policy.config import load_schedule, read_config, schedule_from_dict
 from rlvr_schedule.policy.constraints import BatchConstraints
-from rlvr_schedule.policy.scheduler import PolicyConfig, TwoClockScheduler
+from rlvr_schedule.policy.policy_config import PolicyConfig
+from rlvr_schedule.policy.scheduler import TwoClockScheduler
 from rlvr_schedule.policy.static import StaticSchedule
 
 __all__ = [

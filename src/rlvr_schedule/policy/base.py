@@ -94,6 +94,7 @@ class Schedule:
         switched: bool = False,
         stage: Stage | None = None,
         index: int | None = None,
+        trigger: str = "",
     ) -> Decision:
         st = stage if stage is not None else self.current
         return Decision(
@@ -104,6 +105,7 @@ class Schedule:
             stage=self.index if index is None else index,
             switched=switched,
             reason=reason,
+            trigger=trigger,
         )
 
     # --- the two halves of a step ----------------------------------------------------------------
@@ -144,6 +146,7 @@ class Schedule:
             stage=self.index,
             switched=False,
             reason=f"held: {why}",
+            trigger=decision.trigger,
         )
 
     def step(self, record: StepRecord) -> Decision:
@@ -194,6 +197,11 @@ class Schedule:
             )
             notes.append(f"the stage in effect ({cur.batch} rollouts, lr {cur.lr:g}) is {note}, lr {lr:g}")
         return notes
+
+    def setup_warnings(self) -> list[str]:
+        """What in the schedule's own set-up keeps it from doing its job (one sentence each; none
+        by default): the host logs them at set-up (:class:`~rlvr_schedule.driver.ScheduleDriver`)."""
+        return []
 
     # --- state -----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

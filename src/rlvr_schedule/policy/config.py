@@ -37,13 +37,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.policy.constraints import BatchConstraints
-from rlvr_schedule.policy.scheduler import (
-    GROUPS,
-    OLD_COUNTS,
-    OLD_FLOATS,
-    PolicyConfig,
-    TwoClockScheduler,
-)
+from rlvr_schedule.policy.legacy import OLD_COUNTS, OLD_FLOATS
+from rlvr_schedule.policy.policy_config import GROUPS, PolicyConfig
+from rlvr_schedule.policy.scheduler import TwoClockScheduler
 from rlvr_schedule.policy.static import StaticSchedule
 from rlvr_schedule.records import BatchSchedule, Stage
 from rlvr_schedule.theory.scaling import RULES, lr_for_batch

@@ -1,4 +1,8 @@
-"""The two-clock policy's triggers: each small, each returning a :class:`Proposal` with its reason.
+"""The two-clock policy's triggers: each small, each returning a :class:`Proposal` with its kind.
+
+A proposal's ``kind`` (:data:`KINDS`) is what the gate decides by and what a
+:class:`~rlvr_schedule.records.Decision` carries as its ``trigger``; its ``reason`` is free text
+for people, which no code reads.
 
 :class:`~rlvr_schedule.policy.TwoClockScheduler` asks them in order (auto start, failure clock,
 forecast, alarm, B* tracker up and down) and hands the first proposal to its one gate, which applies
@@ -23,12 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlvr_schedule.policy.constraints import BatchConstraints
+from rlvr_schedule.theory.scaling import rule_exponent
 
 __all__ = [
     "FailureClockTrigger",
     "Proposal",
     "alarm_trigger",
     "auto_start",
+    "failure_switch",
     "forecast_trigger",
     "next_failure_stage",
     "rule_exponent",
@@ -58,11 +64,6 @@ class Proposal:
     hi: float = math.inf
     failure: bool = False
     paced: bool = True
-
-
-def rule_exponent(lr_rule: str) -> float:
-    """e in LR ~ B^e for an LR rule (sqrt 1/2, linear 1, constant 0)."""
-    return {"sqrt": 0.5, "linear": 1.0}.get(lr_rule, 0.0)
 
 
 #: How the operating point (the start, the auto start, the B* tracker's target) snaps to the runnable
@@ -175,8 +176,7 @@ class FailureClockTrigger:
         )
         if nxt is None:
             return Proposal("failure_clock", batch, why, failure=True, lo=batch + 1)
-        b, new_lr = nxt
-        return Proposal("failure_clock", b, why, lr=new_lr, snap="up", lo=b, hi=b, failure=True)
+        return failure_switch("failure_clock", why, nxt)
 
     def restart(self) -> None:
         """A failure switch went into effect: a new stage of the clock begins."""
@@ -247,21 +247,31 @@ def auto_start(bstar: float, fraction: float, current: int, micro_batch: int | N
     )
 
 
-def forecast_trigger(left: float, switch_fraction: float, collapse_in: float, evidence: float) -> str | None:
-    """The live forecast's reason when less than ``switch_fraction`` of the stage's rollouts to the
-    forecast collapse are ``left`` (NaN: no confident forecast); None otherwise."""
+def failure_switch(kind: str, reason: str, nxt: tuple[int, float]) -> Proposal:
+    """A failure switch to ``nxt`` (:func:`next_failure_stage`) asked for by a failure trigger."""
+    b, lr = nxt
+    return Proposal(kind, b, reason, lr=lr, snap="up", lo=b, hi=b, failure=True)
+
+
+def forecast_trigger(
+    left: float, switch_fraction: float, collapse_in: float, evidence: float, nxt: tuple[int, float]
+) -> Proposal | None:
+    """The live forecast: a failure switch to ``nxt`` once less than ``switch_fraction`` of the
+    stage's rollouts to the forecast collapse are ``left`` (NaN: no confident forecast)."""
     if not left < switch_fraction:  # False on NaN
         return None
-    return (
+    why = (
         f"failure forecast: {max(left, 0.0):.2f} of the stage's rollouts to the forecast collapse left "
         f"< {switch_fraction:g} (collapse in {collapse_in:.4g} rollouts, on {evidence:g} rollouts of "
         "evidence)"
     )
+    return failure_switch("forecast", why, nxt)
 
 
-def alarm_trigger(alarm: str | None, switch_on_alarm: bool) -> str | None:
-    """A detector's alarm as a failure trigger (the failure clock ran out faster than measured)."""
-    return alarm if alarm is not None and switch_on_alarm else None
+def alarm_trigger(alarm: str | None, switch_on_alarm: bool, nxt: tuple[int, float]) -> Proposal | None:
+    """A detector's alarm (its message) as a failure switch to ``nxt`` (the failure clock ran out
+    faster than measured)."""
+    return failure_switch("alarm", alarm, nxt) if alarm is not None and switch_on_alarm else None
 
 
 def track_up(bstar: float, fraction: float, current: int, step: float) -> Proposal | None:

@@ -34,7 +34,7 @@ from rlvr_schedule.theory.mccandlish import (
     sgd_expected_decrease,
     steps_for_samples,
 )
-from rlvr_schedule.theory.scaling import _positive, _rule_exponent
+from rlvr_schedule.theory.scaling import _positive, rule_exponent
 
 __all__ = [
     "LocalQuadratic",
@@ -140,7 +140,7 @@ class LocalQuadratic:
         1 / sqrt(1 + B / B_i) per coordinate with B_i = Sigma_ii / G_i^2 (THEORY section 3).
         """
         b = _batches(batch)
-        lr = _positive("lr0", lr0) * (b / _positive("base_batch", base_batch)) ** _rule_exponent(rule)
+        lr = _positive("lr0", lr0) * (b / _positive("base_batch", base_batch)) ** rule_exponent(rule)
         if second_moment == "noise":
             eta = lr * np.sqrt(b)
             out = eta * self.drift - 0.5 * eta**2 * (self.curvature + self.noise_curvature / b)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["RULES", "AdamHparams", "adam_hparams_for_batch", "lr_for_batch"]
+__all__ = ["RULES", "AdamHparams", "adam_hparams_for_batch", "lr_for_batch", "rule_exponent"]
 
 #: Names accepted by ``rule``: exponent of kappa = batch / base_batch in lr x kappa**p.
 RULES: dict[str, float] = {"sqrt": 0.5, "linear": 1.0, "constant": 0.0}
@@ -26,7 +26,8 @@ def _positive(name: str, value: float) -> float:
     return v
 
 
-def _rule_exponent(rule: str) -> float:
+def rule_exponent(rule: str) -> float:
+    """e in LR ~ batch^e for an LR rule (:data:`RULES`: sqrt 1/2, linear 1, constant 0)."""
     try:
         return RULES[rule]
     except (KeyError, TypeError):
@@ -41,7 +42,7 @@ def lr_for_batch(batch: float, base_batch: float, base_lr: float, rule: str = "s
     b = _positive("batch", batch)
     b0 = _positive("base_batch", base_batch)
     lr0 = _positive("base_lr", base_lr)
-    return lr0 * (b / b0) ** _rule_exponent(rule)
+    return lr0 * (b / b0) ** rule_exponent(rule)
 
 
 @dataclass(frozen=True, slots=True)
