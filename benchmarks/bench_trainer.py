@@ -244,19 +244,21 @@ def ours_parts(records) -> list[dict[str, float]]:
 
 # --- the training step alone: a synthetic batch at the benchmark's shape, timed and profiled --------
 def synthetic_rollouts(vocab: int, *, batch: int, max_tokens: int, eos_p: float, seed: int = 0):
-    """Prompt and completion ids with the benchmark's shape: prompts of 85-95 tokens, completions
-    ending with probability ``eos_p`` per token (capped at ``max_tokens``; ``eos_p`` 0: all full):
-    what a train step sees at this shape, without sampling it."""
+    """Prompt and completion ids at the benchmark's shape, without sampling them: prompts of 85-95
+    tokens; completion lengths at the quantiles ``(i + 1/2) / batch`` of the length law (each
+    token ends the completion with probability ``eos_p``, capped at ``max_tokens``; ``eos_p`` 0:
+    all full), in a shuffled order: the expected shape rather than one draw of it."""
     import random
 
     rng = random.Random(seed)
-    prompts, comps = [], []
-    for _ in range(batch):
-        n = 1
-        while n < max_tokens and not (eos_p > 0 and rng.random() < eos_p):
-            n += 1
-        prompts.append([rng.randrange(3, vocab) for _ in range(rng.randint(*PROMPT_TOKENS))])
-        comps.append([rng.randrange(3, vocab) for _ in range(n)])
+    if eos_p > 0:
+        q = [(i + 0.5) / batch for i in range(batch)]
+        lengths = [min(max_tokens, max(1, math.ceil(math.log1p(-u) / math.log1p(-eos_p)))) for u in q]
+    else:
+        lengths = [max_tokens] * batch
+    rng.shuffle(lengths)
+    prompts = [[rng.randrange(3, vocab) for _ in range(rng.randint(*PROMPT_TOKENS))] for _ in range(batch)]
+    comps = [[rng.randrange(3, vocab) for _ in range(n)] for n in lengths]
     return prompts, comps
 
 
@@ -272,11 +274,13 @@ def profile_step(
     steps: int = 3,
     top: int = 20,
     profile: bool = True,
+    fused: bool = False,
 ) -> dict:
     """The packed train step alone, as the trainer takes it (its config's loss, clip, budget):
     one warm-up update (AdamW's state), ``steps`` timed ones part by part (median), then one under
     ``torch.profiler``: the top operators by self time (CUDA time on a GPU, CPU time elsewhere)
-    and the seconds inside each part's range."""
+    and the seconds inside each part's range. ``fused``: AdamW's fused kernel (a candidate on
+    CUDA; the trainer uses the default)."""
     import statistics
 
     import torch
@@ -299,7 +303,13 @@ def profile_step(
     )
     cdt = resolve_compute_dtype(cfg.compute_dtype, cfg.dtype, dev)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(dev).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-5, betas=cfg.adam_betas, weight_decay=cfg.weight_decay)
+    opt = torch.optim.AdamW(
+        model.parameters(),
+        lr=1e-5,
+        betas=cfg.adam_betas,
+        weight_decay=cfg.weight_decay,
+        **({"fused": True} if fused else {}),  # the trainer's default otherwise (foreach on CUDA)
+    )
     prompts, comps = synthetic_rollouts(SHAPE["vocab_size"], batch=batch, max_tokens=max_tokens, eos_p=eos_p)
     adv = group_advantages(torch.randn(batch, generator=torch.Generator().manual_seed(0)), group)
 
@@ -327,20 +337,24 @@ def profile_step(
         return packed.positions
 
     positions = update(0, PartClock(dev))  # warm-up: AdamW's state, allocator, kernels
-    timed = []
+    timed, cpu = [], []
     for k in range(1, steps + 1):
-        clock = PartClock(dev)
+        clock, c0 = PartClock(dev), time.process_time()
         update(k, clock)
         timed.append(clock.seconds())
+        cpu.append(time.process_time() - c0)
     out: dict = {
         "device": device,
         "threads": torch.get_num_threads(),
+        "adamw_fused": fused,
         "batch": batch,
         "micro_batch": micro_batch,
         "completion_tokens": sum(map(len, comps)),
         "positions": positions,
         "parts_median_s": {k: statistics.median(d[k] for d in timed) for k in timed[0]},
         "span_s": [round(d["span"], 3) for d in timed],
+        # this process's CPU seconds per update: the work itself, whatever the machine's load
+        "cpu_s": [round(c, 3) for c in cpu],
     }
     if not profile:
         return out
@@ -814,7 +828,8 @@ def profile_markdown(rows: list[dict], a: argparse.Namespace) -> str:
         p = r["parts_median_s"]
         lines += [
             f"{r['lengths']}: {r['completion_tokens']} completion tokens in {r['positions']} padded positions; "
-            f"span per timed update {r['span_s']} s; load {r['load_start']:.1f} / {r['load_end']:.1f}.",
+            f"span per timed update {r['span_s']} s (CPU seconds {r['cpu_s']}); "
+            f"load {r['load_start']:.1f} / {r['load_end']:.1f}.",
             "",
             "| " + " | ".join(p) + " |",
             "|" + "---|" * len(p),
