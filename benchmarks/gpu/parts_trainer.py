@@ -326,7 +326,7 @@ def _trl(ctx, bt, model_dir, texts, batch, group, micro, steps, max_tokens) -> d
     }
 
 
-@part("trainer.profile", seconds=120, small_seconds=600)
+@part("trainer.profile", seconds=150, small_seconds=600)
 def profile(ctx: Context) -> dict[str, Any]:
     """One packed update at the Qwen2.5-0.5B shape under torch.profiler: its parts (CUDA events),
     the top operators by CUDA time; then the parts with AdamW fused and with larger micro-batches."""

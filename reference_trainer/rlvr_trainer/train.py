@@ -118,17 +118,17 @@ class TrainBatch:
         return TrainBatch(self.rewards, adv, self.packed.to(device), move(self.behaviour), move(self.sampler))
 
 
-def _wall_times(host: dict[str, float], wall: dict[str, float]) -> dict[str, float]:
+def _wall_times(host: dict[str, float], generate_s: float) -> dict[str, float]:
     """The record's wall-time split (host seconds): generate + reward = rollout; logprob (packing,
     transfer, reference pass) + backward (forward, backward, optimizer, sync) = update."""
     logprob = sum(host.get(k, 0.0) for k in ("engine_sleep", "pack", "transfer", "reference"))
     backward = sum(host.get(k, 0.0) for k in ("forward", "backward", "optimizer", "sync"))
     reward = host.get("reward", 0.0)
     return {
-        "rollout_s": wall["generate_s"] + reward,
+        "rollout_s": generate_s + reward,
         "update_s": logprob + backward,
-        "push_s": wall["push_s"],
-        "generate_s": wall["generate_s"],
+        "push_s": host.get("push", 0.0),
+        "generate_s": generate_s,
         "reward_s": reward,
         "logprob_s": logprob,
         "backward_s": backward,
@@ -498,15 +498,13 @@ class Trainer:
         upd = self._train(tb, clock)
         clock.stop(span)
         self._set_lr(sched_lr)  # the schedule's LR stays the optimizer's state (checkpoints, set_batch)
-        t_push = time.perf_counter()
-        if push is not None:
-            push(self.model)
-        push_s = time.perf_counter() - t_push
+        with clock.part("push"):
+            if push is not None:
+                push(self.model)
         self.step += 1
         self.samples += tb.packed.n_seqs
         self.next_problem += len(problems)  # overlap: the prefetched batch's first prompt
-        wall = {"generate_s": t_gen - t0, "push_s": push_s}
-        return self._record(batch, lr, warm, rollouts, tb, upd, clock, wall, extra)
+        return self._record(batch, lr, warm, rollouts, tb, upd, clock, t_gen - t0, extra)
 
     # --- the update's steps (read in the order _update runs them) --------------------------
     def _warmup(self, batch: int) -> float:
@@ -584,7 +582,7 @@ class Trainer:
         tb: TrainBatch,
         upd: UpdateResult,
         clock: PartClock,
-        wall: dict[str, float],
+        generate_s: float,
         extra: dict[str, Any] | None,
     ) -> StepRecord:
         """The canonical record of the update just taken."""
@@ -607,7 +605,7 @@ class Trainer:
             micro_batch=upd.micro_batch,
             extra={
                 "lr_effective": lr * warm,
-                **_wall_times(clock.host_seconds(), wall),
+                **_wall_times(clock.host_seconds(), generate_s),
                 # seconds per part of the span (CUDA: device time from CUDA events)
                 **{f"timing_s/{k}": v for k, v in clock.seconds().items()},
                 "micro_batches": upd.n_micro,
