@@ -888,6 +888,37 @@ def parts_table(rows: list[dict]) -> list[str]:
     return out
 
 
+def spread(rows: list[dict], lengths: str) -> list[str]:
+    """Per trainer: seconds per update, min and median over the repeats, and the CPU seconds per
+    update (s/update x cores used: the work, which the machine's load moves far less); then
+    TRL's over the reference trainer's by each of the three."""
+    import statistics
+
+    def stats(which: str) -> tuple[float, float, float] | None:
+        rs = [r for r in rows if r["lengths"] == lengths and r["which"] == which]
+        if not rs:
+            return None
+        wall = [r["s_per_update"] for r in rs]
+        cpu = [r["s_per_update"] * r["cores_used"] for r in rs if "cores_used" in r]
+        return min(wall), statistics.median(wall), statistics.median(cpu) if cpu else math.nan
+
+    out = []
+    ours = stats("ours")
+    for which in dict.fromkeys(r["which"] for r in rows if r["lengths"] == lengths):
+        st = stats(which)
+        n = sum(r["lengths"] == lengths and r["which"] == which for r in rows)
+        out.append(
+            f"- {lengths}, {which} ({n} repeats): s/update min {st[0]:.2f}, median {st[1]:.2f}; "
+            f"CPU s/update median {st[2]:.2f}."
+        )
+        if ours is not None and which not in ("ours", "overlap"):
+            out.append(
+                f"- {lengths}: TRL {which} / rlvr_trainer s/update: {st[1] / ours[1]:.2f}x (medians), "
+                f"{st[0] / ours[0]:.2f}x (mins), {st[2] / ours[2]:.2f}x (CPU seconds, medians)."
+            )
+    return out
+
+
 def markdown(rows: list[dict], a: argparse.Namespace) -> str:
     lines = [
         (
@@ -960,6 +991,7 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
                 lines.append(
                     f"- {lengths}: rlvr_trainer {mine} / TRL {which}: {o / t:.2f}x (means over repeats)."
                 )
+        lines += spread(ok, lengths)
         o, v = mean("overlap", lengths), mean("ours", lengths)
         if o is not None and v is not None:
             lines.append(
