@@ -291,12 +291,26 @@ def report(
         fit=fit,
         title=title,
         verdicts=verdicts(fit.to_dict(), decisions=records, fits_by_lr=fits_by_lr),
-        extra_sections=[
-            ("Schedule vs constant batches", table),
-            ("Schedule switches", "\n".join(lines) or "no switch"),
-            *extra_sections,
-        ],
+        glance=[("The live schedule and why", _schedule_why(fit, sched_runs, lines))],
+        extra_sections=[("Schedule vs constant batches", table), *extra_sections],
     )
+
+
+def _schedule_why(fit: Any, sched_runs: Sequence[Run], switch_lines: Sequence[str]) -> str:
+    """Where the live schedule started against the sweep's B*, and each switch with its reason."""
+    bstar = getattr(fit, "critical_batch", math.nan)
+    f = getattr(fit, "failure_samples", math.nan)
+    out = []
+    for r in sched_runs:
+        b0 = r.batch
+        at = f"{b0 / bstar:.2g} x the sweep's B* ({bstar:,.0f})" if math.isfinite(bstar) and bstar > 0 else ""
+        out.append(
+            f"{r.name}: started at batch {b0}"
+            + (f" = {at}, where per-rollout progress is near its small-batch best" if at else "")
+        )
+    if math.isfinite(f):
+        out.append(f"failure clock: {f:,.0f} rollouts; switches to larger batches come before it")
+    return "\n".join([*out, *(switch_lines or ["no switch"])])
 
 
 def evidence(
