@@ -115,17 +115,31 @@ def test_first_view_is_the_eval_story_and_plots_are_readable(tmp_path: Path, mon
 
     from rlvr_schedule.clocks import fit_sweep
 
-    runs = [_eval_run(b, s, 9000.0 + 40 * s if b <= 32 else None) for s in (0, 1) for b in (8, 16, 32, 64, 128)]
+    runs = [
+        _eval_run(b, s, 9000.0 + 40 * s if b <= 32 else None) for s in (0, 1) for b in (8, 16, 32, 64, 128)
+    ]
     figs = []
     real_close = plt.close
     monkeypatch.setattr(plt, "close", lambda fig=None: figs.append(fig))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # any warning (matplotlib's included) fails the test
         fit = fit_sweep(runs, n_boot=50)
-        write_report(runs, tmp_path, fit=fit, verdicts=verdicts(fit.to_dict()), glance=[("The live schedule and why", "x")])
+        write_report(
+            runs,
+            tmp_path,
+            fit=fit,
+            verdicts=verdicts(fit.to_dict()),
+            glance=[("The live schedule and why", "x")],
+        )
     assert fit.metric == "eval_accuracy"
     md = (tmp_path / "index.md").read_text()
-    order = ["## Verdicts", "## Held-out accuracy vs samples", "## Fitted clocks", "## The live schedule and why", "## Runs"]
+    order = [
+        "## Verdicts",
+        "## Held-out accuracy vs samples",
+        "## Fitted clocks",
+        "## The live schedule and why",
+        "## Runs",
+    ]
     assert [md.index(h) for h in order] == sorted(md.index(h) for h in order)
     assert "held-out accuracy" in md[md.index("## Fitted clocks") : md.index("## Runs")]
     for fig in figs:
