@@ -53,3 +53,14 @@ def test_sweep_prefers_eval_accuracy_and_recovers_the_critical_batch():
     runs[0] = _run(8, 1e-4, evals=False)
     assert progress_metric(runs) == "reward_mean"
     assert fit_sweep(runs, n_boot=20).metric == "reward_mean"
+
+
+def test_samples_to_target_interval_has_the_eval_sets_binomial_noise():
+    r = _run(16, 1e-4)
+    for rec in r.records:
+        if "eval_accuracy" in rec.extra:
+            rec.extra["eval_size"] = 64.0
+    c = ProgressClock(target=0.5, metric=EVAL_METRIC).fit(r, None)
+    lo, hi = c.samples_to_target_interval_
+    # +-1.96 sqrt(0.25/64) = +-0.12 accuracy at 1e-4 per rollout: about +-1,200 rollouts
+    assert lo < c.samples_to_target_ - 800 and hi > c.samples_to_target_ + 800, (lo, c.samples_to_target_, hi)

@@ -168,6 +168,13 @@ class ProgressClock:
         self.reached_target_ = finite(stt)
         resid = y - ys
         sd = float(np.nanstd(resid)) * ar1_inflation(resid)
+        sizes = run.array("eval_size") if self.metric == EVAL_METRIC else np.zeros(0)
+        sizes = sizes[np.isfinite(sizes) & (sizes > 0)]
+        if sizes.size and 0 < self.target_ < 1:
+            n_eval = float(np.median(sizes))
+            # an accuracy on n prompts has at least the binomial noise, even where the curve is
+            # read unsmoothed (sparse evaluations: no residual to measure it from)
+            sd = max(sd, math.sqrt(self.target_ * (1 - self.target_) / n_eval))
         band = 1.96 * sd / math.sqrt(w)
         lo = first_crossing(x, ys, self.target_ - band)
         hi = first_crossing(x, ys, self.target_ + band)
