@@ -161,8 +161,9 @@ def schedule(
     return runs
 
 
-def summarize(runs: Sequence[Run], target: float | None) -> str:
-    """A markdown table: final reward, samples to ``target`` and the batches used.
+def summarize(runs: Sequence[Run], target: float | None, metric: str = "reward_mean") -> str:
+    """A markdown table: final reward, best held-out accuracy (where logged), samples to ``target``
+    (on ``metric``, the curve the sweep fit read) and the batches used.
 
     Samples to target come from the core's :class:`~rlvr_schedule.clocks.ProgressClock`, the
     same estimate as the report's fitted-clocks table, so the two tables agree.
@@ -172,19 +173,27 @@ def summarize(runs: Sequence[Run], target: float | None) -> str:
     from rlvr_schedule.clocks import ProgressClock
 
     rows = [
-        "| run | batches | samples | updates | final reward (last 10%) | samples to target |",
-        "|---|---|---|---|---|---|",
+        "| run | batches | samples | updates | final reward (last 10%) | best held-out accuracy "
+        "| eval time | samples to target |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         rew = r.array("reward_mean")
         tail = rew[-max(1, len(rew) // 10) :]
+        acc = r.array("eval_accuracy")
+        best = f"{float(np.nanmax(acc)):.3f}" if np.isfinite(acc).any() else "n/a"
+        # the share of the run's wall time spent on held-out evaluation
+        ev = float(np.nansum(r.array("eval_s")))
+        wall = float(sum(np.nansum(r.array(k)) for k in ("rollout_s", "update_s", "push_s"))) + ev
+        share = f"{ev / wall:.1%}" if ev > 0 and wall > 0 else "n/a"
         hit = "n/a"
         if target is not None and target == target:
-            clock = ProgressClock(target=target).fit(r)
+            clock = ProgressClock(target=target, metric=metric).fit(r)
             hit = f"{clock.samples_to_target_:.0f}" if clock.reached_target_ else "not reached"
         batches = "->".join(str(b) for b in dict.fromkeys(int(x) for x in r.array("batch")))
         rows.append(
-            f"| {r.name} | {batches} | {int(r.samples[-1])} | {len(r)} | {float(np.nanmean(tail)):.3f} | {hit} |"
+            f"| {r.name} | {batches} | {int(r.samples[-1])} | {len(r)} | {float(np.nanmean(tail)):.3f} "
+            f"| {best} | {share} | {hit} |"
         )
     return "\n".join(rows)
 
@@ -284,7 +293,7 @@ def report(
     # batch-changing runs are reported but left out of B* and the failure exponent (fit_sweep)
     fit = fit_sweep(sweep_runs + sched_runs)
     records, lines = _decisions(out, sched_seeds)
-    table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None))
+    table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None), fit.metric)
     return write_report(
         sweep_runs + sched_runs,
         out / "report",
