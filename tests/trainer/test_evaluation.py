@@ -122,3 +122,31 @@ def test_loop_logs_eval_accuracy_and_the_clock_reads_it(tiny_model_dir, tmp_path
     assert all(0 <= r["eval_accuracy"] <= 1 and r["eval_size"] == 8 for r in rows if "eval_accuracy" in r)
     clock = ProgressClock(metric="eval_accuracy").fit(read_run(tmp_path / "r"), None)
     assert clock.curve_[0].tolist() == at
+
+
+@pytest.mark.slow
+def test_a_resumed_run_evaluates_where_an_uninterrupted_one_does(tiny_model_dir, tmp_path):
+    from rlvr_trainer.train import Trainer
+
+    cfg = TrainConfig(
+        model=str(tiny_model_dir),
+        rollout="hf",
+        batch=16,
+        base_batch=16,
+        max_samples=96,
+        eval_every=32,
+        eval_size=8,
+    )
+
+    def evals(d):
+        rows = [json.loads(x) for x in (d / "metrics.jsonl").read_text().splitlines()]
+        return [(r["step"], r["eval_accuracy"]) for r in rows if "eval_accuracy" in r]
+
+    with Trainer(cfg, tmp_path / "full") as t:
+        t.train()
+    with Trainer(cfg, tmp_path / "cut") as t:
+        t.train(max_steps=2)  # checkpoint after update 2, the next eval before update 3
+    with Trainer(cfg, tmp_path / "cut") as t:
+        t.train(resume=True)
+    assert evals(tmp_path / "cut") == evals(tmp_path / "full")
+    assert [s for s, _ in evals(tmp_path / "full")] == [1, 2, 4, 6]
