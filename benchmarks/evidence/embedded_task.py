@@ -76,7 +76,14 @@ CANDIDATES = (
 def config(c: Candidate, lr: float, batch: int, seed: int):
     from rlvr_trainer.config import preset
 
-    kw = {**c.overrides, "base_lr": lr, "batch": batch, "seed": seed, "max_samples": MAX_SAMPLES}
+    kw = {
+        **c.overrides,
+        "base_lr": lr,
+        "batch": batch,
+        "seed": seed,
+        "max_samples": MAX_SAMPLES,
+        "checkpoint_every": 100,  # a killed run loses at most 100 updates
+    }
     return preset("tiny", **kw)
 
 
