@@ -358,6 +358,10 @@ def plot_failure_signal(
             ax.axvline(fs, color="C3", ls="--", lw=1.2, label=f"pooled failure ~ {fs:,.0f}{ivtxt} rollouts")
             if ok_iv and iv is not None:
                 ax.axvspan(float(iv[0]), float(iv[1]), color="C3", alpha=0.1)
+            # a wide interval (its bounds are in the legend) does not squeeze the runs' curves
+            ends = [float(r.samples[-1]) for r in runs if len(r)]
+            if ends:
+                ax.set_xlim(0, max(max(ends), fs) * 1.08)
         if forecast is not None and all(math.isfinite(_num(v)) for v in forecast):
             made, pred, hw = (float(v) for v in forecast)
             ax.errorbar(
