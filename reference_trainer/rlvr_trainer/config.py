@@ -16,9 +16,10 @@ from typing import Any
 from rlvr_schedule.errors import ConfigError
 from rlvr_trainer.grpo import LOSS_TYPES
 
-__all__ = ["TrainConfig", "PRESETS", "preset", "QWEN25_MATH_15B", "DTYPES"]
+__all__ = ["TrainConfig", "PRESETS", "preset", "QWEN25_MATH_15B", "DTYPES", "OPTIMIZERS", "make_optimizer"]
 
 DTYPES = ("float32", "bfloat16", "float16")
+OPTIMIZERS = ("adamw", "sgd")
 
 
 @dataclass
@@ -56,6 +57,15 @@ class TrainConfig:
     max_grad_norm: float = 1.0
     weight_decay: float = 0.0
     adam_betas: tuple[float, float] = (0.9, 0.99)
+    # "adamw", or "sgd" (with ``momentum``): the theory's local quadratic model is an SGD model,
+    # and Adam divides the step by the gradient noise; a large ``adam_eps`` moves AdamW toward SGD
+    optimizer: str = "adamw"
+    adam_eps: float = 1e-8
+    momentum: float = 0.9  # sgd only
+    # rollouts between evaluations on the held-out prompt set (0: none; see rlvr_trainer.evaluation);
+    # the training task then leaves the held-out prompts out
+    eval_every: int = 0
+    eval_size: int = 64  # held-out prompts, one greedy answer each
     rollout: str = "vllm"  # "vllm" or "hf"
     # the weights' and AdamW state's dtype: fp32 (bf16 weights lose Adam steps at small LRs)
     dtype: str = "float32"
@@ -119,6 +129,17 @@ class TrainConfig:
             isinstance(self.micro_tokens, int) and self.micro_tokens >= 0,
             "micro_tokens",
             "must be a non-negative integer (0: micro_batch x max_model_len)",
+        )
+        need(self.optimizer in OPTIMIZERS, "optimizer", f"must be one of {OPTIMIZERS}")
+        need(self.adam_eps > 0, "adam_eps", "must be > 0")
+        need(0 <= self.momentum < 1, "momentum", "must be in [0, 1)")
+        need(
+            isinstance(self.eval_every, int) and self.eval_every >= 0,
+            "eval_every",
+            "must be a non-negative integer (0: no evaluation)",
+        )
+        need(
+            isinstance(self.eval_size, int) and self.eval_size >= 1, "eval_size", "must be a positive integer"
         )
         need(self.warmup_samples >= 0, "warmup_samples", "must be >= 0")
         need(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
@@ -185,8 +206,9 @@ QWEN25_MATH_15B: dict[str, Any] = {
 }
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # the embedded default: runs on 2 CPU cores
-    "tiny": {},
+    # the embedded default: runs on 2 CPU cores; progress read on 64 held-out prompts every
+    # 512 rollouts (greedy, a few % of a run's wall time)
+    "tiny": {"eval_every": 512, "eval_size": 64},
     # paper-like settings for a real GPU run; weights from a local path or the HF cache
     "qwen2.5-math-1.5b": {
         "model": "Qwen/Qwen2.5-Math-1.5B",
@@ -220,6 +242,17 @@ SWEEP_BATCHES: dict[str, list[int]] = {
     "tiny": [8, 16, 32, 64, 128],
     "qwen2.5-math-1.5b": [64, 128, 256, 512, 1024],
 }
+
+
+def make_optimizer(cfg: TrainConfig, params, lr: float):
+    """The run's optimizer (``cfg.optimizer``) over ``params`` at ``lr``."""
+    import torch
+
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    return torch.optim.AdamW(
+        params, lr=lr, betas=cfg.adam_betas, eps=cfg.adam_eps, weight_decay=cfg.weight_decay
+    )
 
 
 def preset(name: str, **overrides: Any) -> TrainConfig:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,7 +30,28 @@ __all__ = [
     "exact_reward",
     "verify_reward",
     "score",
+    "SPLITS",
+    "heldout",
 ]
+
+#: ``"all"``: every prompt; ``"train"``: prompts outside the held-out set; ``"heldout"``: inside it.
+SPLITS = ("all", "train", "heldout")
+#: One prompt in ``HELDOUT_MOD`` (by a hash of its text) is held out of training for evaluation.
+HELDOUT_MOD = 10
+
+
+def heldout(prompt: str) -> bool:
+    """Whether ``prompt`` belongs to the held-out set: a hash of its text, so the training and
+    held-out prompts are disjoint by construction, whatever the seeds and indices (the arithmetic
+    task has only ~1,000 distinct prompts at its default levels, so a separate seed alone would
+    repeat training prompts)."""
+    return zlib.crc32(prompt.encode()) % HELDOUT_MOD == 0
+
+
+def _check_split(split: str) -> None:
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+
 
 MATH_PROMPT = "{question}\nPlease reason step by step, and put your final answer within \\boxed{{}}."
 
@@ -69,13 +91,24 @@ def arithmetic_problem(rng: random.Random, *, max_level: int | None = None) -> P
 
 @dataclass(frozen=True)
 class ArithmeticTask:
-    """Generated arithmetic; ``max_level`` restricts the mix (0 = one-digit sums only)."""
+    """Generated arithmetic; ``max_level`` restricts the mix (0 = one-digit sums only).
+
+    ``split``: ``"train"`` redraws (from the same seeded stream) any prompt of the held-out set,
+    ``"heldout"`` keeps only those (:func:`heldout`); the level mix stays the task's."""
 
     seed: int = 0
     max_level: int | None = None
+    split: str = "all"
+
+    def __post_init__(self) -> None:
+        _check_split(self.split)
 
     def problem(self, index: int) -> Problem:
-        return arithmetic_problem(random.Random(self.seed * 1_000_003 + index), max_level=self.max_level)
+        rng = random.Random(self.seed * 1_000_003 + index)
+        while True:
+            p = arithmetic_problem(rng, max_level=self.max_level)
+            if self.split == "all" or heldout(p.prompt) == (self.split == "heldout"):
+                return p
 
 
 @dataclass
@@ -84,8 +117,14 @@ class FileTask:
 
     problems: Sequence[Problem]
     seed: int = 0
+    split: str = "all"  # as ArithmeticTask's: a hash of the prompt text splits the file
 
     def __post_init__(self) -> None:
+        _check_split(self.split)
+        if self.split != "all":
+            self.problems = [p for p in self.problems if heldout(p.prompt) == (self.split == "heldout")]
+            if not self.problems:
+                raise ValueError(f"no problem of the file falls in the {self.split!r} split")
         self._order = list(range(len(self.problems)))
         random.Random(self.seed).shuffle(self._order)
 

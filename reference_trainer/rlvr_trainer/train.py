@@ -36,8 +36,9 @@ from rlvr_schedule.plugins import PluginHost
 from rlvr_schedule.records import BatchSchedule, Stage, StepRecord
 from rlvr_schedule.theory.scaling import lr_for_batch
 from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
-from rlvr_trainer.config import TrainConfig
+from rlvr_trainer.config import TrainConfig, make_optimizer
 from rlvr_trainer.device import resolve_compute_dtype, resolve_device, set_engine_env
+from rlvr_trainer.evaluation import HeldOutEval, training_task
 from rlvr_trainer.grpo import (
     PackedBatch,
     UpdateResult,
@@ -48,7 +49,7 @@ from rlvr_trainer.grpo import (
     reference_logprobs,
 )
 from rlvr_trainer.rollout import Rollout, make_engine
-from rlvr_trainer.tasks import ArithmeticTask, FileTask, Task, load_problems, score
+from rlvr_trainer.tasks import score
 from rlvr_trainer.timing import PartClock
 
 __all__ = ["Trainer", "initial_schedule"]
@@ -135,12 +136,6 @@ def _wall_times(host: dict[str, float], generate_s: float) -> dict[str, float]:
     }
 
 
-def _make_task(cfg: TrainConfig) -> Task:
-    if cfg.task == "arithmetic":
-        return ArithmeticTask(seed=cfg.seed, max_level=cfg.task_max_level)
-    return FileTask(load_problems(cfg.task), seed=cfg.seed)
-
-
 class Trainer:
     """One GRPO run writing ``metrics.jsonl``, ``decisions.jsonl`` and ``checkpoint.pt`` to ``out_dir``;
     a context manager that closes its rollout engine (``with Trainer(cfg, out) as t: t.train()``).
@@ -200,7 +195,7 @@ class Trainer:
             self.ref_model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=ref_dtype)
             self.ref_model = self.ref_model.to(self.device).eval()
             self.ref_model.requires_grad_(False)
-        self.task = _make_task(cfg)
+        self.task = training_task(cfg)
         self.plugins = plugins if plugins is not None else PluginHost(load_entrypoints=False)
         self.schedule = schedule if schedule is not None else initial_schedule(cfg)
         self.batch, lr = self.schedule.current.batch, self.schedule.current.lr
@@ -213,9 +208,8 @@ class Trainer:
             save=self.save_at_alarm,
             checkpoint_on_alarm=checkpoint_on_alarm,
         )
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(), lr=lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
-        )
+        self.optimizer = make_optimizer(cfg, self.model.parameters(), lr)
+        self.evaluator = HeldOutEval.from_config(cfg)  # greedy accuracy on held-out prompts, or None
         self.step = 0
         self.samples = 0
         self.next_problem = 0
@@ -388,7 +382,9 @@ class Trainer:
         done = 0
         with JsonlWriter(self.metrics_path) as mfh, JsonlWriter(self.decisions_path) as dfh:
             while self.samples < self.cfg.max_samples and (max_steps is None or done < max_steps):
+                ev = self._evaluate(engine)
                 record = self.train_step(engine)
+                record.extra.update(ev)
                 decision = self.driver.observe(record)  # observers, schedule, set_batch on a switch
                 mfh.write(record)
                 dfh.write(decision.to_dict())
@@ -408,6 +404,17 @@ class Trainer:
             bar.close()
         self.save()
         return records
+
+    def _evaluate(self, engine) -> dict[str, float]:
+        """Held-out accuracy before the next update when one is due (overlap mode: sampled by the
+        policy itself, the engine process being busy with the next batch)."""
+        if self.evaluator is None or not self.evaluator.due(self.samples, self.batch):
+            return {}
+        if self.cfg.overlap:
+            from rlvr_trainer.rollout import HFEngine
+
+            engine = HFEngine(self.model, self.tokenizer, max_tokens=self.cfg.max_tokens)
+        return self.evaluator(engine, step=self.step)
 
     def close(self) -> None:
         """Shut the rollout engine down (its memory and, with vLLM, its worker state)."""

@@ -1,9 +1,12 @@
 """Reports: PNG plots of both clocks and a summary page (Markdown + HTML).
 
 matplotlib is imported inside the functions (Agg backend), so the core stays numpy-only.
-The three plots answer the project's questions for a sweep: does reward per sample fall
-with batch (reward vs samples), where is the critical batch (per-sample progress vs batch
-with the fitted curve), and when does each run fail (failure signal vs samples).
+The plots answer the project's questions for a sweep: does progress per sample fall with
+batch (held-out accuracy vs samples where the runs logged it, else the training reward), where
+is the critical batch (per-sample progress vs batch with the fitted curve), and when does each
+run fail (failure signal vs samples). The page opens with what a newcomer needs first: the
+verdicts, the progress curves with failures marked, the fitted clocks with their intervals, and
+the schedule with why it was chosen.
 """
 
 from __future__ import annotations
@@ -21,12 +24,22 @@ from rlvr_schedule._format import column_formatter
 from rlvr_schedule._format import fmt as _fmt
 from rlvr_schedule.records import Run
 
+#: Held-out accuracy, logged at evaluation steps (the reference trainer's ``eval_accuracy``).
+EVAL_METRIC = "eval_accuracy"
+
 __all__ = [
     "plot_reward_vs_samples",
     "plot_progress_vs_batch",
     "plot_failure_signal",
     "write_report",
+    "EVAL_METRIC",
 ]
+
+
+def _legend(ax: Any, **kw: Any) -> None:
+    """A legend only where something is labelled (an empty one draws an empty box and warns)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)
 
 
 def _pyplot():
@@ -96,6 +109,9 @@ def _curve(run: Run, field: str = "reward_mean") -> tuple[np.ndarray, np.ndarray
     from rlvr_schedule.clocks._stats import smooth_in_samples
 
     x, y, b = run.samples, run.array(field), run.array("batch")
+    if field == EVAL_METRIC:  # measured before the update, on a fixed set: placed, not smoothed
+        ok = np.isfinite(y)
+        return (x - b)[ok], y[ok]
     ok = np.isfinite(y)
     x, y, b = x[ok], y[ok], b[ok]
     if x.size < 2:
@@ -146,11 +162,12 @@ def plot_reward_vs_samples(
     *,
     target: float | None = None,
     failure_samples: Sequence[float | None] | None = None,
+    metric: str = "reward_mean",
 ) -> Path:
-    """Reward against rollouts consumed: one colour per batch, its seeds as a band (mean line,
-    min-max band), runs whose batch changed (the live schedule) in black with each switch marked
-    ("16->32 at 784", an LR step at an unchanged batch "LR x0.71 at 13,424"), and an x where each
-    run's failure was detected."""
+    """Reward (or held-out accuracy: ``metric``) against rollouts consumed: one colour per batch,
+    its seeds as a band (mean line, min-max band), runs whose batch changed (the live schedule)
+    in black with each switch marked ("16->32 at 784", an LR step at an unchanged batch
+    "LR x0.71 at 13,424"), and an x where each run's failure was detected."""
     plt = _pyplot()
     colors = _batch_colors(runs)
     fails = list(failure_samples) if failure_samples is not None else [None] * len(runs)
@@ -160,7 +177,7 @@ def plot_reward_vs_samples(
         if r.constant_batch:
             groups.setdefault(r.batch, []).append(i)
     for b, idx in sorted(groups.items()):
-        curves = [c for c in (_curve(runs[i]) for i in idx) if c[0].size >= 2]
+        curves = [c for c in (_curve(runs[i], metric) for i in idx) if c[0].size >= 2]
         if not curves:
             continue
         grid = np.linspace(max(float(x[0]) for x, _ in curves), min(float(x[-1]) for x, _ in curves), 300)
@@ -175,7 +192,7 @@ def plot_reward_vs_samples(
     n_sched, n_seen = sum(1 for r in runs if not r.constant_batch), 0
     for i, r in enumerate(runs):
         fs = _num(fails[i])
-        x, y = _curve(r)
+        x, y = _curve(r, metric)
         if not r.constant_batch:
             marks = [(at, f"{b0}->{b1}") for at, b0, b1 in switches(r)]
             marks = sorted(marks + [(at, f"LR x{l1 / l0:.2g}") for at, l0, l1 in lr_steps(r)])
@@ -207,9 +224,15 @@ def plot_reward_vs_samples(
     if target is not None and math.isfinite(_num(target)):
         ax.axhline(float(target), color="0.4", ls="--", lw=0.8, label="target")
     ax.set_xlabel("rollouts consumed (samples)")
-    ax.set_ylabel("reward (moving average)")
-    ax.set_title("Progress clock: reward vs rollouts (band: seeds min-max)")
-    ax.legend(fontsize=7, ncol=2, loc="best")
+    if metric == EVAL_METRIC:
+        ax.set_ylabel("held-out accuracy (greedy)")
+        ax.set_title("Progress clock: held-out accuracy vs rollouts (band: seeds min-max)")
+    else:
+        ax.set_ylabel(f"{'reward' if metric == 'reward_mean' else metric} (moving average)")
+        ax.set_title(
+            f"{'Training reward' if metric == 'reward_mean' else metric} vs rollouts (band: seeds min-max)"
+        )
+    _legend(ax, fontsize=7, ncol=2, loc="best")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -226,6 +249,7 @@ def plot_progress_vs_batch(
     rate_at_zero: float | None = None,
     interval: tuple[float, float] | None = None,
     rate_intervals: Sequence[Sequence[float | None] | None] | None = None,
+    metric: str = "reward_mean",
 ) -> Path:
     """Per-rollout progress of each run (its 95% interval as an error bar, one colour per batch)
     against the batch, with the fitted p0 max(0, 1 - B/2B*), B* and its interval."""
@@ -263,10 +287,11 @@ def plot_progress_vs_batch(
         ax.axvline(bstar, color="C3", ls="--", lw=1, label=f"B* = {bstar:.0f}{ivtxt}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("rollout batch B (rollouts per update)")
-    ax.set_ylabel("progress (reward / rollout), 95% interval")
+    unit = "accuracy" if metric == EVAL_METRIC else "reward"
+    ax.set_ylabel(f"progress ({unit} / rollout), 95% interval")
     ax.set_title("Critical batch: per-rollout progress vs batch")
     ax.axhline(0, color="k", lw=0.6)
-    ax.legend(fontsize=8)
+    _legend(ax, fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -304,6 +329,7 @@ def plot_failure_signal(
     fs = _num(failure_samples)
     for ax, fld in zip(axes[:, 0], fields, strict=True):
         labelled: set[Any] = set()
+        fired_at: dict[str, list[float]] = {}
         for i in order:
             run = runs[i]
             x, y = _curve(run, fld)
@@ -319,18 +345,23 @@ def plot_failure_signal(
             at, det = rf[i]
             if at is not None and math.isfinite(_num(at)) and SIGNAL_FIELDS.get(str(det)) == fld:
                 ax.plot([at], [_at(x, y, float(at))], "X", color=c, mec="k", ms=10, mew=0.8)
-                ax.annotate(
-                    f"{run.name}: {det} at {float(at):,.0f}",
-                    (float(at), _at(x, y, float(at))),
-                    xytext=(-10, -16),
-                    textcoords="offset points",
-                    fontsize=7,
-                    ha="right",
-                )
+                fired_at.setdefault(str(det), []).append(float(at))
+        # one legend line per detector (runs failing close together would stack their labels)
+        for det, ats in fired_at.items():
+            where = f"{min(ats):,.0f}" if len(ats) == 1 else f"{min(ats):,.0f}-{max(ats):,.0f}"
+            runs_txt = f"{len(ats)} run" + ("s" if len(ats) > 1 else "")
+            ax.plot([], [], "X", color="0.6", mec="k", ms=8, mew=0.8, label=f"{det}: {runs_txt}, at {where}")
         if math.isfinite(fs):
-            ax.axvline(fs, color="C3", ls="--", lw=1.2, label=f"pooled failure ~ {fs:,.0f} rollouts")
-            if failure_interval is not None and all(math.isfinite(_num(v)) for v in failure_interval):
-                ax.axvspan(float(failure_interval[0]), float(failure_interval[1]), color="C3", alpha=0.1)
+            iv = failure_interval
+            ok_iv = iv is not None and all(math.isfinite(_num(v)) for v in iv)
+            ivtxt = f" [{_num(iv[0]):,.0f}, {_num(iv[1]):,.0f}]" if ok_iv and iv is not None else ""
+            ax.axvline(fs, color="C3", ls="--", lw=1.2, label=f"pooled failure ~ {fs:,.0f}{ivtxt} rollouts")
+            if ok_iv and iv is not None:
+                ax.axvspan(float(iv[0]), float(iv[1]), color="C3", alpha=0.1)
+            # a wide interval (its bounds are in the legend) does not squeeze the runs' curves
+            ends = [float(r.samples[-1]) for r in runs if len(r)]
+            if ends:
+                ax.set_xlim(0, max(max(ends), fs) * 1.08)
         if forecast is not None and all(math.isfinite(_num(v)) for v in forecast):
             made, pred, hw = (float(v) for v in forecast)
             ax.errorbar(
@@ -344,7 +375,7 @@ def plot_failure_signal(
             )
             forecast = None  # once, on the first panel
         ax.set_ylabel(f"{fld} (moving average)")
-        ax.legend(fontsize=7, ncol=2)
+        _legend(ax, fontsize=7, ncol=2)
         ax.grid(alpha=0.3)
     fired = sum(1 for at, _ in rf if at is not None and math.isfinite(_num(at)))
     axes[0, 0].set_title(
@@ -411,13 +442,16 @@ def write_report(
     title: str = "rlvr-schedule report",
     extra_sections: Sequence[tuple[str, str]] = (),
     verdicts: Sequence[str] = (),
+    glance: Sequence[tuple[str, str]] = (),
 ) -> Path:
     """Write the PNGs, ``summary.json``, ``index.md`` and ``index.html``; return the HTML path.
 
     ``fit`` is a :class:`rlvr_schedule.clocks.SweepFit` (computed here when None) and ``plan``
     a :class:`rlvr_schedule.planner.Plan` or None. ``extra_sections`` are (heading, markdown) pairs.
     ``verdicts`` (markdown list items, :func:`rlvr_schedule.verdicts.verdicts`) open the page, so
-    it reads at a glance: what each prediction came to, then the numbers behind it.
+    it reads at a glance: what each prediction came to, then the progress curves with failures
+    marked, the fitted clocks, the plan (or the ``glance`` sections: a live schedule and why),
+    then the numbers behind them.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -430,13 +464,35 @@ def write_report(
     fails = [r.get("failure_samples") for r in run_rows] if len(run_rows) == len(runs) else None
 
     signal = fired_signal(run_rows, runs)
-    pngs = [
-        (
-            "Reward vs samples",
-            plot_reward_vs_samples(
-                runs, out / "reward_vs_samples.png", target=fd.get("target"), failure_samples=fails
+    metric = str(fd.get("metric") or "reward_mean")
+    if metric == EVAL_METRIC:  # the progress curve first, the training reward beside the failure clock
+        curves = [
+            (
+                "Held-out accuracy vs samples",
+                plot_reward_vs_samples(
+                    runs,
+                    out / "eval_vs_samples.png",
+                    target=fd.get("target"),
+                    failure_samples=fails,
+                    metric=EVAL_METRIC,
+                ),
             ),
-        ),
+            (
+                "Training reward vs samples",
+                plot_reward_vs_samples(runs, out / "reward_vs_samples.png", failure_samples=fails),
+            ),
+        ]
+    else:
+        curves = [
+            (
+                "Reward vs samples",
+                plot_reward_vs_samples(
+                    runs, out / "reward_vs_samples.png", target=fd.get("target"), failure_samples=fails
+                ),
+            )
+        ]
+    pngs = [
+        *curves,
         (
             "Per-sample progress vs batch",
             plot_progress_vs_batch(
@@ -447,6 +503,7 @@ def write_report(
                 rate_at_zero=fd.get("rate_at_zero"),
                 interval=fd.get("critical_batch_interval"),
                 rate_intervals=[r.get("rate_interval") for r in run_rows],
+                metric=metric,
             ),
         ),
         (
@@ -475,7 +532,7 @@ def write_report(
         "run",
         "batch",
         "lr after warm-up",
-        "rate (reward/rollout)",
+        "rate (accuracy/rollout)" if metric == EVAL_METRIC else "rate (reward/rollout)",
         "rate 95% interval",
         "samples to target",
         "failure samples",
@@ -510,34 +567,62 @@ def write_report(
             fd.get("failure_exponent"),
             fd.get("failure_exponent_interval"),
         ),
-        ("target reward", fd.get("target"), None),
+        ("target " + ("held-out accuracy" if metric == EVAL_METRIC else "reward"), fd.get("target"), None),
     ]
     md_key, html_key = _table(["quantity", "estimate", "interval"], key, by_column=False)
+    how = (
+        "Progress is read on held-out accuracy (greedy answers to a fixed prompt set never trained "
+        "on); the failure clock on the training signals."
+        if metric == EVAL_METRIC
+        else "Progress is read on the training reward (no held-out accuracy logged)."
+    )
     sections_md = [f"# {title}", ""]
     sections_html = [f"<h1>{html.escape(title)}</h1>"]
+    # the first view: verdicts, the progress curves with failures marked, both clocks with their
+    # intervals, the schedule and why
     if verdicts:
         sections_md += ["## Verdicts on the predictions", "", *verdicts, ""]
         items = "".join(f"<li>{html.escape(v.lstrip('- '))}</li>" for v in verdicts)
         sections_html += ["<h2>Verdicts on the predictions</h2>", f"<ul>{items}</ul>"]
-    sections_md += ["## Fitted clocks", "", md_key, "", "## Runs", "", md_runs, ""]
+    first, rest = pngs[0], pngs[1:]
+    sections_md += [f"## {first[0]}", "", f"![{first[0]}]({first[1].name})", ""]
     sections_html += [
-        "<h2>Fitted clocks</h2>",
-        html_key,
-        "<h2>Runs</h2>",
-        html_runs,
+        f"<h2>{html.escape(first[0])}</h2>",
+        f'<img src="{first[1].name}" alt="{html.escape(first[0])}">',
     ]
+    sections_md += ["## Fitted clocks", "", how, "", md_key, ""]
+    sections_html += ["<h2>Fitted clocks</h2>", f"<p>{html.escape(how)}</p>", html_key]
     if plan is not None:
         pd = plan.to_dict()
+        stages = pd["stages"]
+        why_col = any(st.get("reason") for st in stages)
         md_plan, html_plan = _table(
-            ["batch", "lr", "until samples"],
-            [[s.get("batch"), s.get("lr"), s.get("until_samples")] for s in pd["stages"]],
+            ["batch", "lr", "until samples", *(["why"] if why_col else [])],
+            [
+                [
+                    st.get("batch"),
+                    st.get("lr"),
+                    st.get("until_samples"),
+                    *([st.get("reason") or ""] if why_col else []),
+                ]
+                for st in stages
+            ],
         )
-        sections_md += ["## Planned schedule", "", md_plan, ""]
-        sections_html += ["<h2>Planned schedule</h2>", html_plan]
+        notes = [f"- {n}" for n in (*_plan_why(pd, fd), *pd.get("notes", []))]
+        sections_md += ["## Planned schedule and why", "", *notes, "", md_plan, ""]
+        sections_html += ["<h2>Planned schedule and why</h2>"]
+        if notes:
+            sections_html.append("<ul>" + "".join(f"<li>{html.escape(n[2:])}</li>" for n in notes) + "</ul>")
+        sections_html.append(html_plan)
+    for heading, body in glance:
+        sections_md += [f"## {heading}", "", body, ""]
+        sections_html += [f"<h2>{html.escape(heading)}</h2>", f"<pre>{html.escape(body)}</pre>"]
+    sections_md += ["## Runs", "", md_runs, ""]
+    sections_html += ["<h2>Runs</h2>", html_runs]
     for heading, body in extra_sections:
         sections_md += [f"## {heading}", "", body, ""]
         sections_html += [f"<h2>{html.escape(heading)}</h2>", f"<pre>{html.escape(body)}</pre>"]
-    for name, p in pngs:
+    for name, p in rest:
         sections_md += [f"## {name}", "", f"![{name}]({p.name})", ""]
         sections_html += [f"<h2>{html.escape(name)}</h2>", f'<img src="{p.name}" alt="{html.escape(name)}">']
     (out / "index.md").write_text("\n".join(sections_md))
@@ -552,6 +637,29 @@ def write_report(
     index = out / "index.html"
     index.write_text(page)
     return index
+
+
+def _plan_why(pd: dict[str, Any], fd: dict[str, Any]) -> list[str]:
+    """Why the plan looks as it does, in the clocks' terms: where it starts against B*, and where
+    its first switch falls against the failure clock."""
+    out = []
+    stages = pd.get("stages") or []
+    bstar = _num(pd.get("critical_batch", fd.get("critical_batch")))
+    if stages and math.isfinite(bstar) and bstar > 0:
+        b0 = _num(stages[0].get("batch"))
+        keep = max(0.0, 1 - b0 / (2 * bstar))
+        out.append(
+            f"starts at batch {b0:.0f} = {b0 / bstar:.2g} x B* ({bstar:,.0f}): below the critical batch, "
+            f"each rollout keeps {keep:.0%} of the small-batch progress"
+        )
+    f = _num(pd.get("failure_samples", fd.get("failure_samples")))
+    first = _num(stages[0].get("until_samples")) if stages else math.nan
+    if math.isfinite(f) and f > 0 and math.isfinite(first) and len(stages) > 1:
+        out.append(
+            f"first switch at {first:,.0f} rollouts = {first / f:.2g} of the failure clock ({f:,.0f}): "
+            "larger batches from there on reach further before the failure arrives"
+        )
+    return out
 
 
 def _interval_text(iv: Any) -> str:

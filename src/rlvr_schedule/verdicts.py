@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["verdicts", "progress_verdict", "failure_verdict", "lr_verdict", "switch_verdict"]
+__all__ = ["verdicts", "progress_verdict", "failure_verdict", "lr_verdict", "lr_slope", "switch_verdict"]
 
 
 def _fin(x: Any) -> bool:
@@ -86,21 +86,20 @@ def failure_verdict(fit: Mapping[str, Any]) -> str:
     return f"failure on a sample clock (alpha ~ 0): {word} (alpha = {a:.2f} {_iv(iv)}; {where})"
 
 
-def lr_verdict(fits: Mapping[float, Mapping[str, Any]]) -> str:
-    """Prediction 3: B* ~ 1/lr, from fits at several base LRs (log-log slope of B* on LR; -1 predicted).
-
-    With every B* interval finite, the slope is weighted by each B*'s precision (its interval's
-    width in log space, ~2 x 1.96 standard errors) and comes with a 95% interval: "yes" when the
-    interval holds -1 and not 0, "no" when it excludes -1, else "undetermined". Without intervals
-    the point slope decides (-1.5 to -0.5: yes).
-    """
+def lr_slope(fits: Mapping[float, Mapping[str, Any]]) -> tuple[float, float, float, list]:
+    """The log-log slope of B* on the base LR (-1 predicted) and its 95% interval, from fits at
+    several base LRs; returns ``(slope, lo, hi, points)`` with ``points`` the (lr, B*, interval)
+    used. The slope is weighted by each B*'s precision (its interval's width in log space, ~2 x
+    1.96 standard errors) when every B* interval is finite, and has an interval only then
+    (NaN bounds otherwise; NaN slope with fewer than 2 finite B*)."""
     pts = [
         (lr, f["critical_batch"], f.get("critical_batch_interval") or [None, None])
         for lr, f in sorted(fits.items())
         if _fin(lr) and lr > 0 and _fin(f.get("critical_batch")) and f["critical_batch"] > 0
     ]
+    nan = math.nan
     if len(pts) < 2:
-        return f"B* ~ 1/lr: not testable (finite B* at {len(pts)} of {len(fits)} learning rates)"
+        return nan, nan, nan, pts
     xs = [math.log(lr) for lr, _, _ in pts]
     ys = [math.log(b) for _, b, _ in pts]
     ses = [
@@ -115,15 +114,25 @@ def lr_verdict(fits: Mapping[float, Mapping[str, Any]]) -> str:
     mx = sum(w * x for w, x in zip(ws, xs, strict=True)) / sw
     my = sum(w * y for w, y in zip(ws, ys, strict=True)) / sw
     sxx = sum(w * (x - mx) ** 2 for w, x in zip(ws, xs, strict=True))
-    slope = (
-        sum(w * (x - mx) * (y - my) for w, x, y in zip(ws, xs, ys, strict=True)) / sxx
-        if sxx > 0
-        else math.nan
-    )
+    if sxx <= 0:
+        return nan, nan, nan, pts
+    slope = sum(w * (x - mx) * (y - my) for w, x, y in zip(ws, xs, ys, strict=True)) / sxx
+    if not weighted:
+        return slope, nan, nan, pts
+    h = 1.96 / math.sqrt(sxx)
+    return slope, slope - h, slope + h, pts
+
+
+def lr_verdict(fits: Mapping[float, Mapping[str, Any]]) -> str:
+    """Prediction 3: B* ~ 1/lr, from fits at several base LRs (:func:`lr_slope`; -1 predicted):
+    "yes" when the slope's interval holds -1 and not 0, "no" when it excludes -1, else
+    "undetermined". Without intervals the point slope decides (-1.5 to -0.5: yes).
+    """
+    slope, lo, hi, pts = lr_slope(fits)
+    if len(pts) < 2:
+        return f"B* ~ 1/lr: not testable (finite B* at {len(pts)} of {len(fits)} learning rates)"
     listing = ", ".join(f"{b:.3g} {_iv(iv)} at {lr:.3g}" for lr, b, iv in pts)
-    if weighted and sxx > 0:
-        h = 1.96 / math.sqrt(sxx)
-        lo, hi = slope - h, slope + h
+    if _fin(lo) and _fin(hi):
         word = (
             "yes" if lo <= -1 <= hi and not lo <= 0 <= hi else "no" if not lo <= -1 <= hi else "undetermined"
         )

@@ -79,3 +79,75 @@ def test_report_opens_with_verdicts_and_gives_every_run_a_rate_interval(tmp_path
         assert lo <= r["rate"] <= hi, r
     sched = next(r for r in rows if r["name"] == "schedule s0")
     assert sched["constant_batch"] is False
+
+
+def _eval_run(batch: int, seed: int, fail_at: float | None) -> Run:
+    """Held-out accuracy every 256 rollouts; entropy collapsing at ``fail_at`` (None: never)."""
+    import numpy as np
+
+    rng = np.random.default_rng([batch, seed])
+    recs, s = [], 0
+    while s < 12288:
+        ent = 1.0 if fail_at is None or s < fail_at else max(0.02, 1.0 - (s - fail_at) / 800)
+        extra = {}
+        if s == 0 or s // 256 != (s + batch) // 256:
+            extra["eval_accuracy"] = float(min(0.8, 0.05 + s * 6e-5 * (1 - batch / 256)))
+        s += batch
+        recs.append(
+            StepRecord(
+                step=len(recs) + 1,
+                samples=s,
+                batch=batch,
+                lr=3e-4,
+                reward_mean=float(0.3 + rng.normal(0, 0.05)),
+                entropy=float(ent + rng.normal(0, 0.01)),
+                extra=extra,
+            )
+        )
+    return Run(recs, name=f"b{batch}-s{seed}")
+
+
+def test_first_view_is_the_eval_story_and_plots_are_readable(tmp_path: Path, monkeypatch) -> None:
+    """Eval curves first, then the clocks; no stacked failure labels, no empty legend, no warning."""
+    import warnings
+
+    import matplotlib.pyplot as plt
+
+    from rlvr_schedule.clocks import fit_sweep
+
+    runs = [
+        _eval_run(b, s, 9000.0 + 40 * s if b <= 32 else None) for s in (0, 1) for b in (8, 16, 32, 64, 128)
+    ]
+    figs = []
+    real_close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: figs.append(fig))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any warning (matplotlib's included) fails the test
+        fit = fit_sweep(runs, n_boot=50)
+        write_report(
+            runs,
+            tmp_path,
+            fit=fit,
+            verdicts=verdicts(fit.to_dict()),
+            glance=[("The live schedule and why", "x")],
+        )
+    assert fit.metric == "eval_accuracy"
+    md = (tmp_path / "index.md").read_text()
+    order = [
+        "## Verdicts",
+        "## Held-out accuracy vs samples",
+        "## Fitted clocks",
+        "## The live schedule and why",
+        "## Runs",
+    ]
+    assert [md.index(h) for h in order] == sorted(md.index(h) for h in order)
+    assert "held-out accuracy" in md[md.index("## Fitted clocks") : md.index("## Runs")]
+    for fig in figs:
+        for ax in fig.axes:
+            assert not ax.texts, [t.get_text() for t in ax.texts]  # failures go to the legend
+            leg = ax.get_legend()
+            assert leg is None or leg.get_texts()
+        real_close(fig)
+    fail_fig = next(f for f in figs if "Failure clock" in f.axes[0].get_title())
+    labels = [t.get_text() for t in fail_fig.axes[0].get_legend().get_texts()]
+    assert any(lab.startswith("entropy_collapse: 6 runs, at") for lab in labels), labels

@@ -161,8 +161,9 @@ def schedule(
     return runs
 
 
-def summarize(runs: Sequence[Run], target: float | None) -> str:
-    """A markdown table: final reward, samples to ``target`` and the batches used.
+def summarize(runs: Sequence[Run], target: float | None, metric: str = "reward_mean") -> str:
+    """A markdown table: final reward, best held-out accuracy (where logged), samples to ``target``
+    (on ``metric``, the curve the sweep fit read) and the batches used.
 
     Samples to target come from the core's :class:`~rlvr_schedule.clocks.ProgressClock`, the
     same estimate as the report's fitted-clocks table, so the two tables agree.
@@ -172,19 +173,27 @@ def summarize(runs: Sequence[Run], target: float | None) -> str:
     from rlvr_schedule.clocks import ProgressClock
 
     rows = [
-        "| run | batches | samples | updates | final reward (last 10%) | samples to target |",
-        "|---|---|---|---|---|---|",
+        "| run | batches | samples | updates | final reward (last 10%) | best held-out accuracy "
+        "| eval time | samples to target |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         rew = r.array("reward_mean")
         tail = rew[-max(1, len(rew) // 10) :]
+        acc = r.array("eval_accuracy")
+        best = f"{float(np.nanmax(acc)):.3f}" if np.isfinite(acc).any() else "n/a"
+        # the share of the run's wall time spent on held-out evaluation
+        ev = float(np.nansum(r.array("eval_s")))
+        wall = float(sum(np.nansum(r.array(k)) for k in ("rollout_s", "update_s", "push_s"))) + ev
+        share = f"{ev / wall:.1%}" if ev > 0 and wall > 0 else "n/a"
         hit = "n/a"
         if target is not None and target == target:
-            clock = ProgressClock(target=target).fit(r)
+            clock = ProgressClock(target=target, metric=metric).fit(r)
             hit = f"{clock.samples_to_target_:.0f}" if clock.reached_target_ else "not reached"
         batches = "->".join(str(b) for b in dict.fromkeys(int(x) for x in r.array("batch")))
         rows.append(
-            f"| {r.name} | {batches} | {int(r.samples[-1])} | {len(r)} | {float(np.nanmean(tail)):.3f} | {hit} |"
+            f"| {r.name} | {batches} | {int(r.samples[-1])} | {len(r)} | {float(np.nanmean(tail)):.3f} "
+            f"| {best} | {share} | {hit} |"
         )
     return "\n".join(rows)
 
@@ -284,19 +293,33 @@ def report(
     # batch-changing runs are reported but left out of B* and the failure exponent (fit_sweep)
     fit = fit_sweep(sweep_runs + sched_runs)
     records, lines = _decisions(out, sched_seeds)
-    table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None))
+    table = summarize(sweep_runs + sched_runs, getattr(fit, "target", None), fit.metric)
     return write_report(
         sweep_runs + sched_runs,
         out / "report",
         fit=fit,
         title=title,
         verdicts=verdicts(fit.to_dict(), decisions=records, fits_by_lr=fits_by_lr),
-        extra_sections=[
-            ("Schedule vs constant batches", table),
-            ("Schedule switches", "\n".join(lines) or "no switch"),
-            *extra_sections,
-        ],
+        glance=[("The live schedule and why", _schedule_why(fit, sched_runs, lines))],
+        extra_sections=[("Schedule vs constant batches", table), *extra_sections],
     )
+
+
+def _schedule_why(fit: Any, sched_runs: Sequence[Run], switch_lines: Sequence[str]) -> str:
+    """Where the live schedule started against the sweep's B*, and each switch with its reason."""
+    bstar = getattr(fit, "critical_batch", math.nan)
+    f = getattr(fit, "failure_samples", math.nan)
+    out = []
+    for r in sched_runs:
+        b0 = r.batch
+        at = f"{b0 / bstar:.2g} x the sweep's B* ({bstar:,.0f})" if math.isfinite(bstar) and bstar > 0 else ""
+        out.append(
+            f"{r.name}: started at batch {b0}"
+            + (f" = {at}, where per-rollout progress is near its small-batch best" if at else "")
+        )
+    if math.isfinite(f):
+        out.append(f"failure clock: {f:,.0f} rollouts; switches to larger batches come before it")
+    return "\n".join([*out, *(switch_lines or ["no switch"])])
 
 
 def evidence(

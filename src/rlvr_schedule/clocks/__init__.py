@@ -22,7 +22,14 @@ from rlvr_schedule.clocks.failure import (
     expected_zero_std_fraction,
 )
 from rlvr_schedule.clocks.online import GradientNoiseScale, OnlineProgress, two_batch_estimate
-from rlvr_schedule.clocks.progress import CriticalBatchFit, ProgressClock, default_target, reward_curve
+from rlvr_schedule.clocks.progress import (
+    EVAL_METRIC,
+    CriticalBatchFit,
+    ProgressClock,
+    default_target,
+    progress_metric,
+    reward_curve,
+)
 from rlvr_schedule.clocks.sweep import RunFit, SweepFit, fit_sweep
 
 __all__ = [
@@ -30,6 +37,8 @@ __all__ = [
     "CriticalBatchFit",
     "default_target",
     "reward_curve",
+    "progress_metric",
+    "EVAL_METRIC",
     "fit_sweep",
     "SweepFit",
     "RunFit",

@@ -9,6 +9,11 @@ batch B* and vanishes at 2B*.
 
 The reward logged with an update was measured on rollouts of the policy *before* it, so reward
 curves are placed at ``samples - batch`` (rollouts the policy had been trained on).
+
+``metric`` picks the curve: the training reward (``reward_mean``, every update) or held-out
+accuracy (``eval_accuracy``, logged every few updates, measured before the update like the
+reward). Held-out accuracy is how practitioners read progress: a fixed prompt set answered
+greedily, free of each batch's prompt and sampling luck. Records without the metric are skipped.
 """
 
 from __future__ import annotations
@@ -25,7 +30,26 @@ from rlvr_schedule.clocks._stats import ar1_inflation, finite, first_crossing, o
 from rlvr_schedule.clocks.failure import Detector, FailureClock
 from rlvr_schedule.records import Run
 
-__all__ = ["ProgressClock", "CriticalBatchFit", "reward_curve", "default_target"]
+__all__ = [
+    "ProgressClock",
+    "CriticalBatchFit",
+    "reward_curve",
+    "default_target",
+    "EVAL_METRIC",
+    "progress_metric",
+]
+
+#: The held-out accuracy field the reference trainer logs at its evaluation steps.
+EVAL_METRIC = "eval_accuracy"
+
+
+def progress_metric(runs: Sequence[Run]) -> str:
+    """``eval_accuracy`` when every run logged it at 3 or more updates, else ``reward_mean``."""
+    runs = list(runs)
+    if runs and all(np.isfinite(r.array(EVAL_METRIC)).sum() >= 3 for r in runs):
+        return EVAL_METRIC
+    return "reward_mean"
+
 
 _AUTO: Any = object()
 
@@ -44,6 +68,7 @@ def reward_curve(
     failure_samples: float | None = None,
     smooth_: int | str = "auto",
     window_rollouts: float | None = None,
+    metric: str = "reward_mean",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(samples trained on, raw reward, smoothed reward, window) of the pre-failure part of a run.
 
@@ -59,7 +84,7 @@ def reward_curve(
     """
     batch = run.array("batch")
     x = run.array("samples") - batch
-    y = run.array("reward_mean")
+    y = run.array(metric)
     keep = np.isfinite(y)
     if failure_samples is not None:
         keep &= run.array("samples") <= failure_samples
@@ -67,7 +92,7 @@ def reward_curve(
     if x.size < 3:
         src = f" ({run.source})" if run.source else ""
         raise ValueError(
-            f"run {run.name!r}{src}: fewer than 3 records with field 'reward_mean' before the failure point"
+            f"run {run.name!r}{src}: fewer than 3 records with field {metric!r} before the failure point"
         )
     if window_rollouts is not None:
         if not window_rollouts > 0:
@@ -114,19 +139,21 @@ class ProgressClock:
         level: float = 0.95,
         detectors: Sequence[Detector] | None = None,
         smooth_rollouts: float | None = None,
+        metric: str = "reward_mean",
     ) -> None:
         if not 0 < fraction <= 1:
             raise ValueError(f"fraction must be in (0, 1], got {fraction}")
         self.target, self.smooth, self.fraction, self.level = target, smooth, fraction, level
         self.detectors = detectors
         self.smooth_rollouts = smooth_rollouts
+        self.metric = metric
 
     def fit(self, run: Run, failure_samples: float | None = _AUTO) -> ProgressClock:
         """``failure_samples`` (None: no failure) skips running the failure detectors."""
         if failure_samples is _AUTO:
             failure_samples = FailureClock(self.detectors).fit(run).failure_samples_
         self.failure_samples_ = failure_samples
-        x, y, ys, w = reward_curve(run, failure_samples, self.smooth, self.smooth_rollouts)
+        x, y, ys, w = reward_curve(run, failure_samples, self.smooth, self.smooth_rollouts, self.metric)
         self.curve_ = (x, ys)
         self.initial_reward_ = float(ys[0])
         self.best_reward_ = float(np.nanmax(ys))
@@ -141,6 +168,13 @@ class ProgressClock:
         self.reached_target_ = finite(stt)
         resid = y - ys
         sd = float(np.nanstd(resid)) * ar1_inflation(resid)
+        sizes = run.array("eval_size") if self.metric == EVAL_METRIC else np.zeros(0)
+        sizes = sizes[np.isfinite(sizes) & (sizes > 0)]
+        if sizes.size and 0 < self.target_ < 1:
+            n_eval = float(np.median(sizes))
+            # an accuracy on n prompts has at least the binomial noise, even where the curve is
+            # read unsmoothed (sparse evaluations: no residual to measure it from)
+            sd = max(sd, math.sqrt(self.target_ * (1 - self.target_) / n_eval))
         band = 1.96 * sd / math.sqrt(w)
         lo = first_crossing(x, ys, self.target_ - band)
         hi = first_crossing(x, ys, self.target_ + band)
@@ -259,11 +293,13 @@ class CriticalBatchFit:
         n_boot: int = 200,
         seed: int = 0,
         detectors: Sequence[Detector] | None = None,
+        metric: str = "reward_mean",
     ) -> None:
         if levels < 1:
             raise ValueError(f"levels must be >= 1, got {levels}")
         self.target, self.fraction, self.levels, self.smooth = target, fraction, levels, smooth
         self.level, self.n_boot, self.seed, self.detectors = level, n_boot, seed, detectors
+        self.metric = metric
 
     def fit(
         self, runs: Sequence[Run], failure_samples: Sequence[float | None] | None = None
@@ -356,9 +392,11 @@ class CriticalBatchFit:
         """The run's progress clock; None when it failed before 3 rewarded records (a run with
         fewer than 3 rewards at all is an error naming the run)."""
         try:
-            return ProgressClock(target, self.smooth, self.fraction, self.level).fit(run, failure_samples)
+            return ProgressClock(target, self.smooth, self.fraction, self.level, metric=self.metric).fit(
+                run, failure_samples
+            )
         except ValueError:
-            if failure_samples is None or np.isfinite(run.array("reward_mean")).sum() < 3:
+            if failure_samples is None or np.isfinite(run.array(self.metric)).sum() < 3:
                 raise
             return None
 
@@ -408,7 +446,7 @@ class CriticalBatchFit:
         smoothing window: residuals around the curve's own smooth would sum to ~0 over a window
         and understate the noise its crossings see; blocks keep the correlation of nearby
         updates' rewards."""
-        x, y, ys, w = reward_curve(run, failure_samples, self.smooth)
+        x, y, ys, w = reward_curve(run, failure_samples, self.smooth, metric=self.metric)
         resid = y - smooth(y, 4 * w)
         ok = np.isfinite(resid) & np.isfinite(ys)
         if ok.sum() < 3 or self.n_boot < 10:

@@ -10,7 +10,7 @@ from typing import Any
 from rlvr_schedule.clocks._stats import finite
 from rlvr_schedule.clocks.failure import Detector, FailureClock, FailureScalingFit
 from rlvr_schedule.clocks.failure.scaling import clock_exponent
-from rlvr_schedule.clocks.progress import CriticalBatchFit
+from rlvr_schedule.clocks.progress import CriticalBatchFit, progress_metric
 from rlvr_schedule.records import Run
 
 __all__ = ["RunFit", "SweepFit", "fit_sweep"]
@@ -79,6 +79,7 @@ class SweepFit:
     failure_censored: int = 0
     budget: float = math.nan
     failure_probability: float = math.nan
+    metric: str = "reward_mean"
 
     def failure_clock(self) -> dict[str, Any]:
         """The failure-clock knobs of :class:`~rlvr_schedule.policy.PolicyConfig` (JSON-ready;
@@ -140,6 +141,7 @@ def fit_sweep(
     n_boot: int = 200,
     seed: int = 0,
     budget: float | None = None,
+    metric: str = "auto",
 ) -> SweepFit:
     """Fit both clocks to a sweep of runs.
 
@@ -152,14 +154,18 @@ def fit_sweep(
     batch changed are reported but left out of the critical-batch and failure-scaling fits. Runs
     that did not fail are right-censored at the rollouts they consumed (not dropped).
     ``budget``: rollouts at which ``failure_probability`` is reported (default: the longest run's).
+    ``metric``: the progress clock's curve; ``"auto"`` reads held-out accuracy where every run
+    logged it (:func:`~rlvr_schedule.clocks.progress.progress_metric`), else the training reward.
     """
     runs = list(runs)
     if not runs:
         raise ValueError("fit_sweep needs at least one run")
+    if metric == "auto":
+        metric = progress_metric(runs)
     fclocks = [FailureClock(detectors).fit(r) for r in runs]
     fs = [c.failure_samples_ for c in fclocks]
     cbf = CriticalBatchFit(
-        target, fraction=fraction, level=level, n_boot=n_boot, seed=seed, detectors=detectors
+        target, fraction=fraction, level=level, n_boot=n_boot, seed=seed, detectors=detectors, metric=metric
     ).fit(runs, failure_samples=fs)
     const = [i for i, r in enumerate(runs) if r.constant_batch] or list(range(len(runs)))
     fsf = FailureScalingFit(detectors, level).fit(
@@ -218,4 +224,5 @@ def fit_sweep(
         failure_censored=len(fsf.censored_samples_) if finite(fsf.failure_samples_) else 0,
         budget=budget_,
         failure_probability=fsf.failure_probability(budget_) if finite(budget_) else nan,
+        metric=metric,
     )
