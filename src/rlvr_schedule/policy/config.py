@@ -28,6 +28,7 @@ string) are accepted; counts must be integral.
 from __future__ import annotations
 
 import json
+import warnings
 import math
 import re
 import typing
@@ -156,6 +157,9 @@ def schedule_from_dict(
         if isinstance(body.get(group), Mapping):
             body[group] = _coerce_map(body[group], f"{group}.", source)
     config = PolicyConfig.from_dict(_coerce_map(body, "", source), source=source)
+    said = config.tolerance_warning()
+    if said is not None:  # an older file's fixed fraction keeps working, priced in the warning
+        warnings.warn(f"{source or 'schedule'}: {said}", UserWarning, stacklevel=2)
     return TwoClockScheduler(config, detectors=plugins.failure_detectors() if plugins is not None else ())
 
 
