@@ -84,7 +84,7 @@ class StepTimeFit:
     """``t_step = a x B + b`` by least squares over (batch, seconds) pairs; ``price_ = b / a``.
 
     Fitted values: ``seconds_per_rollout_`` (a), ``seconds_per_update_`` (b), ``price_`` and its 95%
-    ``price_interval_`` (delta method on b/a), ``batches_`` (distinct batches seen) and
+    ``price_interval_`` (delta method on b/a, heteroscedasticity-robust), ``batches_`` (distinct batches seen) and
     ``unidentified_``: why no price (None when one is). One batch cannot separate a from b: every
     timing grows with the batch, so the split between per-rollout and per-update work is unknown.
     """
@@ -124,9 +124,10 @@ class StepTimeFit:
         self.price_ = max(c, 0.0) / a
         dof = self.n_ - 2
         if dof >= 1:
+            # heteroscedasticity-robust (HC1) covariance: a step's noise grows with its batch
             resid = t - X @ coef
-            s2 = float(resid @ resid) / dof
-            cov = s2 * np.linalg.inv(X.T @ X)
+            bread = np.linalg.inv(X.T @ X)
+            cov = bread @ (X.T * resid**2) @ X @ bread * (self.n_ / dof)
             rho = c / a
             var = (cov[1, 1] + rho * rho * cov[0, 0] - 2 * rho * cov[0, 1]) / (a * a)
             h = t_quantile(0.5 + self.level / 2, dof) * math.sqrt(max(var, 0.0))
