@@ -607,7 +607,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         plan = _plan(args, runs)
     except RlvrScheduleError as exc:  # too few runs to plan: the report still shows the fit
         print(f"note: no plan ({exc})", file=sys.stderr)
-    index = write_report(runs, out, fit=fit, plan=plan)
+    index = write_report(runs, out, fit=fit, plan=plan, price=getattr(args, "price", None))
     print(index)
     return 0
 
@@ -977,6 +977,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_plan)
 
     sp = logs_cmd("report", "PNG plots and a summary page")
+    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
     sp.add_argument("--out", required=True, help="output directory")
     sp.set_defaults(func=cmd_report)
 

@@ -168,3 +168,19 @@ def test_live_price_needs_two_batches():
     for _ in range(10):
         lp.update(64, 30.0)
     assert lp.measured is None and lp.value() == DEFAULT_PRICE
+
+
+def test_the_report_prices_every_run_and_draws_iso_cost_lines(tmp_path):
+    pytest.importorskip("matplotlib")
+    from rlvr_schedule.report import write_report
+
+    runs = make_sweep([16, 64, 256], critical_batch=128, failure_samples=60_000, seed=0, max_samples=30_000)
+    index = write_report(runs, tmp_path, price=32.0)
+    summary = json.loads((tmp_path / "summary.json").read_text())["cost_to_target"]
+    assert summary["price"] == 32.0 and summary["source"] == "stated"
+    rows = summary["rows"]
+    assert [r["cheapest"] for r in rows].count(True) == 1
+    best = min(rows, key=lambda r: r["cost"])
+    assert best["cheapest"] and best["cost"] == pytest.approx(best["rollouts"] + 32.0 * best["updates"])
+    assert (tmp_path / "cost_to_target.png").stat().st_size > 0
+    assert "cost_to_target.png" in index.read_text() and "**cheapest**" in (tmp_path / "index.md").read_text()
