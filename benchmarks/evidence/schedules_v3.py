@@ -216,9 +216,13 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
     if POLICY_MAKER is not None:
         out[POLICY] = lambda: POLICY_MAKER(name, clock)
     for rho in PRICES:
-        out[priced(rho)] = lambda rho=rho: v3(lo, hi, bstar, floor, **clock, **{**extra, "rollouts_per_update": rho})
+        out[priced(rho)] = lambda rho=rho: v3(
+            lo, hi, bstar, floor, **clock, **{**extra, "rollouts_per_update": rho}
+        )
     if LEAN:  # issue 20's comparison only: the sweep's constants, v3 (forecast on) and the policy
-        keep = {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY} | {priced(r) for r in PRICES}
+        keep = (
+            {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY} | {priced(r) for r in PRICES}
+        )
         out = {k: v for k, v in out.items() if k in keep}
     return out
 
@@ -416,19 +420,28 @@ def seed_costs(c: dict[str, Any], hit: np.ndarray, rho: float) -> float:
     return float(s + rho * u)
 
 
-def priced_bar(curves: dict[str, list[dict[str, Any]]], tt: dict[str, np.ndarray], rho: float, best_const: str) -> dict[str, Any]:
+def priced_bar(
+    curves: dict[str, list[dict[str, Any]]], tt: dict[str, np.ndarray], rho: float, best_const: str
+) -> dict[str, Any]:
     """The bar at price ``rho`` for the policy told it: (1) mean cost <= c*(rho)'s and the upper 95%
     bound of the paired difference <= 0.05 x c*'s mean; (2) the paired best-reward difference
     against c* has a lower bound > 0; (3) against the best-reward constant a lower bound >= -0.01,
     and the target reached on at least as many seeds."""
     pol = priced(rho)
     sweep = [f"constant {b} x1 LR" for b in BATCHES]
-    cost = {k: np.array([seed_costs(c, h, rho) for c, h in zip(curves[k], tt[k], strict=True)]) for k in [*sweep, pol, POLICY]}
+    cost = {
+        k: np.array([seed_costs(c, h, rho) for c, h in zip(curves[k], tt[k], strict=True)])
+        for k in [*sweep, pol, POLICY]
+    }
     cstar = min(sweep, key=lambda k: float(cost[k].mean()))
     ref = float(cost[cstar].mean())
     d_cost = t_ci(cost[pol] - cost[cstar])
-    d_best_c = t_ci(np.array([a["best"] - b["best"] for a, b in zip(curves[pol], curves[cstar], strict=True)]))
-    d_best_b = t_ci(np.array([a["best"] - b["best"] for a, b in zip(curves[pol], curves[best_const], strict=True)]))
+    d_best_c = t_ci(
+        np.array([a["best"] - b["best"] for a, b in zip(curves[pol], curves[cstar], strict=True)])
+    )
+    d_best_b = t_ci(
+        np.array([a["best"] - b["best"] for a, b in zip(curves[pol], curves[best_const], strict=True)])
+    )
     reached = int((~np.isnan(tt[pol][:, 0])).sum())
     reached_b = int((~np.isnan(tt[best_const][:, 0])).sum())
     ok_cost = float(cost[pol].mean()) <= ref and d_cost[2] <= 0.05 * ref
@@ -476,7 +489,11 @@ def priced_report(out: list[dict[str, Any]], seeds: int) -> list[str]:
                 + " / ".join("yes" if ok[k] else "**no**" for k in ("cost", "reward", "safety"))
                 + f" | {'**yes**' if p['passed'] else 'no'} |"
             )
-    lines += ["", "Tasks passing, per price: " + ", ".join(f"rho {k}: {v}/{len(out)}" for k, v in tally.items()), ""]
+    lines += [
+        "",
+        "Tasks passing, per price: " + ", ".join(f"rho {k}: {v}/{len(out)}" for k, v in tally.items()),
+        "",
+    ]
     return lines
 
 
@@ -580,7 +597,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--switch-fraction", type=float, default=0.25)
     ap.add_argument("--clock-fraction", type=float, default=None)
     ap.add_argument("--lean", action="store_true", help="issue 20's comparison only")
-    ap.add_argument("--prices", default="", help="comma-separated prices (rollouts per update): the priced bar")
+    ap.add_argument(
+        "--prices", default="", help="comma-separated prices (rollouts per update): the priced bar"
+    )
     ap.add_argument("--policy-kw", default="{}", help="JSON PolicyConfig overrides for the issue-20 policy")
     ap.add_argument(
         "--floor-best-reward",
@@ -604,7 +623,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: v for k, v in res.items() if k != "table"}, default=float), file=sys.stderr)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            doc = dict(seeds=args.seeds, switch_fraction=SWITCH_FRACTION, prices=list(PRICES), policy_kw=POLICY_KW, results=out)
+            doc = dict(
+                seeds=args.seeds,
+                switch_fraction=SWITCH_FRACTION,
+                prices=list(PRICES),
+                policy_kw=POLICY_KW,
+                results=out,
+            )
             json.dump(doc, fh, indent=1, default=float)
     text = "\n".join((priced_report(out, args.seeds) if PRICES else []) + report(out, args.seeds)) + "\n"
     if args.md:

@@ -345,7 +345,9 @@ def _price(runs: Sequence[Any], args: argparse.Namespace) -> dict[str, Any]:
     if stated is not None:
         return dict(rollouts_per_update=stated, interval=None, source="stated (--price)", measured=measured)
     if measured["unidentified"] is None:
-        return dict(measured, source=f"measured: {measured['source']} at batches {measured['batches']}", measured=None)
+        return dict(
+            measured, source=f"measured: {measured['source']} at batches {measured['batches']}", measured=None
+        )
     return dict(
         rollouts_per_update=DEFAULT_PRICE,
         interval=None,
@@ -368,10 +370,9 @@ def _costs(rows: list[dict[str, Any]], rho: float) -> None:
     costs = []
     for r in rows:
         stt, b = r.get("samples_to_target"), r.get("batch")
-        ok = isinstance(stt, (int, float)) and math.isfinite(stt) and b
-        r["cost_to_target"] = float(stt) + rho * float(stt) / float(b) if ok else None
-        r["cheapest"] = False
-        if ok:
+        r["cost_to_target"], r["cheapest"] = None, False
+        if isinstance(stt, (int, float)) and math.isfinite(stt) and isinstance(b, (int, float)) and b > 0:
+            r["cost_to_target"] = float(stt) + rho * float(stt) / float(b)
             costs.append(r)
     if costs:
         min(costs, key=lambda r: r["cost_to_target"])["cheapest"] = True

@@ -181,6 +181,7 @@ def plan_schedule(
         bstar = float(cfg.critical_batch)
     notes: list[str] = []
     cfg, price = _priced(cfg, runs, notes)
+    assert cfg.critical_batch is not None  # checked above; _priced changes only the price
     if not (_finite(cfg.base_lr) and cfg.base_lr > 0):
         raise RlvrScheduleError(f"cannot plan: no usable base LR ({cfg.base_lr!r}); give base_lr")
     if config is None and "base_lr" not in knobs:
@@ -405,9 +406,11 @@ def _priced(cfg: PolicyConfig, runs: Sequence[Run], notes: list[str]) -> tuple[P
 def _mark_cheapest(predicted: dict[str, Any], constant: list[dict[str, Any]]) -> None:
     """``cheapest: true`` on the row (the plan's prediction or a constant run's measured cost) with
     the least cost to target at the price."""
-    rows: list[tuple[float, dict[str, Any]]] = [
-        (float(predicted["cost_to_target"]), predicted)
-    ] if predicted.get("cost_to_target") is not None else []
+    rows: list[tuple[float, dict[str, Any]]] = (
+        [(float(predicted["cost_to_target"]), predicted)]
+        if predicted.get("cost_to_target") is not None
+        else []
+    )
     rows += [(float(c["cost_to_target"]), c) for c in constant if c.get("cost_to_target") is not None]
     for _, r in rows:
         r["cheapest"] = False

@@ -616,8 +616,10 @@ def cost_to_target_section(
     summary = dict(
         price=price,
         source=source,
-        rows=[dict(name=n, rollouts=s, updates=u, cost=c, cheapest=i == cheapest)
-              for i, ((n, s, u), c) in enumerate(zip(points, costs, strict=True))],
+        rows=[
+            dict(name=n, rollouts=s, updates=u, cost=c, cheapest=i == cheapest)
+            for i, ((n, s, u), c) in enumerate(zip(points, costs, strict=True))
+        ],
     )
     return md, png, summary
 
@@ -637,21 +639,34 @@ def plot_cost_to_target(
         grid = np.linspace(0.0, x_hi, 200)
         for k in (1.0, 1.25, 1.5, 2.0, 3.0):
             c = c_min * k
-            ax.plot(grid, (c - grid) / price if price > 0 else np.full_like(grid, np.nan), color="0.8", lw=0.8)
-            ax.annotate(f"{k:g}x", (min(c, x_hi) * 0.98, max((c - min(c, x_hi) * 0.98) / max(price, 1e-12), 0)),
-                        fontsize=7, color="0.5")
+            ax.plot(
+                grid, (c - grid) / price if price > 0 else np.full_like(grid, np.nan), color="0.8", lw=0.8
+            )
+            ax.annotate(
+                f"{k:g}x",
+                (min(c, x_hi) * 0.98, max((c - min(c, x_hi) * 0.98) / max(price, 1e-12), 0)),
+                fontsize=7,
+                color="0.5",
+            )
         for i, (name, x, y) in enumerate(points):
             marker = "*" if i == cheapest else ("s" if name.startswith("plan") else "o")
             ax.scatter([x], [y], marker=marker, s=120 if i == cheapest else 40, zorder=3)
-            ax.annotate(name + (" (cheapest)" if i == cheapest else ""), (x, y), fontsize=7,
-                        xytext=(4, 4), textcoords="offset points")
+            ax.annotate(
+                name + (" (cheapest)" if i == cheapest else ""),
+                (x, y),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
         ax.set_xlim(0, x_hi)
         ax.set_ylim(0, y_hi)
     else:
         ax.text(0.5, 0.5, "no run reached the target", ha="center", transform=ax.transAxes)
     ax.set_xlabel("rollouts to target")
     ax.set_ylabel("updates to target")
-    ax.set_title(f"cost to target at {price:.3g} rollouts/update (grey: iso-cost, x the cheapest)", fontsize=9)
+    ax.set_title(
+        f"cost to target at {price:.3g} rollouts/update (grey: iso-cost, x the cheapest)", fontsize=9
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -27,7 +27,9 @@ from rlvr_schedule.records import StepRecord
 from rlvr_schedule.synthetic import make_sweep
 from rlvr_schedule.theory.quadratic import LocalQuadratic
 
-VERL_ONE_BATCH = Path(__file__).parents[1] / "data/real/formats/verl_console_taskrunner/qwen2-7b-fsdp2.excerpt.log"
+VERL_ONE_BATCH = (
+    Path(__file__).parents[1] / "data/real/formats/verl_console_taskrunner/qwen2-7b-fsdp2.excerpt.log"
+)
 
 
 @pytest.mark.parametrize("rho", [0.5, 4.0, 16.0, 64.0, 1000.0])
@@ -110,18 +112,29 @@ def test_a_price_is_one_field_and_an_old_tolerance_is_priced_in_a_warning():
         PolicyConfig(seconds_per_rollout=0.5)
     with pytest.raises(ConfigError, match="sample_tolerance"):
         PolicyConfig(sample_tolerance=0.3, rollouts_per_update=16.0)
-    with pytest.warns(UserWarning, match=r"sample_tolerance 0.3 .* price 19.8 rollouts per update at critical_batch 100"):
+    with pytest.warns(
+        UserWarning, match=r"sample_tolerance 0.3 .* price 19.8 rollouts per update at critical_batch 100"
+    ):
         s = schedule_from_dict({"type": "two_clock", "critical_batch": 100, "sample_tolerance": 0.3})
     assert s.current.batch == 46  # the fixed 0.46 x B* still runs
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        s = schedule_from_dict({"type": "two_clock", "critical_batch": 100, "price": {"rollouts_per_update": 4}})
+        s = schedule_from_dict(
+            {"type": "two_clock", "critical_batch": 100, "price": {"rollouts_per_update": 4}}
+        )
     assert s.current.batch == round(cost_optimal_batch(100, 4))  # 24.6 -> 24 (snap to the nearest)
 
 
 def test_fit_json_reports_the_price_from_a_sweep_and_not_identified_from_one_batch(tmp_path, capsys):
-    runs = make_sweep([16, 32, 64, 128, 256], critical_batch=128, failure_samples=20_000, seed=0,
-                      max_samples=20_000, seconds_per_rollout=0.5, seconds_per_update=8.0)
+    runs = make_sweep(
+        [16, 32, 64, 128, 256],
+        critical_batch=128,
+        failure_samples=20_000,
+        seed=0,
+        max_samples=20_000,
+        seconds_per_rollout=0.5,
+        seconds_per_update=8.0,
+    )
     paths = []
     for run in runs:
         p = tmp_path / f"b{run.batch}.jsonl"
@@ -143,8 +156,14 @@ def test_fit_json_reports_the_price_from_a_sweep_and_not_identified_from_one_bat
 
 
 def test_plan_takes_the_price_and_marks_the_cheapest(tmp_path, capsys):
-    runs = make_sweep([16, 32, 64, 128, 256], critical_batch=128, failure_samples=60_000, seed=0,
-                      seconds_per_rollout=0.5, seconds_per_update=8.0)
+    runs = make_sweep(
+        [16, 32, 64, 128, 256],
+        critical_batch=128,
+        failure_samples=60_000,
+        seed=0,
+        seconds_per_rollout=0.5,
+        seconds_per_update=8.0,
+    )
     paths = []
     for run in runs:
         p = tmp_path / f"b{run.batch}.jsonl"

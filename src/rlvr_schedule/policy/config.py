@@ -28,10 +28,10 @@ string) are accepted; counts must be integral.
 from __future__ import annotations
 
 import json
-import warnings
 import math
 import re
 import typing
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast

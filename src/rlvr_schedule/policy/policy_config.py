@@ -326,7 +326,9 @@ class PolicyConfig:
             name = "seconds_per_update" if self.seconds_per_update is None else "seconds_per_rollout"
             raise bad(name, "must be given with the other (the price is seconds per update / per rollout)")
         if self.rollouts_per_update is not None and self.seconds_per_rollout is not None:
-            raise bad("rollouts_per_update", "give the price once: rollouts_per_update or the seconds, not both")
+            raise bad(
+                "rollouts_per_update", "give the price once: rollouts_per_update or the seconds, not both"
+            )
         if self.sample_tolerance is not None and self.price is not None:
             raise bad(
                 "sample_tolerance",
