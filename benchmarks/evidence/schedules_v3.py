@@ -68,11 +68,21 @@ def smoothed(run, window: float) -> tuple[np.ndarray, np.ndarray]:
     return cs[1:], (cr[ends] - cr[starts]) / (cs[ends] - cs[starts])
 
 
-def kind(reason: str) -> str:
-    """A switch's trigger, from its reason."""
-    if reason.startswith("critical batch estimate"):
-        return "track up" if " rose" in reason else "track down"
-    return reason.split(":")[0].split(" ")[0] if reason.startswith("alarm") else reason.split(":")[0]
+#: A switch's label by its trigger (``Decision.trigger``); a schedule with no triggers (a baseline,
+#: a static plan) switches as "stage".
+KIND_LABELS = {
+    "track_up": "track up",
+    "track_down": "track down",
+    "failure_clock": "failure clock",
+    "forecast": "failure forecast",
+    "alarm": "alarm",
+    "auto": "auto",
+}
+
+
+def kind(trigger: str) -> str:
+    """A switch's label, from the kind of its trigger (the reason is for people)."""
+    return KIND_LABELS.get(trigger, trigger or "stage")
 
 
 #: --lean: only the sweep-LR constants, v3 and the issue-20 policy (no LR grid, decay, ramp, noise-scale)
@@ -252,9 +262,9 @@ def run_task(name: str, seeds: int) -> tuple[dict[str, list[dict[str, Any]]], di
             else:
                 run = env.run(obj, horizon)
                 switches = sum(d.switched for d in env.decisions)
-                kinds = [kind(d.reason) for d in env.decisions if d.switched]
+                kinds = [kind(d.trigger) for d in env.decisions if d.switched]
                 first_clock = next(
-                    (d.samples for d in env.decisions if d.switched and d.reason.startswith("failure clock")),
+                    (d.samples for d in env.decisions if d.switched and d.trigger == "failure_clock"),
                     None,
                 )
             s, r = smoothed(run, window)

@@ -364,7 +364,7 @@ def trl_auto(ctx: Context) -> dict[str, Any]:
             seen.append(after[k]["ga"] == d.batch // PER_DEVICE)
     last = rows[-1] if rows else {}
     noise = cb.schedule.noise
-    formed = any(d.reason.startswith("auto:") for d in switches) or noise.b_simple == noise.b_simple
+    formed = any(d.trigger == "auto" for d in switches) or noise.b_simple == noise.b_simple
     out = {
         "device": ctx.device,
         "updates": int(trainer.state.global_step),

@@ -104,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
             action="store_true",
             help="validate the config, count parameters and estimate memory; load no weights",
         )
+        if name == "schedule":
+            s.add_argument(
+                "--schedule",
+                type=Path,
+                help="a schedule file to run: a plan (rlvr-schedule plan --out) or a two_clock file "
+                "(default: the two-clock policy from this command's batch and LR)",
+            )
         if name in ("demo", "compare", "evidence"):
             s.add_argument(
                 "--report-only",
@@ -390,7 +397,7 @@ def _schedule(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
         seeds=args.seeds or [0],
         resume=not args.no_resume,
         progress=not args.no_progress,
-        policy=ex.policy_config(cfg, batches=batches),
+        policy=args.schedule or ex.policy_config(cfg, batches=batches),
     )
     print(ex.summarize(runs, None))
     print(f"logs: {(Path(args.out) / 'schedule').resolve()}")

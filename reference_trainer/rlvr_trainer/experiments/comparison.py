@@ -27,6 +27,7 @@ two processes may share one ``out`` (each run is claimed by a lock, :func:`_clai
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -175,13 +176,13 @@ def make_plan(cfg: TrainConfig, out: Path, d: Design, lr: float) -> dict[str, An
     from rlvr_schedule.clocks import fit_sweep
     from rlvr_schedule.errors import RlvrScheduleError
     from rlvr_schedule.planner import plan_schedule
-    from rlvr_schedule.policy import BatchConstraints
-    from rlvr_schedule.policy.triggers import FailureClockTrigger, rule_exponent
+    from rlvr_schedule.policy import BatchConstraints, rules
     from rlvr_schedule.theory.scaling import lr_for_batch
 
     runs = _short_runs(out, d, lr)
     fit = fit_sweep(runs)
     cons = BatchConstraints(group_size=cfg.group_size, min_batch=d.batches[0], max_batch=d.batches[-1])
+    plan = None
     try:
         plan = plan_schedule(
             runs,
@@ -205,14 +206,13 @@ def make_plan(cfg: TrainConfig, out: Path, d: Design, lr: float) -> dict[str, An
     b1, lr1 = int(st[0]["batch"]), float(st[0]["lr"])
     closed = None
     fail = body.get("predicted", {}).get("failure_samples")
-    if fail is not None and _fin(fit.failure_samples) and len(st) > 1:
-        held = FailureClockTrigger(
-            float(fit.failure_samples),
-            batch=float(fit.failure_batch) if _fin(fit.failure_batch) else b1,
-            lr=float(fit.failure_lr) if _fin(fit.failure_lr) else lr1,
-            exponent=float(fit.failure_clock().get("failure_exponent", 0.0)),
-            rule_exponent=rule_exponent(cfg.lr_rule),
-        ).clock(b1, lr1)
+    clock = None
+    if plan is not None and plan.config is not None and plan.config.failure_samples is not None:
+        # the plan's own failure clock (the policy's, built from its config), pooled: no lower bound
+        pooled = dataclasses.replace(plan.config, failure_samples_interval=None)
+        clock = rules.failure_clock(pooled, plan.config.base_batch or b1)
+    if fail is not None and clock is not None and len(st) > 1:
+        held = clock.clock(b1, lr1)
         closed = float(fail) - float(held)  # the plan's failure point against its first stage held
     body.update(
         first_batch=b1,

@@ -53,14 +53,19 @@ def run_one(
     desc: str | None = None,
 ) -> Run:
     """Train one run; ``policy`` is a :class:`~rlvr_schedule.policy.PolicyConfig` for the live
-    two-clock schedule (None: constant ``cfg.batch``). A finished run is read back, not re-run."""
+    two-clock schedule, or a schedule file (a plan's static stages or a two_clock file; None:
+    constant ``cfg.batch``). A finished run is read back, not re-run."""
     from rlvr_trainer.train import Trainer
 
     out_dir = Path(out_dir)
     if resume and finished(out_dir, cfg):
         return read_run(out_dir, desc, schedule=policy is not None)
     schedule = None
-    if policy is not None:
+    if isinstance(policy, (str, Path)):
+        from rlvr_schedule.policy import load_schedule
+
+        schedule = load_schedule(policy)
+    elif policy is not None:
         from rlvr_schedule.policy import TwoClockScheduler
 
         schedule = TwoClockScheduler(policy)
@@ -138,7 +143,8 @@ def schedule(
     resume: bool = True,
     progress: bool = True,
 ) -> list[Run]:
-    """The two-clock policy live in the loop (one run per seed)."""
+    """The two-clock policy live in the loop (one run per seed); ``policy``: its config, or a
+    schedule file (:func:`run_one`)."""
     runs = []
     for seed in seeds:
         c = cfg.replace(seed=seed)

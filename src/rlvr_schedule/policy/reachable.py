@@ -8,10 +8,10 @@ state with one record per update, switching as early and as far as each rule all
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from rlvr_schedule.policy.scheduler import TwoClockScheduler
+#: A :class:`~rlvr_schedule.policy.TwoClockScheduler` (not imported: the scheduler imports this module).
+TwoClockScheduler = Any
 
 __all__ = ["largest_reachable_batch", "reachable_batches"]
 

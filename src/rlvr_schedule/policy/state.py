@@ -14,14 +14,14 @@ import logging
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.policy.base import decode_floats, encode_floats
 from rlvr_schedule.policy.legacy import saved_config, state_v3_to_v4
 
-if TYPE_CHECKING:  # pragma: no cover
-    from rlvr_schedule.policy.scheduler import TwoClockScheduler
+#: A :class:`~rlvr_schedule.policy.TwoClockScheduler` (not imported: the scheduler imports this module).
+TwoClockScheduler = Any
 
 __all__ = ["VERSION", "RunState", "load", "save"]
 

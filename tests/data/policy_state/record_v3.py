@@ -1,9 +1,11 @@
-import json, sys
-sys.path.insert(0, "tests/core")
+"""How v3_states.json was recorded (run from the repository root at the commit in recorded_at, whose
+state was version 3); kept for the record, it does not run against today's state version."""
+import json
+import subprocess
+
 from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
 from rlvr_schedule.synthetic import SyntheticEnvironment
-import rlvr_schedule, subprocess
-print(rlvr_schedule.__file__)
+
 cases = []
 base = dict(fallback_batch=32, base_batch=64, constraints={"group_size": 8, "max_batch": 512}, sample_tolerance=0.1)
 configs = [
