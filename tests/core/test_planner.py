@@ -88,6 +88,7 @@ def test_target_spanning_stages_and_failure_scaling():
         base_lr=1e-6,
         sample_tolerance=HALF,
         failure_clock_fraction=0.5,
+        growth=2.0,
     )
     plan = plan_schedule(runs, fit=_fit(e0=9000.0), max_stages=2, **kw)
     rest = 7 / 12 * 18000 * math.sqrt(2)

@@ -250,6 +250,7 @@ def test_at_max_batch_the_lr_is_divided_instead():
         initial_batch=64,
         hysteresis_samples=1,
         max_stages=3,
+        growth=2.0,
         constraints=BatchConstraints(max_batch=64),
     )
     _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)

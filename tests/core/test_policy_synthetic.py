@@ -22,6 +22,7 @@ def make(**kw):
         fallback_batch=32,
         base_batch=64,
         base_lr=1e-6,
+        growth=2.0,
         constraints=BatchConstraints(group_size=8),
     )
     cfg.update(kw)
