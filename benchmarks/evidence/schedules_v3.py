@@ -23,7 +23,13 @@ Measures: best smoothed reward before failure (collapse or crash), smoothed rewa
 constant's mean best-before-failure reward). Smoothing: the trailing 5% of F rollouts.
 Non-inferiority: the lower 95% t-bound of the paired difference >= -0.01.
 
+With ``--prices 4,16,64`` the policy told each price (``rollouts_per_update``) runs beside the
+default, and the priced bar is reported per task and price (:func:`priced_bar`): cost to the target,
+rollouts + rho x updates (a seed that never reaches it charged its whole run), against the constant
+cheapest at that price, c*(rho); the best reward against c*(rho) and against the best-reward constant.
+
     python -m benchmarks.evidence.schedules_v3 --seeds 20 [--tasks c2_drift3,...] [--json out.json]
+    python -m benchmarks.evidence.schedules_v3 --lean --seeds 20 --prices 4,16,64 --tasks ... --md F.md
 """
 
 from __future__ import annotations
