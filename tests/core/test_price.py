@@ -203,3 +203,29 @@ def test_the_report_prices_every_run_and_draws_iso_cost_lines(tmp_path):
     assert best["cheapest"] and best["cost"] == pytest.approx(best["rollouts"] + 32.0 * best["updates"])
     assert (tmp_path / "cost_to_target.png").stat().st_size > 0
     assert "cost_to_target.png" in index.read_text() and "**cheapest**" in (tmp_path / "index.md").read_text()
+
+
+def test_the_priced_bar_charges_a_seed_that_never_reaches_the_target_its_whole_run():
+    from benchmarks.evidence import schedules_v3 as S
+
+    def seed(best: float, total: tuple[float, float]) -> dict:
+        return {"best": best, "total": total}
+
+    n = 6
+    curves = {f"constant {b} x1 LR": [seed(0.5, (40_000.0, 40_000.0 / b))] * n for b in S.BATCHES}
+    tt = {
+        k: np.array([[10_000.0 + b, (10_000.0 + b) / b]] * n) for b, k in zip(S.BATCHES, curves, strict=True)
+    }
+    tt["constant 256 x1 LR"][:] = np.nan  # never reaches the target: charged its whole run
+    pol = S.priced(16.0)
+    rng = np.random.default_rng(0)
+    curves[pol] = [seed(0.52 + 0.001 * rng.standard_normal(), (40_000.0, 500.0)) for _ in range(n)]
+    curves[S.POLICY] = curves[pol]
+    tt[pol] = np.array([[10_000.0, 50.0 + rng.standard_normal()] for _ in range(n)])
+    tt[S.POLICY] = tt[pol]
+    bar = S.priced_bar(curves, tt, 16.0, "constant 16 x1 LR")
+    costs = {k: 10_000.0 + b + 16.0 * (10_000.0 + b) / b for b, k in zip(S.BATCHES, curves, strict=False)}
+    assert bar["costs"]["constant 256 x1 LR"] == pytest.approx(40_000.0 + 16.0 * 40_000.0 / 256)
+    cheapest = min((k for k in costs if k != "constant 256 x1 LR"), key=costs.get)
+    assert bar["cstar"] == cheapest and bar["cost_ratio"] < 1.0
+    assert bar["passed"] and all(bar["ok"].values())
