@@ -229,3 +229,11 @@ def test_the_priced_bar_charges_a_seed_that_never_reaches_the_target_its_whole_r
     cheapest = min((k for k in costs if k != "constant 256 x1 LR"), key=costs.get)
     assert bar["cstar"] == cheapest and bar["cost_ratio"] < 1.0
     assert bar["passed"] and all(bar["ok"].values())
+
+
+def test_a_measured_price_of_zero_starts_at_the_smallest_runnable_batch():
+    # a sweep whose step times show no per-update cost (an intercept at or below 0) prices updates at 0
+    s = TwoClockScheduler(
+        PolicyConfig(critical_batch=40.0, rollouts_per_update=0.0, constraints={"group_size": 8})
+    )
+    assert s.current.batch == 8

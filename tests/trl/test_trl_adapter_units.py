@@ -237,7 +237,13 @@ def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
 
 
 def _two(**kw):
-    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "constraints": {"group_size": 4}}
+    spec = {
+        "type": "two_clock",
+        "initial_batch": 8,
+        "base_lr": 1e-3,
+        "growth": 2.0,
+        "constraints": {"group_size": 4},
+    }
     return schedule_from_dict({**spec, **kw})
 
 
@@ -296,6 +302,7 @@ def test_reachable_batches_are_what_the_policy_does_when_every_record_triggers(e
         "base_lr": 1e-3,
         "max_stages": 4,
         "failure_exponent": 0.5,
+        "growth": 2.0,
         "constraints": {"group_size": 4},
         **extra,
     }

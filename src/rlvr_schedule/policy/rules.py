@@ -89,7 +89,8 @@ def operating_fraction_at(cfg: PolicyConfig, critical_batch: float, price: float
         return cfg.operating_fraction
     rho = price if price is not None else (cfg.price if cfg.price is not None else DEFAULT_PRICE)
     bstar = float(critical_batch)
-    return cost_optimal_batch(bstar, rho) / bstar if bstar > 0 else 0.0
+    # at least one rollout: a price of 0 (no per-update cost measured) puts the batch at the smallest runnable
+    return max(cost_optimal_batch(bstar, rho), 1.0) / bstar if bstar > 0 else 0.0
 
 
 def price_for_tolerance(cfg: PolicyConfig) -> float:
