@@ -156,6 +156,236 @@ def hash_reward(text: str) -> float:
     return float(zlib.crc32(text.encode()) & 1)
 
 
+# --- like for like: the same span and parts on both sides ------------------------------------------
+#: the parts of the span "rollouts in hand -> weights updated", in loop order (``timing_s/<part>``
+#: in the reference trainer's records; TRL's are taken by :class:`TrlParts`)
+PARTS = ("reward", "pack", "transfer", "reference", "forward", "backward", "optimizer", "sync")
+
+
+def parts_summary(per_update: list[dict[str, float]]) -> dict[str, float]:
+    """Mean seconds per part over the timed updates, and ``other`` = span minus the parts."""
+    keys = dict.fromkeys(k for d in per_update for k in d)
+    out = {k: sum(d.get(k, 0.0) for d in per_update) / len(per_update) for k in keys}
+    out["other"] = out.get("span", math.nan) - sum(out.get(k, 0.0) for k in PARTS)
+    return out
+
+
+class TrlParts:
+    """TRL ``GRPOTrainer``'s update timed over the reference trainer's span and parts
+    (:class:`rlvr_trainer.timing.PartClock`: the monotonic clock on the CPU, CUDA events on a
+    GPU). The span opens when ``_generate`` returns (the completions in hand) and closes at
+    ``on_step_end`` (after clipping, the AdamW step, the LR scheduler and ``zero_grad``). Parts:
+    ``reward`` (``_calculate_rewards``), ``pack`` (the rest of ``_generate_and_score_completions``:
+    decoding, padding, masks, advantages), ``forward`` (``compute_loss``, TRL's host syncs for its
+    metrics included), ``backward`` (``accelerator.backward``), ``optimizer`` (from the last
+    backward to ``on_step_end``). TRL has no transfer (it generates on the device) and no
+    separate sync."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        from rlvr_trainer.timing import PartClock
+
+        self._clock_cls, self.device = PartClock, device
+        self.clock = PartClock(device)
+        self.updates: list[dict[str, float]] = []
+        self._span = self._opt = None
+
+    def install(self, trainer) -> None:
+        from transformers import TrainerCallback
+
+        self._wrap(
+            trainer, "_generate", "generate", after=lambda: setattr(self, "_span", self.clock.start("span"))
+        )
+        self._wrap(trainer, "_generate_and_score_completions", "generate_and_score")
+        self._wrap(trainer, "_calculate_rewards", "reward")
+        self._wrap(trainer, "compute_loss", "forward")
+        self._wrap(
+            trainer.accelerator,
+            "backward",
+            "backward",
+            after=lambda: setattr(self, "_opt", self.clock.start("optimizer")),
+        )
+        parts = self
+
+        class EndOfUpdate(TrainerCallback):
+            def on_step_end(self, args, state, control, **kw):
+                parts._end_update()
+
+        trainer.add_callback(EndOfUpdate())
+
+    def _wrap(self, obj, method: str, name: str, after=None) -> None:
+        inner = getattr(obj, method)
+
+        def timed(*a, **kw):
+            with self.clock.part(name):
+                out = inner(*a, **kw)
+            if after is not None:
+                after()
+            return out
+
+        setattr(obj, method, timed)
+
+    def _end_update(self) -> None:
+        for token in (self._opt, self._span):
+            if token is not None:
+                self.clock.stop(token)
+        sec = self.clock.seconds()
+        sec["pack"] = sec.pop("generate_and_score", 0.0) - sec.get("generate", 0.0) - sec.get("reward", 0.0)
+        self.updates.append(sec)
+        self.clock, self._span, self._opt = self._clock_cls(self.device), None, None
+
+
+def ours_parts(records) -> list[dict[str, float]]:
+    """The reference trainer's parts per update, from its records (``timing_s/<part>``)."""
+    return [
+        {k.removeprefix("timing_s/"): v for k, v in r.extra.items() if k.startswith("timing_s/")}
+        for r in records
+    ]
+
+
+# --- the training step alone: a synthetic batch at the benchmark's shape, timed and profiled --------
+def synthetic_rollouts(vocab: int, *, batch: int, max_tokens: int, eos_p: float, seed: int = 0):
+    """Prompt and completion ids at the benchmark's shape, without sampling them: prompts of 85-95
+    tokens; completion lengths at the quantiles ``(i + 1/2) / batch`` of the length law (each
+    token ends the completion with probability ``eos_p``, capped at ``max_tokens``; ``eos_p`` 0:
+    all full), in a shuffled order: the expected shape rather than one draw of it."""
+    import random
+
+    rng = random.Random(seed)
+    if eos_p > 0:
+        q = [(i + 0.5) / batch for i in range(batch)]
+        lengths = [min(max_tokens, max(1, math.ceil(math.log1p(-u) / math.log1p(-eos_p)))) for u in q]
+    else:
+        lengths = [max_tokens] * batch
+    rng.shuffle(lengths)
+    prompts = [[rng.randrange(3, vocab) for _ in range(rng.randint(*PROMPT_TOKENS))] for _ in range(batch)]
+    comps = [[rng.randrange(3, vocab) for _ in range(n)] for n in lengths]
+    return prompts, comps
+
+
+def profile_step(
+    model_dir: Path,
+    *,
+    batch: int,
+    group: int,
+    micro_batch: int,
+    max_tokens: int,
+    eos_p: float,
+    device: str = "cpu",
+    steps: int = 3,
+    top: int = 20,
+    profile: bool = True,
+    fused: bool = False,
+) -> dict:
+    """The packed train step alone, as the trainer takes it (its config's loss, clip, budget):
+    one warm-up update (AdamW's state), ``steps`` timed ones part by part (median), then one under
+    ``torch.profiler``: the top operators by self time (CUDA time on a GPU, CPU time elsewhere)
+    and the seconds inside each part's range. ``fused``: AdamW's fused kernel (a candidate on
+    CUDA; the trainer uses the default)."""
+    import statistics
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from rlvr_trainer.config import TrainConfig
+    from rlvr_trainer.device import resolve_compute_dtype
+    from rlvr_trainer.grpo import group_advantages, pack_rollouts, packed_update
+    from rlvr_trainer.timing import PartClock
+
+    dev = torch.device(device)
+    cfg = TrainConfig(
+        model=str(model_dir),
+        device=device,
+        batch=batch,
+        group_size=group,
+        micro_batch=micro_batch,
+        max_tokens=max_tokens,
+        max_model_len=SHAPE["max_position_embeddings"],
+    )
+    cdt = resolve_compute_dtype(cfg.compute_dtype, cfg.dtype, dev)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(dev).train()
+    opt = torch.optim.AdamW(
+        model.parameters(),
+        lr=1e-5,
+        betas=cfg.adam_betas,
+        weight_decay=cfg.weight_decay,
+        **({"fused": True} if fused else {}),  # the trainer's default otherwise (foreach on CUDA)
+    )
+    prompts, comps = synthetic_rollouts(SHAPE["vocab_size"], batch=batch, max_tokens=max_tokens, eos_p=eos_p)
+    adv = group_advantages(torch.randn(batch, generator=torch.Generator().manual_seed(0)), group)
+
+    def update(k: int, clock: PartClock) -> int:
+        with clock.part("span"):
+            with clock.part("pack"):
+                packed = pack_rollouts(
+                    prompts, comps, pad_id=0, micro_batch=micro_batch, token_budget=cfg.token_budget(), seed=k
+                )
+            with clock.part("transfer"):
+                packed, a = packed.to(dev), adv.to(dev, non_blocking=True)
+            packed_update(
+                model,
+                opt,
+                packed,
+                a,
+                loss_type=cfg.loss_type,
+                max_len=max_tokens,
+                clip_low=cfg.clip_low,
+                clip_high=cfg.clip_high,
+                max_grad_norm=cfg.max_grad_norm,
+                compute_dtype=cdt,
+                clock=clock,
+            )
+        return packed.positions
+
+    positions = update(0, PartClock(dev))  # warm-up: AdamW's state, allocator, kernels
+    timed, cpu = [], []
+    for k in range(1, steps + 1):
+        clock, c0 = PartClock(dev), time.process_time()
+        update(k, clock)
+        timed.append(clock.seconds())
+        cpu.append(time.process_time() - c0)
+    out: dict = {
+        "device": device,
+        "threads": torch.get_num_threads(),
+        "adamw_fused": fused,
+        "batch": batch,
+        "micro_batch": micro_batch,
+        "completion_tokens": sum(map(len, comps)),
+        "positions": positions,
+        "parts_median_s": {k: statistics.median(d[k] for d in timed) for k in timed[0]},
+        "span_s": [round(d["span"], 3) for d in timed],
+        # this process's CPU seconds per update: the work itself, whatever the machine's load
+        "cpu_s": [round(c, 3) for c in cpu],
+    }
+    if not profile:
+        return out
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if dev.type == "cuda":
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=acts) as prof:
+        update(steps + 1, PartClock(dev))
+    events = prof.key_averages()
+    key = "self_device_time_total" if dev.type == "cuda" else "self_cpu_time_total"
+    total = sum(getattr(e, key) for e in events if e.key not in PARTS and e.key != "span") or 1.0
+    ops = sorted((e for e in events if getattr(e, key) > 0), key=lambda e: -getattr(e, key))
+    out["profile_by"] = key
+    out["profile_total_s"] = total / 1e6
+    out["top_ops"] = [
+        {
+            "op": e.key,
+            "calls": e.count,
+            "self_s": round(getattr(e, key) / 1e6, 4),
+            "share": round(getattr(e, key) / total, 4),
+        }
+        for e in ops
+        if e.key not in PARTS and e.key != "span"
+    ][:top]
+    inclusive = "device_time_total" if dev.type == "cuda" else "cpu_time_total"
+    out["ranges_s"] = {
+        e.key: round(getattr(e, inclusive) / 1e6, 4) for e in events if e.key in (*PARTS, "span")
+    }
+    return out
+
+
 # --- one trainer per process -------------------------------------------------------------------
 def run_ours(
     model_dir: Path,
@@ -233,6 +463,7 @@ def run_ours(
         tr.close()
     # serial: waiting for generation is generating; overlap: the time the trainer blocked on it
     phases = {k: sum(r.extra.get(k, r.extra["generate_s"]) for r in recs) / steps for k in PHASES}
+    parts = parts_summary(ours_parts(recs))
     tokens = sum(sum(map(len, c)) for _, c in timed) / steps
     ratio = [r.extra["is_ratio_max"] for r in recs if "is_ratio_max" in r.extra]
     return {
@@ -259,6 +490,7 @@ def run_ours(
         "micro_batches": sum(r.extra["micro_batches"] for r in recs) / steps,
         "padded_positions": sum(r.extra["padded_positions"] for r in recs) / steps,
         **phases,
+        "parts": parts,
     }
 
 
@@ -356,6 +588,8 @@ def run_trl(
         train_dataset=data,
         callbacks=[Clock()],
     )
+    parts = TrlParts("cpu")
+    parts.install(trainer)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
     trainer.train()
@@ -371,6 +605,7 @@ def run_trl(
         "start_s": times[0] - t0,
         "cores_used": (cpus[-1] - cpus[0]) / wall,
         "completion_tokens": batch * sum(lengths[1:]) / max(len(lengths[1:]), 1),
+        "parts": parts_summary(parts.updates[1:]),  # the timed updates (after the warm-up)
         "load_start": load0,
         "load_end": os.getloadavg()[0],
     }
@@ -461,6 +696,12 @@ def main() -> None:
         "--child", choices=["ours", "overlap", "1t", "2t", "cb"], dest="which", help=argparse.SUPPRESS
     )
     ap.add_argument("--child-lengths", dest="child_lengths", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="only the train step: time it part by part on a synthetic batch at this shape and profile one "
+        "update with torch.profiler (1 thread; --steps timed updates)",
+    )
     ap.add_argument("--json", help=argparse.SUPPRESS)
     ap.add_argument(
         "--render", type=Path, nargs="+", help="only print (and --write) the table of saved --jsonl rows"
@@ -477,6 +718,13 @@ def main() -> None:
     if a.which:
         a.lengths = a.child_lengths
         child(a)
+        return
+    if a.profile:
+        text = profile_markdown([profile_row(a, lengths) for lengths in a.lengths], a)
+        print(text)
+        if a.write:
+            with open(a.write, "a") as fh:
+                fh.write("\n" + text)
         return
 
     rows = []
@@ -541,6 +789,136 @@ def main() -> None:
             fh.write("\n" + text)
 
 
+def profile_row(a: argparse.Namespace, lengths: str) -> dict:
+    """:func:`profile_step` at the benchmark's shape for one length law, on 1 thread (as the
+    trainer's process runs beside its vLLM engine)."""
+    import torch
+
+    torch.set_num_threads(1)
+    law = LENGTHS[lengths]
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = build_model(Path(tmp) / "model", eos_p=law["eos_p"])
+        load0 = os.getloadavg()[0]
+        row = profile_step(
+            model_dir,
+            batch=a.batch,
+            group=a.group,
+            micro_batch=a.micro_batch,
+            max_tokens=law["max_tokens"],
+            eos_p=law["eos_p"],
+            steps=a.steps,
+        )
+    row.update(lengths=lengths, load_start=load0, load_end=os.getloadavg()[0])
+    if a.jsonl:
+        with open(a.jsonl, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+    return row
+
+
+def profile_markdown(rows: list[dict], a: argparse.Namespace) -> str:
+    """The train step's parts (median of the timed updates) and the profile's top operators."""
+    lines = [
+        f"### {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: the train step alone, Qwen2-shaped 16M "
+        f"model, batch {a.batch}, micro-batch {a.micro_batch}, 1 warm-up + {a.steps} timed updates + 1 profiled",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, 1 torch thread.",
+        "",
+    ]
+    for r in rows:
+        p = r["parts_median_s"]
+        lines += [
+            f"{r['lengths']}: {r['completion_tokens']} completion tokens in {r['positions']} padded positions; "
+            f"span per timed update {r['span_s']} s (CPU seconds {r['cpu_s']}); "
+            f"load {r['load_start']:.1f} / {r['load_end']:.1f}.",
+            "",
+            "| " + " | ".join(p) + " |",
+            "|" + "---|" * len(p),
+            "| " + " | ".join(f"{v:.3f}" for v in p.values()) + " |",
+            "",
+            f"Top operators by self {'CUDA' if r['device'].startswith('cuda') else 'CPU'} time "
+            f"(one update under torch.profiler, {r['profile_total_s']:.2f} s in operators):",
+            "",
+            "| operator | calls | self s | share |",
+            "|---|---|---|---|",
+            *(
+                f"| `{o['op']}` | {o['calls']} | {o['self_s']:.3f} | {100 * o['share']:.1f}% |"
+                for o in r["top_ops"]
+            ),
+            "",
+            "Inside each part's range (profiled update, s): "
+            + ", ".join(f"{k} {v:.3f}" for k, v in r["ranges_s"].items()),
+            "",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def parts_table(rows: list[dict]) -> list[str]:
+    """The like-for-like table: each row's span (rollouts in hand -> weights updated) and its parts,
+    and per length law the span of the reference trainer over each TRL row's (means over repeats)."""
+    rows = [r for r in rows if "parts" in r]
+    if not rows:
+        return []
+    cols = ("span", *PARTS, "other")
+    out = [
+        "Like for like, rollouts in hand -> weights updated (seconds per update, means of the timed "
+        "updates, the monotonic clock on the CPU, CUDA events on a GPU; other = span minus the parts):",
+        "",
+        "| lengths | rep | trainer | " + " | ".join(cols) + " |",
+        "|---|---|---|" + "---|" * len(cols),
+    ]
+    for r in rows:
+        p = r["parts"]
+        cells = [f"{p[k]:.3f}" if k in p and not math.isnan(p[k]) else "-" for k in cols]
+        out.append(f"| {r['lengths']} | {r.get('repeat', 0) + 1} | {r['name']} | " + " | ".join(cells) + " |")
+    out.append("")
+
+    def span(lengths: str, which: str) -> float | None:
+        v = [r["parts"]["span"] for r in rows if r["lengths"] == lengths and r["which"] == which]
+        return sum(v) / len(v) if v else None
+
+    for lengths in dict.fromkeys(r["lengths"] for r in rows):
+        o = span(lengths, "ours")
+        for which in dict.fromkeys(r["which"] for r in rows if r["lengths"] == lengths):
+            t = span(lengths, which)
+            if which in ("ours", "overlap") or o is None or not t:
+                continue
+            out.append(
+                f"- {lengths}: training span rlvr_trainer / TRL {which}: {o / t:.2f}x (lower is faster)."
+            )
+    return out
+
+
+def spread(rows: list[dict], lengths: str) -> list[str]:
+    """Per trainer: seconds per update, min and median over the repeats, and the CPU seconds per
+    update (s/update x cores used: the work, which the machine's load moves far less); then
+    TRL's over the reference trainer's by each of the three."""
+    import statistics
+
+    def stats(which: str) -> tuple[float, float, float] | None:
+        rs = [r for r in rows if r["lengths"] == lengths and r["which"] == which]
+        if not rs:
+            return None
+        wall = [r["s_per_update"] for r in rs]
+        cpu = [r["s_per_update"] * r["cores_used"] for r in rs if "cores_used" in r]
+        return min(wall), statistics.median(wall), statistics.median(cpu) if cpu else math.nan
+
+    out = []
+    ours = stats("ours")
+    for which in dict.fromkeys(r["which"] for r in rows if r["lengths"] == lengths):
+        st = stats(which)
+        n = sum(r["lengths"] == lengths and r["which"] == which for r in rows)
+        out.append(
+            f"- {lengths}, {which} ({n} repeats): s/update min {st[0]:.2f}, median {st[1]:.2f}; "
+            f"CPU s/update median {st[2]:.2f}."
+        )
+        if ours is not None and which not in ("ours", "overlap"):
+            out.append(
+                f"- {lengths}: TRL {which} / rlvr_trainer s/update: {st[1] / ours[1]:.2f}x (medians), "
+                f"{st[0] / ours[0]:.2f}x (mins), {st[2] / ours[2]:.2f}x (CPU seconds, medians)."
+            )
+    return out
+
+
 def markdown(rows: list[dict], a: argparse.Namespace) -> str:
     lines = [
         (
@@ -587,6 +965,7 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
             + extra
             + f" | {ratio} | {s(r, 'cores_used')} | {r['load_start']:.1f} / {r['load_end']:.1f} |"
         )
+    lines += ["", *parts_table(rows)]
     lines.append("")
     for r in rows:
         if r.get("which") == "probe":
@@ -612,6 +991,7 @@ def markdown(rows: list[dict], a: argparse.Namespace) -> str:
                 lines.append(
                     f"- {lengths}: rlvr_trainer {mine} / TRL {which}: {o / t:.2f}x (means over repeats)."
                 )
+        lines += spread(ok, lengths)
         o, v = mean("overlap", lengths), mean("ours", lengths)
         if o is not None and v is not None:
             lines.append(

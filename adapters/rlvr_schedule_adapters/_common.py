@@ -11,7 +11,10 @@ the frameworks: this module imports the core and nothing else (torch objects are
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import shutil
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,7 +23,11 @@ from typing import Any
 from rlvr_schedule.records import BatchSchedule, Stage
 
 __all__ = [
+    "WATCH_KEYS",
+    "ALARM_PREFIX",
+    "keep_alarm_checkpoint",
     "build_schedule",
+    "split_watch",
     "ScheduleSetupWarning",
     "as_number",
     "planned_batches",
@@ -54,6 +61,43 @@ def schedule_spec(schedule: Any) -> dict[str, Any] | None:
     if config is not None and callable(getattr(config, "to_dict", None)):
         return {"type": "two_clock", **config.to_dict()}
     return None
+
+
+#: The schedule file's group for the collapse watch (read by the adapters, not by the schedule):
+#: ``watch: {checkpoint_on_alarm: true}`` saves a checkpoint at each raised alarm (default: in
+#: advisory mode only).
+WATCH_KEYS = ("checkpoint_on_alarm",)
+
+
+def split_watch(schedule: Any) -> tuple[Any, dict[str, Any]]:
+    """(the schedule without its ``watch`` group, the group's options); ConfigError names the field."""
+    from rlvr_schedule.errors import ConfigError
+
+    source = None
+    if isinstance(schedule, (str, Path)):
+        from rlvr_schedule.policy import read_config
+
+        source = str(schedule)
+        d = read_config(schedule)
+        if "watch" not in d:
+            return schedule, {}
+        schedule = d
+    if not isinstance(schedule, Mapping) or "watch" not in schedule:
+        return schedule, {}
+    body = dict(schedule)
+    group = body.pop("watch")
+    if group is None:
+        return body, {}
+    if not isinstance(group, Mapping):
+        raise ConfigError(f"must be a mapping, got {type(group).__name__}", source=source, field="watch")
+    for k, v in group.items():
+        if k not in WATCH_KEYS:
+            raise ConfigError(
+                f"unknown key (allowed: {', '.join(WATCH_KEYS)})", source=source, field=f"watch.{k}"
+            )
+        if not isinstance(v, bool):
+            raise ConfigError(f"must be true or false, got {v!r}", source=source, field=f"watch.{k}")
+    return body, dict(group)
 
 
 def build_schedule(schedule: Any, *, plugins: Any = None) -> BatchSchedule:
@@ -200,3 +244,38 @@ def scale_base_lr(optimizer: Any, lr_scheduler: Any, lr: float) -> list[float]:
         sched.base_lrs = list(new_bases)
         sched._last_lr = list(applied)
     return applied
+
+
+# --- checkpoints at an alarm ---------------------------------------------------------------------
+#: Alarm checkpoints are named ``alarm-<the host's name>``: the hosts' rotations match their own
+#: prefix at the start of a name (``checkpoint-*``, ``global_step_*``), so they never delete one.
+ALARM_PREFIX = "alarm-"
+
+
+def keep_alarm_checkpoint(src: str | os.PathLike[str], info: Mapping[str, Any]) -> Path:
+    """Keep the host's checkpoint directory ``src`` apart from its rotation, as ``alarm-<name>``
+    next to it, with ``alarm.json`` (``info``: the step, the rollouts it holds, the alarms).
+
+    Files are hard-linked where the file system allows (no second copy on disk; the host writes
+    new files for later checkpoints, never into old ones), else copied; the directory appears whole
+    or not at all (built under a temporary name, then renamed). Returns the new directory.
+    """
+    src = Path(src)
+    if not src.is_dir():
+        raise FileNotFoundError(f"{src}: no such checkpoint directory")
+    dst = src.with_name(ALARM_PREFIX + src.name)
+    tmp = src.with_name(f".{dst.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    def link(a: str, b: str) -> None:
+        try:
+            os.link(a, b)
+        except OSError:
+            shutil.copy2(a, b)
+
+    shutil.copytree(src, tmp, copy_function=link)
+    (tmp / "alarm.json").write_text(json.dumps(dict(info), indent=1, default=str), encoding="utf-8")
+    if dst.exists():
+        shutil.rmtree(dst)
+    os.replace(tmp, dst)
+    return dst

@@ -26,7 +26,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("RlvrScheduleCallback", "find_callback", "_ScheduleCallbackCore"):
+    if name in ("RlvrScheduleCallback", "find_callback"):
         from rlvr_schedule_adapters.trl import callback
 
         return getattr(callback, name)

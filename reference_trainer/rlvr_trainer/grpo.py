@@ -31,6 +31,8 @@ from typing import Any
 
 import torch
 
+from rlvr_trainer.timing import PartClock
+
 __all__ = [
     "LOSS_TYPES",
     "group_advantages",
@@ -517,10 +519,6 @@ def _grad_norm_t(params: list[torch.Tensor]) -> torch.Tensor:
     return torch.sqrt(sum((p.grad.detach().float() ** 2).sum() for p in params if p.grad is not None))
 
 
-def _grad_norm(params: list[torch.Tensor]) -> float:
-    return float(_grad_norm_t(params))
-
-
 def micro_scale(loss_type: str, n_seqs: int, n_tokens: int, micro_seqs: int, micro_tokens: float) -> float:
     """Factor from a micro-batch's share of the batch-normalised loss to its own mean loss."""
     if loss_type == "token_mean":
@@ -528,19 +526,22 @@ def micro_scale(loss_type: str, n_seqs: int, n_tokens: int, micro_seqs: int, mic
     return n_seqs / micro_seqs
 
 
-def _autocast(packed: PackedBatch, dtype: torch.dtype | None):
+def _autocast_on(mb: MicroBatch, dtype: torch.dtype | None):
     from rlvr_trainer.device import autocast
 
-    dev = packed.micro[0].input_ids.device if packed.micro else torch.device("cpu")
-    return autocast(dev, dtype if dtype is not None else torch.float32)
+    return autocast(mb.input_ids.device, dtype if dtype is not None else torch.float32)
 
 
 def reference_logprobs(
     ref_model, packed: PackedBatch, *, compute_dtype: torch.dtype | None = None
 ) -> list[torch.Tensor]:
     """The reference policy's completion log-probs per micro-batch (no gradient)."""
-    with torch.no_grad(), _autocast(packed, compute_dtype):
-        return [completion_logprobs(ref_model, mb)[0] for mb in packed.micro]
+    out = []
+    with torch.no_grad():
+        for mb in packed.micro:
+            with _autocast_on(mb, compute_dtype):
+                out.append(completion_logprobs(ref_model, mb)[0])
+    return out
 
 
 def behaviour_logprobs(
@@ -562,6 +563,109 @@ def behaviour_logprobs(
     return out
 
 
+class _Tally:
+    """An update's bookkeeping beside the loss, as 0-dim device tensors (the micro-batch loop never
+    waits for the device): epoch 0's own log-probs as the old policy's, the off-policy ratio, the
+    sampler mismatch and its truncated-IS weights, the loss statistics, the noise sample's
+    gradient norm and each epoch's. :meth:`result` brings them to the host in one transfer."""
+
+    def __init__(self, packed: PackedBatch, behaviour_logp, sampler_logp, tis_cap: float) -> None:
+        n = len(packed.micro)
+        for name, given in (("behaviour_logp", behaviour_logp), ("sampler_logp", sampler_logp)):
+            if given is not None and len(given) != n:
+                raise ValueError(f"{name} has {len(given)} micro-batches, the batch {n}")
+        self.packed, self.tis_cap = packed, tis_cap
+        self.behaviour, self.sampler = behaviour_logp, sampler_logp
+        self.old: list[torch.Tensor] = list(behaviour_logp) if behaviour_logp is not None else []
+        self.weights: list[torch.Tensor | None] = [None] * n
+        dev = packed.micro[0].input_ids.device if packed.micro else torch.device("cpu")
+        zero, neg = torch.zeros((), device=dev), torch.full((), -math.inf, device=dev)
+        self.sums = {"ratio": zero, "ratio_max": neg, "diff": zero, "diff_max": neg, "tis": zero}
+        self.stats = LossStats()
+        self.noise_norm: torch.Tensor | None = None
+        self.noise_tokens: Any = zero
+        self.noise_rows: int | None = None
+        self.norms: list[torch.Tensor] = []
+        self.dev = dev
+
+    @torch.no_grad()
+    def first_epoch(self, j: int, mb: MicroBatch, logp: torch.Tensor) -> None:
+        """Epoch 0's forward, detached: the old log-probs (on-policy) or the ratio to the sampler's
+        (off-policy); the sampler mismatch and, with ``tis_cap``, the truncated IS weights."""
+        lp0 = logp.detach()
+        if self.behaviour is None:
+            self.old.append(lp0)
+        else:
+            r = torch.exp(lp0 - self.old[j]) * mb.mask
+            self.sums["ratio"] = self.sums["ratio"] + r.sum()
+            self.sums["ratio_max"] = torch.maximum(self.sums["ratio_max"], r.max())
+        if self.sampler is not None:
+            d = (lp0 - self.sampler[j]).abs() * mb.mask
+            self.sums["diff"] = self.sums["diff"] + d.sum()
+            self.sums["diff_max"] = torch.maximum(self.sums["diff_max"], d.max())
+            if self.tis_cap > 0:
+                self.weights[j] = torch.exp(lp0 - self.sampler[j]).clamp(max=self.tis_cap)
+                self.sums["tis"] = self.sums["tis"] + (self.weights[j] * mb.mask).sum()
+
+    def add(self, epoch: int, st: LossStats) -> None:
+        """Loss statistics: epoch 0's (the batch before the step), clipped tokens over all epochs."""
+        if epoch == 0:
+            self.stats.add(st)
+        else:
+            self.stats.clipped = self.stats.clipped + st.clipped
+
+    def noise_sample(self, params: list[torch.Tensor], j: int) -> None:
+        """After the noise sample's last micro-batch: its own gradient norm (same parameters),
+        rescaled in :meth:`result` once its token count is on the host."""
+        self.noise_norm = _grad_norm_t(params)
+        self.noise_rows = sum(len(m.rows) for m in self.packed.micro[: j + 1])
+        self.noise_tokens = self.stats.tokens
+
+    def result(self, res: UpdateResult, loss_type: str) -> UpdateResult:
+        """The update's one host sync: every logged scalar in one transfer."""
+        nan = torch.full((), math.nan, device=self.dev)
+        st, s, noise = self.stats, self.sums, self.noise_norm is not None
+        vals = [st.tokens, st.clipped, st.kl, st.entropy, self.norms[-1] if self.norms else nan]
+        vals += [self.noise_norm if noise else nan, self.noise_tokens if noise else nan]
+        vals += [s["ratio"], s["ratio_max"], s["diff"], s["diff_max"], s["tis"]]
+        host = torch.stack([torch.as_tensor(v, device=self.dev).float().reshape(()) for v in vals]).tolist()
+        tokens, clipped, kl, entropy, gnorm, gmicro, ntok, rs, rm, ds, dm, ws = host
+        res.stats, res.grad_norm = LossStats(tokens, clipped, kl, entropy), gnorm
+        if noise:
+            n_seqs, n_tokens, rows = self.packed.n_seqs, self.packed.n_tokens, self.noise_rows or 1
+            res.micro_batch = rows
+            res.grad_norm_micro = gmicro * micro_scale(loss_type, n_seqs, n_tokens, rows, ntok)
+        if self.behaviour is not None and tokens > 0:
+            res.ratio_mean, res.ratio_max = rs / tokens, rm
+        if self.sampler is not None and tokens > 0:
+            res.logp_diff_mean, res.logp_diff_max = ds / tokens, dm
+            if self.tis_cap > 0:
+                res.tis_weight_mean = ws / tokens
+        return res
+
+
+def _micro_loss(
+    model, mb: MicroBatch, j: int, epoch: int, tally: _Tally, advantages, ref_logp, compute_dtype, loss_kw
+) -> torch.Tensor:
+    """Micro-batch ``j``'s forward and its share of the batch loss (epoch 0 also fills ``tally``)."""
+    with _autocast_on(mb, compute_dtype):
+        logp, ent = completion_logprobs(model, mb, with_entropy=epoch == 0)
+    if epoch == 0:
+        tally.first_epoch(j, mb, logp)
+    loss, st = policy_loss(
+        logp,
+        tally.old[j],
+        advantages[mb.rows_t],
+        mb.mask,
+        ref_logp=ref_logp[j] if ref_logp is not None else None,
+        entropy=ent,
+        token_weight=tally.weights[j],
+        **loss_kw,
+    )
+    tally.add(epoch, st)
+    return loss
+
+
 def packed_update(
     model,
     optimizer: torch.optim.Optimizer,
@@ -580,106 +684,43 @@ def packed_update(
     sampler_logp: list[torch.Tensor] | None = None,
     tis_cap: float = 0.0,
     compute_dtype: torch.dtype | None = None,
+    clock: PartClock | None = None,
 ) -> UpdateResult:
-    """One optimizer step per PPO epoch over ``packed``'s micro-batches (gradients accumulated).
+    """One optimizer step per PPO epoch over ``packed``'s micro-batches (gradients accumulated):
+    per micro-batch one forward and one backward, per epoch one clip and one optimizer step, per
+    update one host sync.
 
     The old policy's log-probs are epoch 0's own (detached): no optimizer step happens before
-    epoch 0's last micro-batch, so a separate no-grad pass would recompute the same values.
-    ``behaviour_logp`` (an off-policy batch: the sampler's log-probs per micro-batch) replaces
-    them: the surrogate's ratio is then ``pi_theta / pi_behaviour``, clipped as usual, which is
-    the importance-ratio correction for the stale sampler; its mean and max are reported.
+    epoch 0's last micro-batch, so a separate no-grad pass would recompute the same values. The
+    noise sample's gradient norm (``grad_norm_micro``) is read from the accumulated gradients
+    after its last micro-batch: no pass of its own. ``behaviour_logp`` (an off-policy batch: the
+    sampler's log-probs per micro-batch) replaces the old log-probs: the surrogate's ratio is
+    then ``pi_theta / pi_behaviour``, clipped as usual (the importance-ratio correction for the
+    stale sampler); its mean and max are reported.
 
     ``sampler_logp`` (the engine's own log-probs of the sampled tokens, same layout) gives the
     sampler-vs-trainer mismatch ``|log pi_old - log pi_sampler|`` (mean, max); with ``tis_cap > 0``
     each token's surrogate is weighted by ``min(pi_old / pi_sampler, tis_cap)`` (truncated
     importance sampling). Under ``compute_dtype`` (bf16 on CUDA) the forward and backward run
-    in autocast; the weights and their gradients stay in their own dtype (fp32). The micro-batch
-    loop never waits for the device: every logged scalar is a device tensor until one transfer
-    after the last optimizer step.
+    in autocast; the weights and their gradients stay in their own dtype (fp32). ``clock``
+    times the parts (``forward``, ``backward``, ``optimizer``, ``sync``).
     """
-    res = UpdateResult(n_micro=len(packed.micro), positions=packed.positions)
+    clock = clock if clock is not None else PartClock()
+    tally = _Tally(packed, behaviour_logp, sampler_logp, tis_cap)
     params = [p for p in model.parameters() if p.requires_grad]
-    old: list[torch.Tensor] = list(behaviour_logp) if behaviour_logp is not None else []
-    if behaviour_logp is not None and len(old) != len(packed.micro):
-        raise ValueError(f"behaviour_logp has {len(old)} micro-batches, the batch {len(packed.micro)}")
-    if sampler_logp is not None and len(sampler_logp) != len(packed.micro):
-        raise ValueError(f"sampler_logp has {len(sampler_logp)} micro-batches, the batch {len(packed.micro)}")
-    dev = packed.micro[0].input_ids.device if packed.micro else torch.device("cpu")
-    zero = torch.zeros((), device=dev)
-    r_sum, r_max = zero, torch.full((), -math.inf, device=dev)
-    d_sum, d_max, w_sum = zero, torch.full((), -math.inf, device=dev), zero
-    gn_micro: torch.Tensor | None = None
-    noise_tokens: Any = zero
-    norms: list[torch.Tensor] = []
-    n_seqs, n_tokens = packed.n_seqs, packed.n_tokens
-    weights: list[torch.Tensor | None] = [None] * len(packed.micro)
+    loss_kw = dict(loss_type=loss_type, n_seqs=packed.n_seqs, n_tokens=packed.n_tokens, max_len=max_len)
+    loss_kw.update(clip_low=clip_low, clip_high=clip_high, beta=beta)
     for epoch in range(ppo_epochs):
         optimizer.zero_grad(set_to_none=True)
         for j, mb in enumerate(packed.micro):
-            with _autocast(packed, compute_dtype):
-                logp, ent = completion_logprobs(model, mb, with_entropy=epoch == 0)
-            if epoch == 0:
-                lp0 = logp.detach()
-                if behaviour_logp is None:
-                    old.append(lp0)
-                else:
-                    with torch.no_grad():
-                        r = torch.exp(lp0 - old[j]) * mb.mask
-                        r_sum = r_sum + r.sum()
-                        r_max = torch.maximum(r_max, r.max())
-                if sampler_logp is not None:
-                    with torch.no_grad():
-                        d = (lp0 - sampler_logp[j]).abs() * mb.mask
-                        d_sum, d_max = d_sum + d.sum(), torch.maximum(d_max, d.max())
-                        if tis_cap > 0:
-                            w = torch.exp(lp0 - sampler_logp[j]).clamp(max=tis_cap)
-                            weights[j] = w
-                            w_sum = w_sum + (w * mb.mask).sum()
-            loss, st = policy_loss(
-                logp,
-                old[j],
-                advantages[mb.rows_t],
-                mb.mask,
-                loss_type=loss_type,
-                n_seqs=n_seqs,
-                n_tokens=n_tokens,
-                max_len=max_len,
-                clip_low=clip_low,
-                clip_high=clip_high,
-                ref_logp=ref_logp[j] if ref_logp is not None else None,
-                beta=beta,
-                entropy=ent,
-                token_weight=weights[j],
-            )
-            loss.backward()
-            if epoch == 0:
-                res.stats.add(st)
-            else:
-                res.stats.clipped = res.stats.clipped + st.clipped
+            with clock.part("forward"):
+                loss = _micro_loss(model, mb, j, epoch, tally, advantages, ref_logp, compute_dtype, loss_kw)
+            with clock.part("backward"):
+                loss.backward()
             if epoch == 0 and j == packed.noise_micro - 1:
-                # the noise sample's own mean gradient (same parameters): rescaled below, once
-                # its token count is on the host
-                gn_micro = _grad_norm_t(params)
-                res.micro_batch = sum(len(m.rows) for m in packed.micro[: j + 1])
-                noise_tokens = res.stats.tokens
-        norms.append(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
-        optimizer.step()
-    # the update's one host sync: every logged scalar in one transfer
-    nan = torch.full((), math.nan, device=dev)
-    st = res.stats
-    vals = [st.tokens, st.clipped, st.kl, st.entropy, norms[-1] if norms else nan]
-    vals += [gn_micro if gn_micro is not None else nan, noise_tokens if gn_micro is not None else nan]
-    vals += [r_sum, r_max, d_sum, d_max, w_sum]
-    host = torch.stack([torch.as_tensor(v, device=dev).float().reshape(()) for v in vals]).tolist()
-    tokens, clipped, kl, entropy, gnorm, gmicro, ntok, rs, rm, ds, dm, ws = host
-    res.stats = LossStats(tokens, clipped, kl, entropy)
-    res.grad_norm = gnorm
-    if gn_micro is not None:
-        res.grad_norm_micro = gmicro * micro_scale(loss_type, n_seqs, n_tokens, res.micro_batch or 1, ntok)
-    if behaviour_logp is not None and tokens > 0:
-        res.ratio_mean, res.ratio_max = rs / tokens, rm
-    if sampler_logp is not None and tokens > 0:
-        res.logp_diff_mean, res.logp_diff_max = ds / tokens, dm
-        if tis_cap > 0:
-            res.tis_weight_mean = ws / tokens
-    return res
+                tally.noise_sample(params, j)
+        with clock.part("optimizer"):
+            tally.norms.append(torch.nn.utils.clip_grad_norm_(params, max_grad_norm))
+            optimizer.step()
+    with clock.part("sync"):
+        return tally.result(UpdateResult(n_micro=len(packed.micro), positions=packed.positions), loss_type)

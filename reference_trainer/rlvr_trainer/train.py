@@ -39,6 +39,8 @@ from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_st
 from rlvr_trainer.config import TrainConfig
 from rlvr_trainer.device import resolve_compute_dtype, resolve_device, set_engine_env
 from rlvr_trainer.grpo import (
+    PackedBatch,
+    UpdateResult,
     behaviour_logprobs,
     group_advantages,
     pack_rollouts,
@@ -47,6 +49,7 @@ from rlvr_trainer.grpo import (
 )
 from rlvr_trainer.rollout import Rollout, make_engine
 from rlvr_trainer.tasks import ArithmeticTask, FileTask, Task, load_problems, score
+from rlvr_trainer.timing import PartClock
 
 __all__ = ["Trainer", "initial_schedule"]
 
@@ -93,6 +96,45 @@ class Prefetch:
         return cls(int(d["batch"]), float(d["lr"]), int(d["first_problem"]), int(d["weights_step"]), groups)
 
 
+@dataclass
+class TrainBatch:
+    """A scored rollout batch laid out for the step: rewards (batch order), advantages, the
+    packed micro-batches, the sampler's log-probs in their layout, the reference's log-probs."""
+
+    rewards: torch.Tensor
+    advantages: torch.Tensor
+    packed: PackedBatch
+    behaviour: list[torch.Tensor] | None = None
+    sampler: list[torch.Tensor] | None = None
+    ref_logp: list[torch.Tensor] | None = None
+
+    def to(self, device: Any) -> TrainBatch:
+        """The tensors the step reads on ``device`` (asynchronous copies; rewards stay on the host)."""
+
+        def move(ts: list[torch.Tensor] | None) -> list[torch.Tensor] | None:
+            return None if ts is None else [t.to(device, non_blocking=True) for t in ts]
+
+        adv = self.advantages.to(device, non_blocking=True)
+        return TrainBatch(self.rewards, adv, self.packed.to(device), move(self.behaviour), move(self.sampler))
+
+
+def _wall_times(host: dict[str, float], generate_s: float) -> dict[str, float]:
+    """The record's wall-time split (host seconds): generate + reward = rollout; logprob (packing,
+    transfer, reference pass) + backward (forward, backward, optimizer, sync) = update."""
+    logprob = sum(host.get(k, 0.0) for k in ("engine_sleep", "pack", "transfer", "reference"))
+    backward = sum(host.get(k, 0.0) for k in ("forward", "backward", "optimizer", "sync"))
+    reward = host.get("reward", 0.0)
+    return {
+        "rollout_s": generate_s + reward,
+        "update_s": logprob + backward,
+        "push_s": host.get("push", 0.0),
+        "generate_s": generate_s,
+        "reward_s": reward,
+        "logprob_s": logprob,
+        "backward_s": backward,
+    }
+
+
 def _make_task(cfg: TrainConfig) -> Task:
     if cfg.task == "arithmetic":
         return ArithmeticTask(seed=cfg.seed, max_level=cfg.task_max_level)
@@ -106,7 +148,10 @@ class Trainer:
     ``schedule`` defaults to a constant batch (``cfg.batch``); pass a
     :class:`~rlvr_schedule.policy.TwoClockScheduler` to run the two-clock policy live. ``plugins``:
     observers (sinks) that see every record and decision. ``advisory``: decide and log, never
-    change the batch or LR.
+    change the batch or LR. ``checkpoint_on_alarm``: at a raised alarm of the collapse watch, save
+    ``alarm-checkpoint-<step>.pt`` (kept beside ``checkpoint.pt``, which each save replaces) and
+    ``alarm-checkpoint-<step>.json`` (the rollouts it holds, the alarms); None: in advisory mode only.
+    ``train(resume_from=...)`` continues from one.
     """
 
     def __init__(
@@ -119,6 +164,7 @@ class Trainer:
         progress: bool = False,
         desc: str | None = None,
         advisory: bool = False,
+        checkpoint_on_alarm: bool | None = None,
     ) -> None:
         self.device = resolve_device(cfg.device)  # ConfigError for CUDA where there is none
         if cfg.overlap and self.device.type != "cpu":
@@ -159,7 +205,13 @@ class Trainer:
         self.schedule = schedule if schedule is not None else initial_schedule(cfg)
         self.batch, lr = self.schedule.current.batch, self.schedule.current.lr
         self.driver = ScheduleDriver(
-            self.schedule, self.set_batch, self.plugins, in_effect=(self.batch, float(lr)), advisory=advisory
+            self.schedule,
+            self.set_batch,
+            self.plugins,
+            in_effect=(self.batch, float(lr)),
+            advisory=advisory,
+            save=self.save_at_alarm,
+            checkpoint_on_alarm=checkpoint_on_alarm,
         )
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(), lr=lr, betas=cfg.adam_betas, weight_decay=cfg.weight_decay
@@ -202,6 +254,7 @@ class Trainer:
             if self.prefetch.groups is None:  # in flight: the next update waits for it anyway
                 self.prefetch.groups, self.prefetch.times = self.engine.result()
             extra["prefetch"] = self.prefetch.to_dict()
+        driver = self.driver.state_dict()
         return {
             **extra,
             "config": self.cfg.to_dict(),
@@ -213,16 +266,27 @@ class Trainer:
             "next_problem": self.next_problem,
             "batch": self.batch,
             "lr": self.lr,
+            "watch": {k: v for k, v in driver.items() if k in ("watch", "alarm_checkpoints")},
         }
 
     def save(self) -> Path:
         return save_checkpoint(self.checkpoint_path, self.state_dict())
 
-    def resume(self) -> bool:
-        """Continue from ``checkpoint.pt`` if present (logs are cut back to its step)."""
-        if not self.checkpoint_path.exists():
+    def save_at_alarm(self, alarms: list[Any], record: StepRecord) -> Path:
+        """The driver's ``save`` at a raised alarm: a checkpoint of its own, with what it holds."""
+        path = self.out_dir / f"alarm-checkpoint-{self.step}.pt"
+        info = {"step": self.step, "samples": self.samples, "alarms": [a.to_dict() for a in alarms]}
+        save_checkpoint(path, self.state_dict())
+        path.with_suffix(".json").write_text(json.dumps(info, indent=1))
+        return path
+
+    def resume(self, path: str | Path | None = None) -> bool:
+        """Continue from ``checkpoint.pt`` (or ``path``: an alarm checkpoint) if present (logs are cut
+        back to its step)."""
+        path = Path(path) if path is not None else self.checkpoint_path
+        if not path.exists():
             return False
-        st = load_checkpoint(self.checkpoint_path)
+        st = load_checkpoint(path)
         self.model.load_state_dict(st["model"])  # copies into the device tensors
         self.optimizer.load_state_dict(st["optimizer"])
         self.schedule.load_state_dict(st["schedule"])
@@ -230,6 +294,12 @@ class Trainer:
         self.set_batch(st["batch"], st["lr"])
         self.driver.in_effect, self.driver.samples = (int(st["batch"]), float(st["lr"])), int(st["samples"])
         set_rng_state(st["rng"])
+        watch = st.get("watch") or {}
+        if self.driver.watch is not None and watch.get("watch") is not None:
+            from rlvr_schedule.policy.base import decode_floats
+
+            self.driver.watch.load_state_dict(decode_floats(watch["watch"]))
+        self.driver.alarm_checkpoints = [dict(c) for c in watch.get("alarm_checkpoints") or []]
         self.prefetch = None
         if st.get("prefetch") is not None:
             if self.cfg.overlap:
@@ -292,9 +362,15 @@ class Trainer:
                     "%s held another run's records and no checkpoint: set aside as %s.old-%d", p, p.name, n
                 )
 
-    def train(self, *, resume: bool = False, max_steps: int | None = None) -> list[StepRecord]:
-        """Run until ``cfg.max_samples`` rollouts (or ``max_steps`` more updates); return new records."""
-        if not (resume and self.resume()) and self.step == 0:
+    def train(
+        self, *, resume: bool = False, max_steps: int | None = None, resume_from: str | Path | None = None
+    ) -> list[StepRecord]:
+        """Run until ``cfg.max_samples`` rollouts (or ``max_steps`` more updates); return new records.
+        ``resume_from``: continue from that checkpoint (an alarm checkpoint) instead of ``checkpoint.pt``."""
+        if resume_from is not None:
+            if not self.resume(resume_from):
+                raise FileNotFoundError(f"{resume_from}: no such checkpoint")
+        elif not (resume and self.resume()) and self.step == 0:
             self._set_aside_old_logs()
         engine = self._engine()
         records: list[StepRecord] = []
@@ -433,19 +509,60 @@ class Trainer:
         extra: dict[str, Any] | None = None,
         engine=None,
     ) -> StepRecord:
-        """Score, pack and train on one sampled batch; ``lr`` is the stage it was sampled under."""
-        cfg, g = self.cfg, self.cfg.group_size
-        sched_lr = self.lr  # the schedule's current LR (overlap: maybe newer than the batch's)
-        # the batch's LR, ramped over the first warmup_samples rollouts (same ramp at every batch)
-        warm = min(1.0, (self.samples + batch) / cfg.warmup_samples) if cfg.warmup_samples else 1.0
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr * warm
-        rollouts: list[Rollout] = [r for grp in groups for r in grp]
-        golds = [p.answer for p in problems for _ in range(g)]
-        rewards = torch.tensor(score([r.text for r in rollouts], golds), dtype=torch.float32)
-        t1 = time.perf_counter()
+        """Score, pack and train on one sampled batch; ``lr`` is the stage it was sampled under.
 
-        adv = group_advantages(rewards, g, scale=cfg.scale_rewards)
+        The clock's ``span`` runs from the rollouts in hand to the weights updated (the span the
+        benchmarks time TRL over too); its parts are in the record as ``timing_s/<part>``."""
+        clock = PartClock(self.device)
+        rollouts = [r for grp in groups for r in grp]
+        sched_lr, warm = self.lr, self._warmup(batch)
+        self._set_lr(lr * warm)  # the batch's LR, ramped over the first warmup_samples rollouts
+        if engine is not None and hasattr(engine, "sleep"):
+            with clock.part("engine_sleep"):
+                engine.sleep()  # vLLM on CUDA with sleep mode: its memory back for the step
+        span = clock.start("span")
+        with clock.part("reward"):
+            rewards = self._rewards(problems, rollouts)
+        with clock.part("pack"):
+            tb = self._pack(rollouts, rewards, behaviour, sampler)
+        with clock.part("transfer"):
+            tb = tb.to(self.device)  # one host-to-device copy per update, before the micro-batch loop
+        with clock.part("reference"):
+            tb.ref_logp = self._reference_logp(tb.packed)
+        upd = self._train(tb, clock)
+        clock.stop(span)
+        self._set_lr(sched_lr)  # the schedule's LR stays the optimizer's state (checkpoints, set_batch)
+        with clock.part("push"):
+            if push is not None:
+                push(self.model)
+        self.step += 1
+        self.samples += tb.packed.n_seqs
+        self.next_problem += len(problems)  # overlap: the prefetched batch's first prompt
+        return self._record(batch, lr, warm, rollouts, tb, upd, clock, t_gen - t0, extra)
+
+    # --- the update's steps (read in the order _update runs them) --------------------------
+    def _warmup(self, batch: int) -> float:
+        """The LR ramp's factor for a batch: the same ramp over ``warmup_samples`` at every batch."""
+        w = self.cfg.warmup_samples
+        return min(1.0, (self.samples + batch) / w) if w else 1.0
+
+    def _set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def _rewards(self, problems: list, rollouts: list[Rollout]) -> torch.Tensor:
+        golds = [p.answer for p in problems for _ in range(self.cfg.group_size)]
+        return torch.tensor(score([r.text for r in rollouts], golds), dtype=torch.float32)
+
+    def _pack(
+        self,
+        rollouts: list[Rollout],
+        rewards: torch.Tensor,
+        behaviour: list[list[float]] | None,
+        sampler: list[list[float]] | None,
+    ) -> TrainBatch:
+        """Advantages and the packed micro-batches (with the sampler's log-probs laid out like them)."""
+        cfg = self.cfg
         packed = pack_rollouts(
             [r.prompt_ids for r in rollouts],
             [r.completion_ids for r in rollouts],
@@ -454,25 +571,27 @@ class Trainer:
             token_budget=cfg.token_budget(),
             seed=f"{cfg.seed}/{self.step}",
         )
-        n_seqs = packed.n_seqs
-        dev, cdt = self.device, self.compute_dtype
-        behaviour_t = behaviour_logprobs(packed, behaviour, device=dev) if behaviour is not None else None
-        sampler_t = behaviour_logprobs(packed, sampler, device=dev) if sampler is not None else None
-        packed = packed.to(dev)  # one host-to-device copy per update, before the micro-batch loop
-        adv = adv.to(dev, non_blocking=True)
-        if engine is not None and hasattr(engine, "sleep"):
-            engine.sleep()  # vLLM on CUDA with sleep mode: its memory back for the step
-        ref_logp = (
-            reference_logprobs(self.ref_model, packed, compute_dtype=cdt)
-            if self.ref_model is not None
-            else None
+        return TrainBatch(
+            rewards,
+            group_advantages(rewards, cfg.group_size, scale=cfg.scale_rewards),
+            packed,
+            behaviour_logprobs(packed, behaviour) if behaviour is not None else None,
+            behaviour_logprobs(packed, sampler) if sampler is not None else None,
         )
-        t_logp = time.perf_counter()
-        upd = packed_update(
+
+    def _reference_logp(self, packed: PackedBatch) -> list[torch.Tensor] | None:
+        """The reference policy's log-probs (only with ``beta > 0`` or ``track_kl``)."""
+        if self.ref_model is None:
+            return None
+        return reference_logprobs(self.ref_model, packed, compute_dtype=self.compute_dtype)
+
+    def _train(self, tb: TrainBatch, clock: PartClock) -> UpdateResult:
+        cfg = self.cfg
+        return packed_update(
             self.model,
             self.optimizer,
-            packed,
-            adv,
+            tb.packed,
+            tb.advantages,
             loss_type=cfg.loss_type,
             max_len=cfg.max_tokens,
             clip_low=cfg.clip_low,
@@ -480,24 +599,28 @@ class Trainer:
             beta=cfg.beta,
             ppo_epochs=cfg.ppo_epochs,
             max_grad_norm=cfg.max_grad_norm,
-            ref_logp=ref_logp,
-            behaviour_logp=behaviour_t,
-            sampler_logp=sampler_t,
+            ref_logp=tb.ref_logp,
+            behaviour_logp=tb.behaviour,
+            sampler_logp=tb.sampler,
             tis_cap=cfg.tis_cap,
-            compute_dtype=cdt,
+            compute_dtype=self.compute_dtype,
+            clock=clock,
         )
-        stats, grad_norm, grad_norm_micro = upd.stats, upd.grad_norm, upd.grad_norm_micro
-        for group in self.optimizer.param_groups:
-            group["lr"] = sched_lr  # keep the schedule's LR as the optimizer's state (checkpoints, set_batch)
-        t2 = time.perf_counter()
-        if push is not None:
-            push(self.model)
-        t3 = time.perf_counter()
 
-        self.step += 1
-        self.samples += n_seqs
-        self.next_problem += len(problems)  # overlap: the prefetched batch's first prompt
-        grouped = rewards.view(-1, g)
+    def _record(
+        self,
+        batch: int,
+        lr: float,
+        warm: float,
+        rollouts: list[Rollout],
+        tb: TrainBatch,
+        upd: UpdateResult,
+        clock: PartClock,
+        generate_s: float,
+        extra: dict[str, Any] | None,
+    ) -> StepRecord:
+        """The canonical record of the update just taken."""
+        cfg, stats, rewards, n_seqs = self.cfg, upd.stats, tb.rewards, tb.packed.n_seqs
         tok = max(stats.tokens, 1.0)
         return StepRecord(
             step=self.step,
@@ -507,23 +630,18 @@ class Trainer:
             reward_mean=float(rewards.mean()),
             reward_std=float(rewards.std()) if n_seqs > 1 else 0.0,
             entropy=stats.entropy / tok,
-            kl=stats.kl / tok if ref_logp is not None else math.nan,
-            grad_norm=grad_norm,
+            kl=stats.kl / tok if tb.ref_logp is not None else math.nan,
+            grad_norm=upd.grad_norm,
             clip_frac=stats.clipped / (tok * cfg.ppo_epochs),
-            response_length=float(packed.completion_lengths.mean()),
-            frac_zero_std=float((grouped.std(dim=1) == 0).float().mean()),
-            grad_norm_micro=grad_norm_micro,
+            response_length=float(tb.packed.completion_lengths.mean()),
+            frac_zero_std=float((rewards.view(-1, cfg.group_size).std(dim=1) == 0).float().mean()),
+            grad_norm_micro=upd.grad_norm_micro,
             micro_batch=upd.micro_batch,
             extra={
                 "lr_effective": lr * warm,
-                "rollout_s": t1 - t0,
-                "update_s": t2 - t1,
-                "push_s": t3 - t2,
-                # the same wall time split finer (generate + reward = rollout; logprob + backward = update)
-                "generate_s": t_gen - t0,
-                "reward_s": t1 - t_gen,
-                "logprob_s": t_logp - t1,
-                "backward_s": t2 - t_logp,
+                **_wall_times(clock.host_seconds(), generate_s),
+                # seconds per part of the span (CUDA: device time from CUDA events)
+                **{f"timing_s/{k}": v for k, v in clock.seconds().items()},
                 "micro_batches": upd.n_micro,
                 "padded_positions": upd.positions,
                 "truncated_frac": float(sum(not r.finished for r in rollouts) / n_seqs),

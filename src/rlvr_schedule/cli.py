@@ -32,6 +32,7 @@ from rlvr_schedule.errors import ConfigError, RlvrScheduleError
 
 if TYPE_CHECKING:
     from rlvr_schedule.clocks import FailureForecast
+    from rlvr_schedule.clocks.failure.alarms import WatchAlarm
     from rlvr_schedule.records import StepRecord
 
 __all__ = ["main", "build_parser"]
@@ -626,10 +627,13 @@ class _Watch:
     def __init__(self) -> None:
         from rlvr_schedule.clocks import GradientNoiseScale, OnlineProgress
         from rlvr_schedule.clocks.failure import default_detectors
+        from rlvr_schedule.clocks.failure.alarms import CollapseWatch
 
         self.progress = OnlineProgress()
         self.noise = GradientNoiseScale()
         self.detectors = default_detectors()
+        self.collapse = CollapseWatch(self.detectors)  # the raised alarms (--on-alarm, --exit-on-failure)
+        self.raised: list[WatchAlarm] = []  # raised by the last update
         self.forecast: FailureForecast | None = None
         self.alarms: list[str] = []
         self.records = 0
@@ -646,10 +650,10 @@ class _Watch:
         self.progress.update(rec)
         self.noise.update(rec)
         self.forecast.update(rec)
-        for det in self.detectors:
-            was = det.first_alarm
-            det.update(rec)
-            if was is None and det.first_alarm is not None:  # each detector's first sustained alarm
+        was = [det.first_alarm for det in self.detectors]
+        self.raised = self.collapse.update(rec)  # feeds the detectors
+        for det, before in zip(self.detectors, was, strict=True):
+            if before is None and det.first_alarm is not None:  # each detector's first sustained alarm
                 a = det.first_alarm
                 self.alarms.append(f"{det.name} from {a.samples:,} rollouts (step {a.step})")
         self.records += 1
@@ -725,8 +729,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
     from rlvr_schedule.ingest.follow import LogFollower
 
+    if not Path(args.log).exists():
+        raise RlvrScheduleError(f"{args.log}: no such file or directory")
     watch = _Watch()
     shown_warnings = 0
+    failed = False
     last_change = time.monotonic()
     with LogFollower(args.log, _read_options(args, _batch_options(args.batch)[0])) as follower:
         while True:
@@ -738,8 +745,14 @@ def cmd_watch(args: argparse.Namespace) -> int:
             shown_warnings = len(follower.warnings)
             if new:
                 last_change = time.monotonic()
-                for rec in new:
+                for i, rec in enumerate(new):
                     watch.update(rec)
+                    for alarm in watch.raised:
+                        failed |= alarm.kind == "failure"
+                        _on_alarm(args, alarm, rec)
+                    if failed and args.exit_on_failure:
+                        new = new[: i + 1]  # the state printed is the failure's
+                        break
                 where = f"line {follower.lines}" if follower.lines else f"step {new[-1].step}"
                 st = watch.status()
                 if args.json:
@@ -751,9 +764,38 @@ def cmd_watch(args: argparse.Namespace) -> int:
             if args.until_idle is not None and time.monotonic() - last_change > args.until_idle:
                 break
             time.sleep(args.interval)
+            if failed and args.exit_on_failure:
+                break
         if watch.records == 0:
             raise RlvrScheduleError(follower.error or f"{args.log}: no records")
+    if failed and args.exit_on_failure:
+        print(f"rlvr-schedule watch: failure in {args.log}: exiting (--exit-on-failure)", file=sys.stderr)
+        return EXIT_FAILURE
     return 0
+
+
+#: ``watch --exit-on-failure``: the exit status once the failure clock fired (2 is bad input).
+EXIT_FAILURE = 3
+
+
+def _on_alarm(args: argparse.Namespace, alarm: WatchAlarm, rec: StepRecord) -> None:
+    """One raised alarm: a line on stderr, and ``--on-alarm CMD`` run with the alarm as JSON on stdin
+    (a command that fails or hangs is reported, never stops the watch)."""
+    import subprocess
+
+    print(alarm.line(), file=sys.stderr, flush=True)
+    if not args.on_alarm:
+        return
+    payload = json.dumps({**alarm.to_dict(), "log": str(args.log), "batch": rec.batch, "lr": rec.lr})
+    try:
+        done = subprocess.run(
+            args.on_alarm, shell=True, input=payload, text=True, timeout=args.on_alarm_timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        print(f"warning: --on-alarm command timed out after {args.on_alarm_timeout:g} s", file=sys.stderr)
+        return
+    if done.returncode != 0:
+        print(f"warning: --on-alarm command exited with status {done.returncode}", file=sys.stderr)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -996,6 +1038,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--max-records", type=_positive_int, default=None, help="stop after this many records")
     sp.add_argument("--json", action="store_true", help="one JSON object per refresh")
+    sp.add_argument(
+        "--on-alarm",
+        metavar="CMD",
+        default=None,
+        help="shell command run once per raised alarm (failure, raised warning), the alarm as JSON on stdin",
+    )
+    sp.add_argument(
+        "--on-alarm-timeout", type=_positive_float, default=60.0, help="seconds --on-alarm may run"
+    )
+    sp.add_argument(
+        "--exit-on-failure",
+        action="store_true",
+        help=f"stop and exit with status {EXIT_FAILURE} once the failure clock fires (scripts, CI)",
+    )
     read_opts(sp)
     sp.set_defaults(func=cmd_watch)
 

@@ -24,6 +24,14 @@ for tests). In advisory mode (``advisory=True``) nothing is applied: the schedul
 decisions were applied, and every switch is logged with its reason, so a practitioner can watch what
 it would do before trusting it with a run.
 
+The driver also runs the collapse watch (:class:`~rlvr_schedule.clocks.failure.alarms.CollapseWatch`):
+a raised alarm (a failure, a raised warning, the failure clock at its lower bound) is one console
+line, goes to the ``rlvr_schedule_on_alarm`` hook and, with ``checkpoint_on_alarm`` (on by default
+in advisory mode), to the host's ``save(alarms, record)``: a checkpoint before the fall, kept apart
+from the host's rotation; :attr:`ScheduleDriver.alarm_checkpoints` says which rollouts each holds.
+A switch is one console line too, with its reason (``announce``; default the
+``rlvr_schedule.console`` logger, which prints at INFO).
+
 The driver owns what every host used to keep: the rollout count, the stage in effect, the fault log
 and one ``state_dict()`` (schedule state included) for checkpoints. It also keeps the live progress
 rate (:class:`~rlvr_schedule.clocks.OnlineProgress`: reward per rollout at the batch in effect, and
@@ -35,6 +43,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
+import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,13 +52,34 @@ from rlvr_schedule.clocks import OnlineProgress
 from rlvr_schedule.records import Decision, StepRecord
 
 if TYPE_CHECKING:  # pragma: no cover
+    from rlvr_schedule.clocks.failure.alarms import CollapseWatch, WatchAlarm
     from rlvr_schedule.plugins import PluginHost
     from rlvr_schedule.policy.base import Schedule
     from rlvr_schedule.policy.constraints import BatchConstraints
 
-__all__ = ["ApplyFn", "ScheduleDriver"]
+__all__ = ["ApplyFn", "SaveFn", "ScheduleDriver"]
 
 log = logging.getLogger("rlvr_schedule.driver")
+
+
+class _Console(logging.StreamHandler):
+    """Prints to stderr unless the application configured logging (a root handler prints it then)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not logging.getLogger().handlers:
+            super().emit(record)
+
+
+#: Switches and alarms, one line each: printed by default (INFO, stderr), as a host prints its own
+#: progress; ``logging.getLogger("rlvr_schedule.console").setLevel(logging.WARNING)`` silences it.
+console = logging.getLogger("rlvr_schedule.console")
+if not any(isinstance(h, _Console) for h in console.handlers):
+    console.addHandler(_Console())
+    console.setLevel(logging.INFO)
+
+#: The host's checkpoint at an alarm: ``save(alarms, record)`` saves now (or at the next moment the
+#: host can) and returns where (None: not saved).
+SaveFn = Callable[[list["WatchAlarm"], StepRecord], "str | os.PathLike[str] | None"]
 
 #: The host's side: put ``batch`` rollouts per update and base LR ``lr`` in effect for the next update.
 #: Return False (or raise) when it cannot; the old stage must then stay in effect.
@@ -64,7 +95,10 @@ class ScheduleDriver:
     ``apply``: the host's ``apply(batch, lr) -> bool`` (None counts as applied); ``plugins``: the
     :class:`~rlvr_schedule.plugins.PluginHost` whose observer hooks see every record and decision
     (None: no observers). ``in_effect``: the (batch, lr) the host runs now (None: unknown, the first
-    decision is applied). ``advisory``: decide and log, apply nothing.
+    decision is applied). ``advisory``: decide and log, apply nothing. ``save``: the host's
+    checkpoint at an alarm (:data:`SaveFn`); ``checkpoint_on_alarm``: call it (None: in advisory
+    mode only). ``watch``: the collapse watch (None: the default one, on the schedule's failure
+    clock where it has one; False: none). ``announce``: one console line (switches, alarms).
     """
 
     def __init__(
@@ -76,6 +110,10 @@ class ScheduleDriver:
         in_effect: tuple[int, float] | None = None,
         advisory: bool = False,
         strict: bool | None = None,
+        save: SaveFn | None = None,
+        checkpoint_on_alarm: bool | None = None,
+        watch: CollapseWatch | bool | None = None,
+        announce: Callable[[str], Any] | None = None,
     ) -> None:
         if apply is None and not advisory:
             raise TypeError("ScheduleDriver needs the host's apply(batch, lr), or advisory=True")
@@ -93,6 +131,15 @@ class ScheduleDriver:
         self.grid: BatchConstraints | None = None  # the runnable batches (set_host_grid)
         self.progress = OnlineProgress()  # the live progress rate, whatever the schedule
         self.estimators: list[Any] = plugins.progress_estimators() if plugins is not None else []
+        self.save_fn = save
+        self.checkpoint_on_alarm = self.advisory if checkpoint_on_alarm is None else bool(checkpoint_on_alarm)
+        if watch is None or watch is True:
+            from rlvr_schedule.clocks.failure.alarms import CollapseWatch
+
+            watch = CollapseWatch(clock=getattr(self.schedule, "clock", None))
+        self.watch: CollapseWatch | None = watch or None
+        self.announce: Callable[[str], Any] = announce or console.info
+        self.alarm_checkpoints: list[dict[str, Any]] = []  # step, samples, alarms, path of each
         own = getattr(schedule, "setup_warnings", None)
         self.setup_warnings: list[str] = list(own()) if callable(own) else []
         for note in self.setup_warnings:
@@ -118,8 +165,62 @@ class ScheduleDriver:
         else:
             decision = self._settle(proposal)
         self.last_decision = decision
+        if decision.switched and not decision.reason.startswith("held"):
+            self._say(self._switch_line(decision))
         self._notify("rlvr_schedule_on_decision", decision=decision, record=record)
+        self._alarms(record)
         return decision
+
+    def _switch_line(self, d: Decision) -> str:
+        mode = " (advisory, not applied)" if self.advisory else ""
+        return (
+            f"rlvr-schedule{mode}: step {d.step} ({d.samples:,} rollouts): now {d.batch} rollouts/update, "
+            f"lr {d.lr:.3g}: {d.reason}"
+        )
+
+    def _say(self, line: str) -> None:
+        try:
+            self.announce(line)
+        except Exception as exc:
+            self._fault("<host>", "announce", exc)
+
+    def _alarms(self, record: StepRecord) -> list[WatchAlarm]:
+        """The collapse watch on ``record``: each raised alarm is a console line and an
+        ``rlvr_schedule_on_alarm`` call; then one checkpoint for them (``checkpoint_on_alarm``)."""
+        if self.watch is None:
+            return []
+        try:
+            alarms = self.watch.update(record)
+        except Exception as exc:
+            self._fault("<watch>", "update", exc)
+            return []
+        for a in alarms:
+            self._say(a.line())
+            self._notify("rlvr_schedule_on_alarm", alarm=a, record=record)
+        if alarms and self.checkpoint_on_alarm and self.save_fn is not None:
+            # listed before the save (a checkpoint written now holds it, with no path yet)
+            entry: dict[str, Any] = {
+                "step": int(record.step),
+                "samples": int(record.samples),
+                "alarms": [f"{a.kind}:{a.name}" for a in alarms],
+                "path": None,
+            }
+            self.alarm_checkpoints.append(entry)
+            try:
+                where = self.save_fn(list(alarms), record)
+            except Exception as exc:
+                self.alarm_checkpoints.remove(entry)
+                self._fault("<host>", "save", exc)
+                return alarms
+            if where is None:
+                self.alarm_checkpoints.remove(entry)
+                return alarms
+            entry["path"] = os.fspath(where)
+            self._say(
+                f"rlvr-schedule: checkpoint at the alarm: {entry['path']} "
+                f"(step {record.step}, {record.samples:,} rollouts)"
+            )
+        return alarms
 
     def _estimate(self, record: StepRecord) -> None:
         try:
@@ -191,13 +292,8 @@ class ScheduleDriver:
     def _settle_target(self, proposal: Decision, target: tuple[int, float]) -> Decision:
         if self.advisory:
             if proposal.switched:
-                log.info(
-                    "rlvr-schedule (advisory, not applied): step %s, %s rollouts/update, lr %g: %s "
-                    "(progress %.3g reward per rollout at the batch in effect)",
-                    proposal.step,
-                    target[0],
-                    target[1],
-                    proposal.reason,
+                log.debug(
+                    "rlvr-schedule (advisory): progress %.3g reward per rollout at the batch in effect",
                     self.progress.rate,
                 )
             return self.schedule.commit(proposal)
@@ -277,6 +373,39 @@ class ScheduleDriver:
         )
         self.faults.append((who, where, exc))
 
+    # --- the user's dashboard --------------------------------------------------------------------
+    def scalars(self) -> dict[str, float]:
+        """The schedule's state as dashboard scalars (finite values only): the stage's ``batch``,
+        ``lr`` and ``stage``, ``samples``, the ``critical_batch`` estimate and the ``noise_scale``
+        (B_simple) it rests on, the failure clock's lower bound ``failure_clock_spent`` (part) and
+        ``failure_clock_left`` (rollouts at the stage), and the alarms raised so far (``warnings``,
+        ``failures``). Hosts write them under ``rlvr/`` next to their own metrics."""
+        sched = self.schedule
+        d = self.last_decision
+        cur = sched.current
+        batch, lr = (d.batch, d.lr) if d is not None else (int(cur.batch), float(cur.lr))
+        out: dict[str, float] = {
+            "batch": float(batch),
+            "lr": float(lr),
+            "stage": float(d.stage if d is not None else getattr(sched, "index", 0)),
+            "samples": float(self.samples),
+        }
+        estimate = getattr(sched, "critical_estimate", None)
+        if callable(estimate):
+            out["critical_batch"] = float(estimate())
+        noise = getattr(sched, "noise", None)
+        if noise is not None:
+            out["noise_scale"] = float(getattr(noise, "b_simple", math.nan))
+        clock = getattr(sched, "clock", None)
+        if clock is not None:
+            out["failure_clock_spent"] = float(clock.used_)
+            out["failure_clock_left"] = float(clock.left(batch, lr))
+        if self.watch is not None:
+            raised = self.watch.alarms_
+            out["warnings"] = float(sum(a.kind == "warning" for a in raised))
+            out["failures"] = float(sum(a.kind == "failure" for a in raised))
+        return {k: v for k, v in out.items() if math.isfinite(v)}
+
     # --- state ---------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """JSON-able: the schedule's state, the rollouts counted and the stage in effect."""
@@ -294,6 +423,8 @@ class ScheduleDriver:
             "last_decision": None if self.last_decision is None else self.last_decision.to_dict(),
             "progress": encode_floats(self.progress.state_dict()),
             "estimators": encode_floats(estimators),
+            "watch": None if self.watch is None else encode_floats(self.watch.state_dict()),
+            "alarm_checkpoints": list(self.alarm_checkpoints),
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -312,6 +443,9 @@ class ScheduleDriver:
 
         if state.get("progress") is not None:
             self.progress.load_state_dict(decode_floats(state["progress"]))
+        if self.watch is not None and state.get("watch") is not None:
+            self.watch.load_state_dict(decode_floats(state["watch"]))
+        self.alarm_checkpoints = [dict(c) for c in state.get("alarm_checkpoints") or []]
         saved = decode_floats(state.get("estimators") or {})
         for i, e in enumerate(self.estimators):
             key = f"{i}:{e.name}"

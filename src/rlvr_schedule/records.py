@@ -22,6 +22,7 @@ __all__ = [
     "Stage",
     "Decision",
     "BatchSchedule",
+    "WatchAlarm",
 ]
 
 #: Optional float metrics of a record (NaN when the host did not log them).
@@ -215,3 +216,26 @@ class BatchSchedule(Protocol):
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class WatchAlarm:
+    """One raised alarm: ``kind`` "failure" (collapse begun) or "warning" (a precursor, or the
+    failure clock at its lower bound); ``name`` the detector (or ``failure_clock``); ``step`` and
+    ``samples`` where it was raised (the record that confirmed it), ``onset_step`` /
+    ``onset_samples`` where its condition began; ``message`` says why."""
+
+    kind: str
+    name: str
+    step: int
+    samples: int
+    onset_step: int
+    onset_samples: int
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        """One console line."""
+        return f"rlvr-schedule {self.kind} at step {self.step} ({self.samples:,} rollouts): {self.message}"

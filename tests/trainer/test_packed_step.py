@@ -131,6 +131,64 @@ def test_hand_checked_loss_and_gradient(toy_lm):
     assert res.stats.tokens == 3 and res.micro_batch == 1 and res.grad_norm > 0
 
 
+class _Passes:
+    """Counts a model's decoder forwards, backwards (the embedding's gradient, computed once per
+    backward through it) and optimizer steps."""
+
+    def __init__(self, decoder, leaf, optimizer):
+        self.forward = self.backward = self.steps = 0
+        self._handles = [
+            decoder.register_forward_hook(lambda *_: self._add("forward")),
+            leaf.register_hook(lambda g: self._add("backward")),
+            optimizer.register_step_post_hook(lambda *_: self._add("steps")),
+        ]
+
+    def _add(self, name):
+        setattr(self, name, getattr(self, name) + 1)
+
+    def remove(self):
+        for h in self._handles:
+            h.remove()
+
+
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_one_forward_and_one_backward_per_micro_batch(toy_lm, epochs):
+    """No pass of its own for the old log-probs (epoch 0's, detached) or grad_norm_micro (the
+    accumulated gradients after the noise sample): per epoch one forward and one backward per
+    micro-batch and one optimizer step."""
+    from rlvr_trainer.timing import PartClock
+
+    model = toy_lm()
+    prompts = [[0], [2], [1, 0], [2, 2], [0, 1], [1]]
+    comps = [[1, 2], [0], [2, 2, 1], [1], [0, 0], [2, 1, 0, 2]]
+    packed = pack_rollouts(prompts, comps, pad_id=0, micro_batch=2, token_budget=6, seed=3)
+    n = len(packed.micro)
+    assert packed.noise_micro >= 1 and n > packed.noise_micro
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    passes, clock = _Passes(model.get_decoder(), model.emb.weight, opt), PartClock()
+    res = packed_update(
+        model,
+        opt,
+        packed,
+        torch.linspace(-1.0, 1.0, 6),
+        loss_type="grpo",
+        max_len=4,
+        clip_low=0.2,
+        clip_high=0.2,
+        ppo_epochs=epochs,
+        clock=clock,
+    )
+    passes.remove()
+    assert (passes.forward, passes.backward, passes.steps) == (epochs * n, epochs * n, epochs)
+    assert res.micro_batch == 2 and math.isfinite(res.grad_norm_micro)
+    assert [clock.count(k) for k in ("forward", "backward", "optimizer", "sync")] == [
+        epochs * n,
+        epochs * n,
+        epochs,
+        1,
+    ]
+
+
 def _tiny(tiny_model_dir):
     from transformers import AutoModelForCausalLM
 

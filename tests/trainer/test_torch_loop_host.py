@@ -143,7 +143,7 @@ def test_the_default_policys_auto_switch_on_a_gradient_noise_the_test_sets(seed)
     decisions = host.run(104)
     switched = [(i + 1, d) for i, d in enumerate(decisions) if d.switched]
     assert [d.batch for d in decisions[:99]] == [64] * 99
-    assert [step for step, _ in switched] == [100] and switched[0][1].reason.startswith("auto:")
+    assert [step for step, _ in switched] == [100] and switched[0][1].trigger == "auto"
     assert switched[0][1].batch == 16 and host.batch == 16
     assert (DIM + 1) / 2 < host.driver.schedule.noise.b_simple < 2 * (DIM + 1)
 

@@ -79,3 +79,57 @@ def test_old_logprobs_equal_a_separate_pre_update_forward(tiny_model_dir, tmp_pa
 def _padded_logprobs(model, ids, attn):
     """Today's padded path: full-vocabulary log-softmax at every position of the whole batch."""
     return grpo_mod.token_logprobs(model(ids[:, :-1], attention_mask=attn[:, :-1]).logits, ids[:, 1:])[0]
+
+
+@pytest.mark.slow
+def test_an_update_takes_one_forward_and_backward_per_micro_batch(tiny_model_dir, tmp_path, monkeypatch):
+    """The trainer's update adds no pass of its own: the policy runs one forward and one backward
+    per micro-batch and epoch, the reference (KL tracked) one forward per micro-batch; the
+    record's timed parts lie inside its span."""
+    cfg = TrainConfig(
+        model=str(tiny_model_dir),
+        rollout="hf",
+        batch=8,
+        group_size=4,
+        base_batch=8,
+        micro_batch=2,
+        ppo_epochs=2,
+        max_tokens=6,
+        max_samples=8,
+        track_kl=True,
+        warmup_samples=0,
+    )
+    monkeypatch.setattr(train_mod, "score", lambda texts, golds: [float(i % 2) for i in range(len(texts))])
+    with Trainer(cfg, tmp_path) as tr:
+        engine = tr._engine()  # generation runs the policy too: count inside the update only
+        counts = {"policy": 0, "backward": 0, "reference": 0}
+        update = tr._update
+
+        def counted(*a, **kw):
+            hooks = [
+                tr.model.get_decoder().register_forward_hook(
+                    lambda *_: counts.__setitem__("policy", counts["policy"] + 1)
+                ),
+                tr.model.get_input_embeddings().weight.register_hook(
+                    lambda g: counts.__setitem__("backward", counts["backward"] + 1)
+                ),
+                tr.ref_model.get_decoder().register_forward_hook(
+                    lambda *_: counts.__setitem__("reference", counts["reference"] + 1)
+                ),
+            ]
+            try:
+                return update(*a, **kw)
+            finally:
+                for h in hooks:
+                    h.remove()
+
+        monkeypatch.setattr(tr, "_update", counted)
+        rec = tr.train_step(engine)
+    n = rec.extra["micro_batches"]
+    assert n >= 2 and rec.micro_batch == 2  # the noise sample and the rest
+    assert counts == {"policy": 2 * n, "backward": 2 * n, "reference": n}
+    t = {k.removeprefix("timing_s/"): v for k, v in rec.extra.items() if k.startswith("timing_s/")}
+    parts = ("reward", "pack", "transfer", "reference", "forward", "backward", "optimizer", "sync")
+    assert set(parts) <= set(t) and all(t[k] >= 0 for k in parts)
+    assert sum(t[k] for k in parts) <= t["span"] + 1e-6
+    assert rec.extra["backward_s"] == pytest.approx(sum(t[k] for k in parts[4:]))

@@ -95,7 +95,7 @@ def test_the_policy_switches_on_its_failure_clock_in_the_uninterrupted_run(unint
     print("switches:", [(d.step, d.samples, d.batch, d.lr, d.reason) for d in switches])
     assert cb.decisions[0].batch == 16  # the auto start from the stated critical batch
     assert switches, "no switch: the resume tests below would cross none"
-    assert all("failure clock" in d.reason for d in switches)  # each stage spends half of what is left
+    assert all(d.trigger == "failure_clock" for d in switches)  # each stage spends half of what is left
     first = switches[0]
     assert first.batch == 32
     assert FAILURE_SAMPLES / 2 <= first.samples <= FAILURE_SAMPLES / 2 + 4 * 16

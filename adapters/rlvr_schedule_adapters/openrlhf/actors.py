@@ -8,18 +8,24 @@ Importing this module imports OpenRLHF, Ray and torch.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from typing import Any
 
 import ray
 from openrlhf.trainer import ppo_trainer as _ppo_trainer
 from openrlhf.trainer.ray import ppo_actor as _ppo_actor
 
+from rlvr_schedule_adapters._common import ALARM_PREFIX
 from rlvr_schedule_adapters.openrlhf.controller import STATE_KEY, make_controller
 from rlvr_schedule_adapters.openrlhf.noise import MicroNormProbe
 from rlvr_schedule_adapters.openrlhf.worker import WORKER_METHOD, set_worker_batch_and_lr
 
 __all__ = ["RlvrPPOTrainer", "RlvrPolicyModelActor", "ScheduledPPOTrainer", "ScheduledPolicyModelActor"]
+
+#: The policy workers' method that saves the checkpoint at an alarm (OpenRLHF's own DeepSpeed save).
+ALARM_SAVE_METHOD = "rlvr_save_alarm_checkpoint"
 
 log = logging.getLogger("rlvr_schedule.openrlhf")
 
@@ -45,8 +51,9 @@ class RlvrPPOTrainer(_plain(_ppo_trainer.PPOTrainer)):  # type: ignore[misc]
     def _rlvr_setup(self) -> None:
         """Build the controller from ``args.rlvr_schedule``; a failure leaves the run unscheduled."""
         self.rlvr = None
+        self._rlvr_alarm: tuple[int, str, dict[str, Any]] | None = None  # step, folder, what it holds
         try:
-            self.rlvr = make_controller(self.args, self._rlvr_apply_workers)
+            self.rlvr = make_controller(self.args, self._rlvr_apply_workers, save_fn=self._rlvr_save_at_alarm)
         except Exception:
             log.exception("rlvr-schedule: could not build the schedule; training runs without it")
 
@@ -80,7 +87,49 @@ class RlvrPPOTrainer(_plain(_ppo_trainer.PPOTrainer)):  # type: ignore[misc]
                 client_states[STATE_KEY] = self.rlvr.state_dict()
             except Exception:
                 log.exception("rlvr-schedule: could not save the schedule state")
-        return super().save_logs_and_checkpoints(global_step, logs_dict, client_states)
+        out = super().save_logs_and_checkpoints(global_step, logs_dict, client_states)
+        alarm, self._rlvr_alarm = self._rlvr_alarm, None
+        if alarm is not None and alarm[0] == global_step:
+            try:
+                self._rlvr_save_alarm(alarm[1], global_step, dict(client_states), alarm[2])
+            except Exception as exc:
+                if self.rlvr is not None:
+                    self.rlvr.fault("save at an alarm", exc)
+        return out
+
+    def _rlvr_save_at_alarm(self, alarms: list[Any], record: Any) -> str:
+        """The driver's ``save`` at a raised alarm: the save itself comes after the step's logs
+        (:meth:`save_logs_and_checkpoints`), with the step's state in ``client_states``."""
+        step = int(record.step)
+        folder = os.path.join(str(self.args.ckpt.path), f"{ALARM_PREFIX}global_step{step}")
+        info = {
+            "step": step,
+            "samples": int(record.samples),
+            "batch": int(record.batch),
+            "alarms": [a.to_dict() for a in alarms],
+        }
+        self._rlvr_alarm = (step, folder, info)
+        return folder
+
+    def _rlvr_save_alarm(self, folder: str, step: int, client_states: dict, info: dict) -> None:
+        """OpenRLHF's own checkpoint on every policy rank (:data:`ALARM_SAVE_METHOD`), into
+        ``<ckpt.path>/alarm-global_step<N>/_actor``: apart from ``<ckpt.path>/_actor``, whose
+        rotation (``ckpt.max_num``) deletes any directory in it; resume with that folder as
+        ``--ckpt.path``."""
+        refs = self.actor_model_group.async_run_method(
+            method_name=ALARM_SAVE_METHOD,
+            folder=folder,
+            tag=f"global_step{step}",
+            client_states=client_states,
+        )
+        bad = [r for r in ray.get(refs) if not (isinstance(r, dict) and r.get("ok"))]
+        if bad:
+            raise RuntimeError(f"{len(bad)} policy worker(s) could not save the alarm checkpoint: {bad[0]}")
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, ".alarm.json.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(info, fh, indent=1)
+        os.replace(tmp, os.path.join(folder, "alarm.json"))
 
 
 class RlvrPolicyModelActor(_plain(_ppo_actor.PolicyModelActor)):  # type: ignore[misc]
@@ -127,8 +176,27 @@ class RlvrPolicyModelActor(_plain(_ppo_actor.PolicyModelActor)):  # type: ignore
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         return {"ok": True, **out}
 
+    def rlvr_save_alarm_checkpoint(self, folder: str, tag: str, client_states: dict | None = None) -> dict:
+        """OpenRLHF's DeepSpeed checkpoint of this rank's policy into ``folder/_actor`` (the layout
+        of ``ckpt.path``, so a run resumes from ``folder``); ``{"ok": False, ...}`` on failure."""
+        try:
+            args = self.strategy.args
+            self.strategy.save_ckpt(
+                self.actor.model,
+                os.path.join(folder, "_actor"),
+                tag,
+                1,
+                args.ckpt.max_mem,
+                client_states or {},
+            )
+        except Exception as exc:
+            log.exception("rlvr-schedule: worker could not save the alarm checkpoint in %s", folder)
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        return {"ok": True}
+
 
 assert RlvrPolicyModelActor.rlvr_set_batch_and_lr.__name__ == WORKER_METHOD
+assert RlvrPolicyModelActor.rlvr_save_alarm_checkpoint.__name__ == ALARM_SAVE_METHOD
 
 #: The Ray actor classes the CLI module creates once patched in.
 ScheduledPPOTrainer = ray.remote(RlvrPPOTrainer)

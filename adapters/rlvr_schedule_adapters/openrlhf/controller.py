@@ -41,7 +41,8 @@ class ScheduleController:
     ``apply_workers(train_batch, lr)`` reaches the policy workers (in the Ray trainer:
     ``actor_model_group.async_run_method`` of the worker method); it raises when a worker failed.
     ``args`` is the trainer's OpenRLHF namespace, mutated for ``SamplesGenerator``.
-    ``advisory``: decide and log, never apply.
+    ``advisory``: decide and log, never apply. ``save_fn``: the trainer's checkpoint at a raised
+    alarm of the collapse watch (``checkpoint_on_alarm``; None: in advisory mode only).
     """
 
     def __init__(
@@ -52,13 +53,21 @@ class ScheduleController:
         *,
         plugins: Any = None,
         advisory: bool = False,
+        save_fn: Any = None,
+        checkpoint_on_alarm: bool | None = None,
     ) -> None:
         self.args = args
         self.apply_workers = apply_workers
         self.updates = updates_per_rollout(args)
         lr0 = float(getattr(getattr(args.actor, "adam", None), "lr", math.nan))
         self.driver = ScheduleDriver(
-            schedule, self._apply, plugins, advisory=advisory, in_effect=(int(args.train.batch_size), lr0)
+            schedule,
+            self._apply,
+            plugins,
+            advisory=advisory,
+            in_effect=(int(args.train.batch_size), lr0),
+            save=save_fn,
+            checkpoint_on_alarm=checkpoint_on_alarm,
         )
 
     schedule = property(lambda self: self.driver.schedule)
@@ -166,16 +175,26 @@ class ScheduleController:
                 self.fault("restore", exc)
 
 
-def make_controller(args: Any, apply_workers: Callable[[int, float], Any]) -> ScheduleController | None:
-    """A controller from ``args.rlvr_schedule`` (set by the launcher), or None when it is absent."""
+def make_controller(
+    args: Any, apply_workers: Callable[[int, float], Any], *, save_fn: Any = None
+) -> ScheduleController | None:
+    """A controller from ``args.rlvr_schedule`` (set by the launcher), or None when it is absent; the
+    schedule's ``watch`` group may turn the checkpoint at an alarm (``save_fn``) on or off."""
     settings = getattr(args, ARGS_ATTR, None)
     if not settings:
         return None
     from rlvr_schedule.plugins import get_plugin_host
-    from rlvr_schedule_adapters._common import build_schedule
+    from rlvr_schedule_adapters._common import build_schedule, split_watch
 
     host = get_plugin_host()
-    schedule = build_schedule(settings["schedule"], plugins=host)
+    body, watch = split_watch(settings["schedule"])
+    schedule = build_schedule(body, plugins=host)
     return ScheduleController(
-        schedule, args, apply_workers, plugins=host, advisory=bool(settings.get("advisory", False))
+        schedule,
+        args,
+        apply_workers,
+        plugins=host,
+        advisory=bool(settings.get("advisory", False)),
+        save_fn=save_fn,
+        checkpoint_on_alarm=watch.get("checkpoint_on_alarm"),
     )

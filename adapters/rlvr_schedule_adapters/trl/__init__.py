@@ -9,8 +9,9 @@ checkpoints  the last complete checkpoint of a killed run
 data_order   which prompts a resumed run takes next (the sampler's shuffle state and the true skip)
 noise     the micro-batch gradient norm for the gradient-noise estimate
 
-Importing this package imports neither transformers nor TRL; ``RlvrScheduleCallback`` is built on
-first access. What TRL does with each knob mid-run is in ``docs/adapters_trl.md``.
+Importing this package imports neither transformers nor TRL; ``RlvrScheduleCallback`` (an ordinary
+``TrainerCallback`` subclass in ``callback``) is imported on first access. What TRL does with each
+knob mid-run is in ``docs/adapters_trl.md``.
 """
 
 from __future__ import annotations

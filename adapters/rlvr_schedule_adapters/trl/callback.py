@@ -3,7 +3,7 @@
 :class:`RlvrScheduleCallback` turns each of TRL's ``on_log`` metric dicts into a
 :class:`~rlvr_schedule.records.StepRecord` (rollouts counted from the micro-steps the update really
 ran: per-device batch x world x micro-steps) and hands it to a :class:`~rlvr_schedule.driver.ScheduleDriver`,
-whose ``apply`` is :meth:`_ScheduleCallbackCore.request`. A new stage goes into the trainer the way
+whose ``apply`` is :meth:`RlvrScheduleCallback.request`. A new stage goes into the trainer the way
 TRL 1.16 is measured to honour mid-run (``docs/adapters_trl.md``):
 
 - rollouts per update: ``steps_per_generation`` S stays fixed and ``args.gradient_accumulation_steps``
@@ -22,27 +22,36 @@ prompts (:mod:`rlvr_schedule_adapters.trl.data_order`).
 Any failure inside the callback is logged and training goes on at the current stage. With
 ``apply=False`` (advisory) the callback decides and logs but never touches the trainer.
 
-This module imports neither transformers nor TRL; the callback class is built on first access.
+This module imports transformers (an ordinary subclass of ``TrainerCallback``); the package
+imports it lazily, on first access to ``RlvrScheduleCallback``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
+import sys
 import time
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
+
 from rlvr_schedule.driver import ScheduleDriver
 from rlvr_schedule.plugins import PluginHost
 from rlvr_schedule.records import Decision, StepRecord
 from rlvr_schedule_adapters._common import (
+    ALARM_PREFIX,
     ScheduleSetupWarning,
     build_schedule,
+    keep_alarm_checkpoint,
     scale_base_lr,
     schedule_spec,
+    split_watch,
     warn_setup,
 )
 from rlvr_schedule_adapters.trl.checks import check_plan
@@ -59,7 +68,7 @@ from rlvr_schedule_adapters.trl.noise import grad_sq_norm, mean_over_ranks, micr
 if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.records import BatchSchedule
 
-__all__ = ["RlvrScheduleCallback", "find_callback"]  # noqa: F822 (RlvrScheduleCallback: built lazily)
+__all__ = ["RlvrScheduleCallback", "find_callback"]
 
 log = logging.getLogger("rlvr_schedule.adapters.trl")
 
@@ -73,7 +82,7 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Log and swallow errors of a callback event (``strict`` re-raises): a broken schedule must not
     stop a training run, which then continues at its current stage."""
 
-    def wrapper(self: _ScheduleCallbackCore, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: RlvrScheduleCallback, *args: Any, **kwargs: Any) -> Any:
         t0 = time.perf_counter()
         try:
             fn(self, *args, **kwargs)
@@ -93,8 +102,15 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-class _ScheduleCallbackCore:
-    """Everything of :class:`RlvrScheduleCallback` except its transformers base classes."""
+class RlvrScheduleCallback(TrainerCallback, ExportableState):
+    """Run a rollout-batch schedule inside a TRL ``GRPOTrainer`` (a ``TrainerCallback``).
+
+    ``RlvrScheduleCallback(schedule)`` with a YAML/JSON path, a config mapping or a schedule; pass it
+    in ``callbacks=[...]``. Needs ``logging_steps=1`` for a decision after every update (else
+    decisions are taken at logging steps). Rollout batches must be multiples of
+    per_device_train_batch_size x world x steps_per_generation. Its state rides in checkpoints as an
+    ``ExportableState`` (see the module docstring).
+    """
 
     def __init__(
         self,
@@ -108,6 +124,7 @@ class _ScheduleCallbackCore:
         noise_meter: str = "auto",
         name: str = "default",
         from_checkpoint: bool = False,
+        checkpoint_on_alarm: bool | None = None,
     ) -> None:
         """``schedule``: a YAML/JSON path, a config mapping (``schedule_from_dict``) or a schedule object.
 
@@ -122,6 +139,10 @@ class _ScheduleCallbackCore:
         ``.grad`` turns out empty, else ``.grad``.
         ``name``: a callback restored from a checkpoint (``from_checkpoint=True``, set in the saved args)
         takes the plugin host of the live callback of the same name (the one given to the resumed trainer).
+        ``checkpoint_on_alarm``: at a raised alarm (a failure, a raised warning, the failure clock at
+        its lower bound) ask the Trainer for a checkpoint (``control.should_save``) and keep it apart
+        from ``save_total_limit`` as ``alarm-checkpoint-<step>`` with ``alarm.json``; None: the
+        schedule file's ``watch.checkpoint_on_alarm``, else on in advisory mode only.
         """
         if schedule is None:
             raise TypeError("RlvrScheduleCallback needs a schedule (a path, a config mapping or a schedule)")
@@ -137,9 +158,20 @@ class _ScheduleCallbackCore:
             plugins = _HOSTS.get(self.name)
         self.host = plugins if plugins is not None else PluginHost(strict=strict)
         _HOSTS[self.name] = self.host
-        self.schedule: BatchSchedule = build_schedule(schedule, plugins=self.host)
+        body, watch = split_watch(schedule)
+        if checkpoint_on_alarm is None:
+            checkpoint_on_alarm = watch.get("checkpoint_on_alarm")
+        self.checkpoint_on_alarm = checkpoint_on_alarm
+        self.schedule: BatchSchedule = build_schedule(body, plugins=self.host)
         self.driver = ScheduleDriver(
-            self.schedule, self.request, self.host, advisory=self.advisory, strict=strict
+            self.schedule,
+            self.request,
+            self.host,
+            advisory=self.advisory,
+            strict=strict,
+            save=self._save_at_alarm,
+            checkpoint_on_alarm=checkpoint_on_alarm,
+            announce=self._console,
         )
         self._spec = schedule_spec(schedule)
         from rlvr_schedule.ingest.aliases import collect_aliases
@@ -177,6 +209,10 @@ class _ScheduleCallbackCore:
         self._micro_batch: int | None = None
         self._meter: Any = None  # the hook meter (sharded runs, noise_meter="hooks")
         self.grid_notes: list[str] = []  # what publishing the host's grid found (set-up warnings)
+        self._control: Any = None  # the Trainer's control of the event being handled (on_log)
+        self._alarm_saves: dict[int, dict[str, Any]] = {}  # step -> what its alarm checkpoint holds
+        self._local_zero = True  # the console line is printed by one process per node
+        self._board: Any = None  # the TensorBoard writer of the schedule's state (report_to)
 
     # --- the run's counters, kept by the driver ----------------------------------------------------
     @property
@@ -225,6 +261,7 @@ class _ScheduleCallbackCore:
                 "noise_meter": self.noise_meter,
                 "name": self.name,
                 "from_checkpoint": True,
+                "checkpoint_on_alarm": self.checkpoint_on_alarm,
             },
             "attributes": {"rlvr_state": self.rlvr_state},
         }
@@ -315,6 +352,10 @@ class _ScheduleCallbackCore:
     ) -> None:
         """Bind to the trainer, re-apply the saved (or first) stage, and check the data plan."""
         self._args, self._optimizer, self._lr_scheduler = args, optimizer, lr_scheduler
+        self._local_zero = bool(getattr(state, "is_local_process_zero", True))
+        self._open_board(args, state)
+        if not self.advisory:
+            self._check_lr_scheduler(args)
         s = int(getattr(args, "steps_per_generation", None) or args.gradient_accumulation_steps)
         ga0 = int(args.gradient_accumulation_steps)
         if ga0 % s:
@@ -382,8 +423,84 @@ class _ScheduleCallbackCore:
                 self.pending or self.wanted or (self.schedule.current.batch, float(self.schedule.current.lr))
             )
             self.request(*target)
-        if self.check_setup and micro_per_epoch:
+        if self.check_setup and micro_per_epoch and not self.advisory:  # advisory: the plan is the user's
             self._check_plan(state, micro_per_epoch, ga0)
+
+    def _check_lr_scheduler(self, args: Any) -> None:
+        """The Trainer's LR scheduler multiplies the schedule's LR by its own factor each update: any
+        other than a constant one (after its warm-up) decays the LR the schedule holds."""
+        kind = getattr(args, "lr_scheduler_type", "constant")
+        kind = str(getattr(kind, "value", kind))
+        if kind not in ("constant", "constant_with_warmup"):
+            warn_setup(
+                [
+                    f"lr_scheduler_type={kind!r} scales the LR the schedule sets for each stage by its "
+                    "own decaying factor, so the run does not hold the schedule's LR; set "
+                    "lr_scheduler_type='constant' (or 'constant_with_warmup')"
+                ],
+                framework="TRL",
+                stacklevel=5,
+            )
+
+    # --- console, dashboard and checkpoints at an alarm ----------------------------------------------
+    def _console(self, line: str) -> None:
+        """The driver's one line per switch or alarm: written above the Trainer's progress bar, as
+        the Trainer prints its own logs (one process per node)."""
+        if self._local_zero:
+            from tqdm.auto import tqdm
+
+            tqdm.write(line, file=sys.stderr)
+
+    def _open_board(self, args: Any, state: Any) -> None:
+        """With ``report_to`` naming TensorBoard, the schedule's state goes into the Trainer's own
+        TensorBoard directory (the reporting callbacks run before user callbacks, so the state of an
+        update cannot join the Trainer's ``logs`` of that update: it is written beside them, at the
+        same global step, under ``rlvr/``)."""
+        if self._board is not None or not getattr(state, "is_world_process_zero", True):
+            return
+        report = getattr(args, "report_to", None) or []
+        report = [report] if isinstance(report, str) else list(report)
+        if "tensorboard" not in report and "all" not in report:
+            return
+        from rlvr_schedule.plugins.sinks import TensorBoardSink
+
+        self._board = TensorBoardSink(_tensorboard_dir(args))
+
+    def _dashboard(self, state: Any) -> None:
+        values = self.driver.scalars()
+        if self._board is not None:
+            self._board.add_scalars(values, int(state.global_step))
+        report = getattr(self._args, "report_to", None) or []
+        if "wandb" in report or "all" in report:
+            wandb = sys.modules.get("wandb")
+            run = getattr(wandb, "run", None)
+            if run is not None:
+                run.log(
+                    {**{f"rlvr/{k}": v for k, v in values.items()}, "train/global_step": state.global_step}
+                )
+
+    def _save_at_alarm(self, alarms: list[Any], record: StepRecord) -> str | None:
+        """The driver's ``save``: the Trainer saves ``checkpoint-<step>`` right after this log
+        (``control.should_save``); :meth:`on_save` keeps it apart from the rotation."""
+        if self._control is None or self._args is None:
+            return None
+        self._control.should_save = True
+        self._alarm_saves[int(record.step)] = {
+            "step": int(record.step),
+            "samples": int(record.samples),
+            "batch": int(record.batch),
+            "alarms": [a.to_dict() for a in alarms],
+        }
+        return os.path.join(str(self._args.output_dir), f"{ALARM_PREFIX}checkpoint-{int(record.step)}")
+
+    @_guarded
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        """A checkpoint saved at an alarm is kept apart as ``alarm-checkpoint-<step>``."""
+        info = self._alarm_saves.pop(int(state.global_step), None)
+        if info is None or not getattr(state, "is_world_process_zero", True):
+            return
+        src = os.path.join(str(args.output_dir), f"checkpoint-{int(state.global_step)}")
+        keep_alarm_checkpoint(src, info)
 
     def _publish_grid(self, args: Any) -> None:
         """Tell the schedule which batches this trainer runs (per-device batch x world x
@@ -545,6 +662,9 @@ class _ScheduleCallbackCore:
         if self._meter is not None:  # the hooks go with the run
             self._meter.remove()
             self._meter = None
+        if self._board is not None:
+            self._board.close()
+            self._board = None
 
     @_guarded
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -620,7 +740,12 @@ class _ScheduleCallbackCore:
             return
         self.last_step = int(state.global_step)
         record = self.record(logs, step=self.last_step)
-        self.feed(record)
+        self._control = control
+        try:
+            self.feed(record)
+        finally:
+            self._control = None
+        self._dashboard(state)
 
     def record(self, logs: Mapping[str, Any], *, step: int) -> StepRecord:
         """TRL's log dict as a canonical record (samples and batch measured, not logged)."""
@@ -657,41 +782,27 @@ def _sharded(args: Any) -> bool:
     )
 
 
+def _tensorboard_dir(args: Any) -> str:
+    """The Trainer's TensorBoard directory: ``TENSORBOARD_LOGGING_DIR``, else the newest
+    ``<output_dir>/runs/*`` holding an event file of this process (transformers names it by time
+    and host; torch's event file names end with the writer's pid), else ``<output_dir>/runs/rlvr``."""
+    env = os.environ.get("TENSORBOARD_LOGGING_DIR")
+    if env:
+        return os.path.expanduser(env)
+    runs = os.path.join(str(args.output_dir), "runs")
+    mine = []
+    if os.path.isdir(runs):
+        for d in os.scandir(runs):
+            if d.is_dir():
+                for f in os.scandir(d.path):
+                    if "tfevents" in f.name and f".{os.getpid()}." in f.name:
+                        mine.append((f.stat().st_mtime, d.path))
+    return max(mine)[1] if mine else os.path.join(runs, "rlvr")
+
+
 def find_callback(trainer: Any) -> Any:
     """The schedule callback a trainer runs (after a checkpoint restore it is a new instance)."""
     for cb in trainer.callback_handler.callbacks:
-        if isinstance(cb, _ScheduleCallbackCore):
+        if isinstance(cb, RlvrScheduleCallback):
             return cb
     return None
-
-
-_CLASS: type | None = None
-
-
-def _define() -> type:
-    """Build the callback class on top of transformers (imported here, not at module import)."""
-    global _CLASS
-    if _CLASS is None:
-        from transformers import TrainerCallback
-        from transformers.trainer_callback import ExportableState
-
-        class RlvrScheduleCallback(_ScheduleCallbackCore, TrainerCallback, ExportableState):
-            __doc__ = (
-                "Run a rollout-batch schedule inside a TRL ``GRPOTrainer`` (a ``TrainerCallback``).\n\n"
-                "``RlvrScheduleCallback(schedule)`` with a YAML/JSON path, a config mapping or a schedule; "
-                "pass it in ``callbacks=[...]``. Needs ``logging_steps=1`` for a decision after every update "
-                "(else decisions are taken at logging steps). Rollout batches must be multiples of "
-                "per_device_train_batch_size x world x steps_per_generation.\n\n"
-                + (_ScheduleCallbackCore.__init__.__doc__ or "")
-            )
-
-        RlvrScheduleCallback.__module__ = __name__
-        RlvrScheduleCallback.__qualname__ = "RlvrScheduleCallback"
-        _CLASS = RlvrScheduleCallback
-    return _CLASS
-
-
-def __getattr__(name: str) -> Any:
-    if name == "RlvrScheduleCallback":
-        return _define()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from rlvr_schedule.driver import ScheduleDriver
+from rlvr_schedule.driver import SaveFn, ScheduleDriver
 from rlvr_schedule.records import Decision, StepRecord
 from rlvr_schedule_adapters._common import as_number
 
@@ -51,7 +51,8 @@ class ScheduleController:
     ``apply_fn(batch, lr)`` makes ``batch`` rollouts per step and ``lr`` the actor's peak LR
     for the next step, and raises when it cannot (it must leave the old stage in effect then).
     ``running`` is the (batch, lr) in effect; ``samples`` the rollouts consumed so far.
-    ``advisory``: decide and log, never call ``apply_fn``.
+    ``advisory``: decide and log, never call ``apply_fn``. ``save_fn``: the trainer's checkpoint at
+    a raised alarm of the collapse watch (``checkpoint_on_alarm``; None: in advisory mode only).
     """
 
     def __init__(
@@ -64,6 +65,8 @@ class ScheduleController:
         plugins: PluginHost | None = None,
         aliases: Mapping[str, str] | None = None,
         advisory: bool = False,
+        save_fn: SaveFn | None = None,
+        checkpoint_on_alarm: bool | None = None,
     ) -> None:
         if group_size < 1:
             raise ValueError(f"group_size must be >= 1, got {group_size}")
@@ -71,7 +74,13 @@ class ScheduleController:
         self.apply_fn = apply_fn
         self.aliases = aliases
         self.driver = ScheduleDriver(
-            schedule, self._apply, plugins, advisory=advisory, in_effect=(int(running[0]), float(running[1]))
+            schedule,
+            self._apply,
+            plugins,
+            advisory=advisory,
+            in_effect=(int(running[0]), float(running[1])),
+            save=save_fn,
+            checkpoint_on_alarm=checkpoint_on_alarm,
         )
         self._launched = (int(running[0]), float(running[1]))
         self.last_record: StepRecord | None = None

@@ -38,7 +38,15 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.utils import tensordict_utils as tu
 from verl.workers.engine_workers import ActorRolloutRefWorker, TrainingWorker
 
-from rlvr_schedule_adapters._common import ScheduleSetupWarning, scale_base_lr, warn_setup
+from rlvr_schedule_adapters._common import (
+    ALARM_PREFIX,
+    ScheduleSetupWarning,
+    build_schedule,
+    keep_alarm_checkpoint,
+    scale_base_lr,
+    split_watch,
+    warn_setup,
+)
 from rlvr_schedule_adapters.verl.batch import (
     MINI_BATCH_MODES,
     apply_rollout_batch,
@@ -163,12 +171,17 @@ def _settings(config: Any) -> dict[str, Any]:
 
 
 def build_controller(
-    config: Any, apply_fn: Callable[[int, float], None], *, schedule: Any = None, plugins: Any = None
+    config: Any,
+    apply_fn: Callable[[int, float], None],
+    *,
+    schedule: Any = None,
+    plugins: Any = None,
+    save_fn: Any = None,
 ) -> ScheduleController:
-    """A controller for ``config`` (its ``rlvr_schedule`` section names the schedule file)."""
+    """A controller for ``config`` (its ``rlvr_schedule`` section names the schedule file, whose
+    ``watch`` group may turn the checkpoint at an alarm on or off)."""
     from rlvr_schedule.ingest import collect_aliases
     from rlvr_schedule.plugins import PluginHost
-    from rlvr_schedule.policy import load_schedule
 
     settings = _settings(config) if schedule is None else {"jsonl": None, "advisory": False}
     if plugins is None:
@@ -177,8 +190,10 @@ def build_controller(
         from rlvr_schedule.plugins.sinks import JsonlSink
 
         plugins.register(JsonlSink(settings["jsonl"]), name="rlvr-verl-jsonl")
+    watch: dict[str, Any] = {}
     if schedule is None:
-        schedule = load_schedule(settings["schedule"], plugins=plugins)
+        body, watch = split_watch(settings["schedule"])
+        schedule = build_schedule(body, plugins=plugins)
     layout = read_layout(config)
     lr0 = float(config.actor_rollout_ref.actor.optim.lr)
     return ScheduleController(
@@ -189,6 +204,8 @@ def build_controller(
         plugins=plugins,
         aliases=collect_aliases(plugins),
         advisory=settings["advisory"],
+        save_fn=save_fn,
+        checkpoint_on_alarm=watch.get("checkpoint_on_alarm"),
     )
 
 
@@ -212,7 +229,8 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
                 f"{type(self).__name__} runs the sync trainer, got trainer_mode={v1.trainer_mode!r}"
             )
         self.rlvr_settings = _settings(config)
-        self.rlvr_controller = build_controller(config, self._rlvr_apply)
+        self._rlvr_alarm: tuple[int, str, dict[str, Any]] | None = None  # step, folder, what it holds
+        self.rlvr_controller = build_controller(config, self._rlvr_apply, save_fn=self._rlvr_save_at_alarm)
         schedule = self.rlvr_controller.schedule
         pin_gen_batch_size(config, schedule)
         self._rlvr_mini_batches = read_layout(config).mini_batches or 1
@@ -303,10 +321,29 @@ class RlvrSchedulePPOTrainer(PPOTrainerSync):
 
     def _rlvr_after_log(self, step: int) -> None:
         pending = self._rlvr_pending_state
-        if pending is None or pending[0] != step:
-            return
-        self._rlvr_pending_state = None
-        save_state(pending[1], self._rlvr_state(complete=True), name=self.rlvr_settings["state_file"])
+        if pending is not None and pending[0] == step:
+            self._rlvr_pending_state = None
+            save_state(pending[1], self._rlvr_state(complete=True), name=self.rlvr_settings["state_file"])
+        alarm, self._rlvr_alarm = self._rlvr_alarm, None
+        if alarm is not None and alarm[0] == step:
+            keep_alarm_checkpoint(alarm[1], alarm[2])
+
+    def _rlvr_save_at_alarm(self, alarms: list[Any], record: Any) -> str:
+        """The driver's ``save`` at a raised alarm: verl's own ``_save_checkpoint`` (unless this
+        step saved already), kept apart from ``max_actor_ckpt_to_keep`` as
+        ``alarm-global_step_<N>`` once the step's scheduler state is complete (after the log)."""
+        step = int(self.global_steps)
+        folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{step}")
+        if self._rlvr_pending_state is None or self._rlvr_pending_state[0] != step:
+            self._save_checkpoint()
+        info = {
+            "step": step,
+            "samples": int(record.samples),
+            "batch": int(record.batch),
+            "alarms": [a.to_dict() for a in alarms],
+        }
+        self._rlvr_alarm = (step, folder, info)
+        return os.path.join(self.config.trainer.default_local_dir, f"{ALARM_PREFIX}global_step_{step}")
 
     def _load_checkpoint(self) -> None:
         super()._load_checkpoint()

@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from rlvr_schedule.errors import IngestError
 from rlvr_schedule.ingest.console import (
@@ -58,6 +59,11 @@ class Format:
     needs: str
     #: reads every run of a file that can hold several (a list of runs); None: one run a file
     runs_reader: RunsReader | None = None
+
+
+def _read_wandb(path: str | os.PathLike[str], **kw: Any) -> Run:
+    """A W&B run, its console output read by :func:`load_run` where it logged no history."""
+    return read_wandb_run(path, console=load_run, **kw)
 
 
 FORMATS: dict[str, Format] = {
@@ -114,7 +120,7 @@ FORMATS: dict[str, Format] = {
         ),
         Format(
             "wandb",
-            read_wandb_run,
+            _read_wandb,
             "W&B run directory (wandb/run-*, wandb/offline-run-*) or its .wandb file, read with the "
             "wandb package (pip install 'rlvr-schedule[wandb]'); a run with no history is read from "
             "its console output (files/output.log)",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +130,26 @@ def _is_update(row: Mapping[str, Any], table: Any) -> bool:
     return False
 
 
-def _from_console(
-    path: Path, records: WandbRecords, name: str, aliases: Mapping[str, str] | None, opts: ReadOptions
-) -> Run:
-    """A run with no history: its console output (``files/output.log``, else the run file's)."""
-    from rlvr_schedule.ingest.load import load_run
+#: reads a console log into a Run: ``(path, *, name, aliases, options) -> Run`` (``load.load_run``)
+ConsoleReader = Callable[..., Run]
 
+
+def _from_console(
+    path: Path,
+    records: WandbRecords,
+    name: str,
+    aliases: Mapping[str, str] | None,
+    opts: ReadOptions,
+    load_run: ConsoleReader | None,
+) -> Run:
+    """A run with no history: its console output (``files/output.log``, else the run file's), read
+    by ``load_run`` (the format dispatcher, passed in: this module sits below it)."""
+    if load_run is None:
+        raise IngestError(
+            "W&B run with no history rows; read its console output (files/output.log) with "
+            "rlvr_schedule.ingest.load_run",
+            source=str(path),
+        )
     run_dir = path.parent if path.is_file() else path
     log = run_dir / "files" / "output.log"
     if log.is_file():
@@ -165,8 +179,10 @@ def read_wandb_run(
     name: str | None = None,
     aliases: Mapping[str, str] | None = None,
     options: ReadOptions | None = None,
+    console: ConsoleReader | None = None,
 ) -> Run:
-    """Read a W&B run directory or its ``.wandb`` file into a :class:`Run`; see the module docstring."""
+    """Read a W&B run directory or its ``.wandb`` file into a :class:`Run`; see the module docstring.
+    ``console`` reads the console output of a run that logged no history (``load.load_run``)."""
     p = Path(path)
     opts = options or ReadOptions()
     file = wandb_run_file(p)
@@ -177,7 +193,7 @@ def read_wandb_run(
     stream = RecordStream(name=run_name, source=str(p), aliases=aliases)
     rows = [(k, row) for k, row in enumerate(records.history, start=1) if _is_update(row, stream.aliases)]
     if not rows:
-        return _from_console(p, records, run_name, aliases, opts)
+        return _from_console(p, records, run_name, aliases, opts, console)
     logged = any(
         k in row for _, row in rows for k in ("batch", "samples", "rlvr/batch", "rlvr/samples", "train/batch")
     )

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from rlvr_schedule.records import Decision, StepRecord
+    from rlvr_schedule.records import Decision, StepRecord, WatchAlarm
 
 PROJECT = "rlvr_schedule"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -56,3 +56,11 @@ def rlvr_schedule_on_record(record: StepRecord) -> None:
 def rlvr_schedule_on_decision(decision: Decision, record: StepRecord) -> None:
     """Observe every decision, switched or not, with the record that produced it (after the host
     applied it, or held: then ``decision.reason`` starts with "held")."""
+
+
+@hookspec
+def rlvr_schedule_on_alarm(alarm: WatchAlarm, record: StepRecord) -> None:
+    """Act on a raised alarm, in process: a failure, a raised warning or the failure clock at its
+    lower bound (:class:`~rlvr_schedule.clocks.failure.alarms.WatchAlarm`, once per detector and
+    kind). Called after the record's decision and before the host's checkpoint at the alarm; page
+    someone, stop the run, copy the checkpoint elsewhere. ``alarm.to_dict()`` is JSON-able."""

@@ -97,6 +97,14 @@ class TensorBoardSink:
         if decision.switched:
             w.flush()
 
+    def add_scalars(self, values: dict[str, float], step: int) -> None:
+        """Write ``values`` as ``<prefix>/<name>`` scalars at ``step`` (a host's schedule state,
+        :meth:`~rlvr_schedule.driver.ScheduleDriver.scalars`), flushed for a live dashboard."""
+        for name, v in values.items():
+            if math.isfinite(v):
+                self._writer.add_scalar(f"{self.prefix}/{name}", v, step)
+        self._writer.flush()
+
     def close(self) -> None:
         self._writer.flush()
         self._writer.close()
