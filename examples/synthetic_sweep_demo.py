@@ -2,7 +2,8 @@
 
 This is the no-GPU, no-model walk-through of the library: the logs come from
 :mod:`rlvr_schedule.synthetic` with known clocks (critical batch 128 rollouts/update, collapse
-after 60k rollouts at every batch), so you can see the fit recover them.
+after 60k rollouts at every batch, a step of 0.5 s per rollout + 8 s per update: a price of 16
+rollouts per update), so you can see the fit recover them.
 
     python examples/synthetic_sweep_demo.py [--out outputs/synthetic-demo]
 """
@@ -20,6 +21,7 @@ from rlvr_schedule.synthetic import make_sweep
 CRITICAL_BATCH = 128
 FAILURE_SAMPLES = 60_000
 BATCHES = [16, 32, 64, 128, 256]  # a 16x range, square-root LR scaling
+SECONDS = {"seconds_per_rollout": 0.5, "seconds_per_update": 8.0}  # the host's step time: price 16
 
 
 def main() -> None:
@@ -31,7 +33,9 @@ def main() -> None:
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
 
-    runs = make_sweep(BATCHES, critical_batch=CRITICAL_BATCH, failure_samples=FAILURE_SAMPLES, seed=args.seed)
+    runs = make_sweep(
+        BATCHES, critical_batch=CRITICAL_BATCH, failure_samples=FAILURE_SAMPLES, seed=args.seed, **SECONDS
+    )
     paths = []
     for run in runs:
         p = logs / f"batch{run.batch:04d}.jsonl"

@@ -23,7 +23,13 @@ Measures: best smoothed reward before failure (collapse or crash), smoothed rewa
 constant's mean best-before-failure reward). Smoothing: the trailing 5% of F rollouts.
 Non-inferiority: the lower 95% t-bound of the paired difference >= -0.01.
 
+With ``--prices 4,16,64`` the policy told each price (``rollouts_per_update``) runs beside the
+default, and the priced bar is reported per task and price (:func:`priced_bar`): cost to the target,
+rollouts + rho x updates (a seed that never reaches it charged its whole run), against the constant
+cheapest at that price, c*(rho); the best reward against c*(rho) and against the best-reward constant.
+
     python -m benchmarks.evidence.schedules_v3 --seeds 20 [--tasks c2_drift3,...] [--json out.json]
+    python -m benchmarks.evidence.schedules_v3 --lean --seeds 20 --prices 4,16,64 --tasks ... --md F.md
 """
 
 from __future__ import annotations
@@ -88,6 +94,9 @@ def kind(trigger: str) -> str:
 #: --lean: only the sweep-LR constants, v3 and the issue-20 policy (no LR grid, decay, ramp, noise-scale)
 LEAN = False
 FRACTION_USED: float = math.nan
+#: --prices: the policy told each price (rollouts per update) runs beside the default, and the
+#: priced bar (cost to target at the price against the constant cheapest at it) is reported
+PRICES: tuple[float, ...] = ()
 #: --policy-kw: PolicyConfig overrides for the issue-20 policy (post-hoc variants, not defaults)
 POLICY_KW: dict[str, Any] = {}
 #: issue 20's failure_clock_fraction for the sweep-clock policy (None: the policy's default)
@@ -222,10 +231,21 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
     out[POLICY] = lambda: v3(lo, hi, bstar, floor, **clock, **extra)
     if POLICY_MAKER is not None:
         out[POLICY] = lambda: POLICY_MAKER(name, clock)
+    for rho in PRICES:
+        out[priced(rho)] = lambda rho=rho: v3(
+            lo, hi, bstar, floor, **clock, **{**extra, "rollouts_per_update": rho}
+        )
     if LEAN:  # issue 20's comparison only: the sweep's constants, v3 (forecast on) and the policy
-        keep = {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY}
+        keep = (
+            {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY} | {priced(r) for r in PRICES}
+        )
         out = {k: v for k, v in out.items() if k in keep}
     return out
+
+
+def priced(rho: float) -> str:
+    """The label of the policy told the price ``rho``."""
+    return f"{POLICY} rho={rho:g}"
 
 
 def run_task(name: str, seeds: int) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
@@ -268,6 +288,7 @@ def run_task(name: str, seeds: int) -> tuple[dict[str, list[dict[str, Any]]], di
                     kinds=kinds,
                     first_clock=first_clock,
                     at={f: float(r[min(np.searchsorted(s, f * F), len(r) - 1)]) for f in BUDGETS},
+                    total=(float(s[-1]), float(len(s))),
                 )
             )
     return curves, clock
@@ -393,6 +414,8 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]], clock: dict[st
         res["paired_reached"] = int(ok.sum())
         res["rollouts_ratio"] = float(tt[pol][ok, 0].mean() / tt[eff][ok, 0].mean()) if ok.any() else None
         res["updates_ratio"] = float(tt[pol][ok, 1].mean() / tt[eff][ok, 1].mean()) if ok.any() else None
+    if PRICES:
+        res["priced"] = {f"{rho:g}": priced_bar(curves, tt, rho, best_const) for rho in PRICES}
     if LEAN:
         return res
     decays = [f"decay {b}" for b in BATCHES]
@@ -404,6 +427,90 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]], clock: dict[st
         float(tt[pol][ok, 1].mean() / tt[best_decay][ok, 1].mean()) if ok.any() else None
     )
     return res
+
+
+def seed_costs(c: dict[str, Any], hit: np.ndarray, rho: float) -> float:
+    """A seed's cost to the target at the price: rollouts + rho x updates there, its whole run
+    where it never reaches the target (before failure)."""
+    s, u = (hit[0], hit[1]) if not np.isnan(hit[0]) else c["total"]
+    return float(s + rho * u)
+
+
+def priced_bar(
+    curves: dict[str, list[dict[str, Any]]], tt: dict[str, np.ndarray], rho: float, best_const: str
+) -> dict[str, Any]:
+    """The bar at price ``rho`` for the policy told it: (1) mean cost <= c*(rho)'s and the upper 95%
+    bound of the paired difference <= 0.05 x c*'s mean; (2) the paired best-reward difference
+    against c* has a lower bound > 0; (3) against the best-reward constant a lower bound >= -0.01,
+    and the target reached on at least as many seeds."""
+    pol = priced(rho)
+    sweep = [f"constant {b} x1 LR" for b in BATCHES]
+    cost = {
+        k: np.array([seed_costs(c, h, rho) for c, h in zip(curves[k], tt[k], strict=True)])
+        for k in [*sweep, pol, POLICY]
+    }
+    cstar = min(sweep, key=lambda k: float(cost[k].mean()))
+    ref = float(cost[cstar].mean())
+    d_cost = t_ci(cost[pol] - cost[cstar])
+    d_best_c = t_ci(
+        np.array([a["best"] - b["best"] for a, b in zip(curves[pol], curves[cstar], strict=True)])
+    )
+    d_best_b = t_ci(
+        np.array([a["best"] - b["best"] for a, b in zip(curves[pol], curves[best_const], strict=True)])
+    )
+    reached = int((~np.isnan(tt[pol][:, 0])).sum())
+    reached_b = int((~np.isnan(tt[best_const][:, 0])).sum())
+    ok_cost = float(cost[pol].mean()) <= ref and d_cost[2] <= 0.05 * ref
+    ok_reward = d_best_c[1] > 0
+    ok_safe = d_best_b[1] >= -0.01 and reached >= reached_b
+    return dict(
+        cstar=cstar,
+        cost_ratio=float(cost[pol].mean()) / ref,
+        cost_upper=d_cost[2] / ref,
+        default_cost_ratio=float(cost[POLICY].mean()) / ref,
+        costs={k: float(v.mean()) for k, v in cost.items()},
+        best_vs_cstar=d_best_c,
+        best_vs_best=d_best_b,
+        reached=reached,
+        reached_best=reached_b,
+        ok=dict(cost=bool(ok_cost), reward=bool(ok_reward), safety=bool(ok_safe)),
+        passed=bool(ok_cost and ok_reward and ok_safe),
+    )
+
+
+def priced_report(out: list[dict[str, Any]], seeds: int) -> list[str]:
+    """The priced bar's table: per task and price, the cost ratio against the constant cheapest at
+    that price and the three parts of the bar."""
+    lines = [
+        f"# The priced bar ({seeds} paired seeds; cost = rollouts + rho x updates to the target, a seed "
+        "that never reaches it charged its whole run)",
+        "",
+        "Cells: cost / c*(rho)'s [upper 95% bound of the paired difference / c*'s mean]; best reward minus "
+        "c*'s, lower 95% bound; best reward minus the best-reward constant's, lower bound; seeds reaching "
+        "the target (the best-reward constant's); the default policy's cost ratio (price 16 assumed).",
+        "",
+        "| task | rho | c*(rho) | cost ratio [upper] | best vs c* (lower) | best vs best constant (lower) | "
+        "reached | default's cost ratio | cost / reward / safety | pass |",
+        "|---" * 10 + "|",
+    ]
+    tally: dict[str, int] = {}
+    for r in out:
+        for rho, p in r.get("priced", {}).items():
+            ok = p["ok"]
+            tally[rho] = tally.get(rho, 0) + int(p["passed"])
+            lines.append(
+                f"| {r['task']} | {rho} | {p['cstar'].split(' x')[0]} | {p['cost_ratio']:.3f} "
+                f"[{p['cost_upper']:+.3f}] | {p['best_vs_cstar'][1]:+.3f} | {p['best_vs_best'][1]:+.3f} | "
+                f"{p['reached']} ({p['reached_best']}) | {p['default_cost_ratio']:.3f} | "
+                + " / ".join("yes" if ok[k] else "**no**" for k in ("cost", "reward", "safety"))
+                + f" | {'**yes**' if p['passed'] else 'no'} |"
+            )
+    lines += [
+        "",
+        "Tasks passing, per price: " + ", ".join(f"rho {k}: {v}/{len(out)}" for k, v in tally.items()),
+        "",
+    ]
+    return lines
 
 
 def _ci(x) -> str:
@@ -506,6 +613,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--switch-fraction", type=float, default=0.25)
     ap.add_argument("--clock-fraction", type=float, default=None)
     ap.add_argument("--lean", action="store_true", help="issue 20's comparison only")
+    ap.add_argument(
+        "--prices", default="", help="comma-separated prices (rollouts per update): the priced bar"
+    )
     ap.add_argument("--policy-kw", default="{}", help="JSON PolicyConfig overrides for the issue-20 policy")
     ap.add_argument(
         "--floor-best-reward",
@@ -513,8 +623,9 @@ def main(argv: list[str] | None = None) -> int:
         help="experiment: the issue-20 policy never runs below the sweep's best-reward batch",
     )
     args = ap.parse_args(argv)
-    global SWITCH_FRACTION, CLOCK_FRACTION, LEAN, FLOOR
+    global SWITCH_FRACTION, CLOCK_FRACTION, LEAN, FLOOR, PRICES
     LEAN = args.lean
+    PRICES = tuple(float(x) for x in args.prices.split(",") if x.strip())
     FLOOR = args.floor_best_reward
     POLICY_KW.update(json.loads(args.policy_kw))
     CLOCK_FRACTION = args.clock_fraction
@@ -528,9 +639,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: v for k, v in res.items() if k != "table"}, default=float), file=sys.stderr)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
-            doc = dict(seeds=args.seeds, switch_fraction=SWITCH_FRACTION, results=out)
+            doc = dict(
+                seeds=args.seeds,
+                switch_fraction=SWITCH_FRACTION,
+                prices=list(PRICES),
+                policy_kw=POLICY_KW,
+                results=out,
+            )
             json.dump(doc, fh, indent=1, default=float)
-    text = "\n".join(report(out, args.seeds)) + "\n"
+    text = "\n".join((priced_report(out, args.seeds) if PRICES else []) + report(out, args.seeds)) + "\n"
     if args.md:
         with open(args.md, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -272,6 +272,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     d["undetermined"] = und
     why = fit.unidentified()
     d["unidentified"] = why
+    d["price"] = _price(runs, args)
+    _costs(d["runs"], d["price"]["rollouts_per_update"])
     if args.json:
         _print_json(_int_counts(d))
         return 0
@@ -294,6 +296,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         "(0 = fails on a sample schedule, 1 = on a step schedule)"
     )
     print(f"target reward:     {_fmt(d.get('target'))}")
+    print(f"price:             {_said_price(d['price'])}")
     _table(
         "runs",
         [
@@ -306,6 +309,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             "samples to target",
             "failure samples",
             "signal",
+            "cost to target",
         ],
         [
             [
@@ -323,11 +327,56 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 r.get("samples_to_target"),
                 r.get("failure_samples"),
                 r.get("failure_signal"),
+                _fmt_count(r.get("cost_to_target")) + (" (cheapest)" if r.get("cheapest") else ""),
             ]
             for r in d["runs"]
         ],
     )
     return 0
+
+
+def _price(runs: Sequence[Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The price (rollouts per update) ``fit`` reports: ``--price`` where given (it wins), else fitted
+    from the runs' step times at two or more batches, with its interval and source; where it is not
+    identified (one batch, no step times) the default and the reason."""
+    from rlvr_schedule.policy.price import DEFAULT_PRICE, StepTimeFit
+
+    measured = StepTimeFit.from_runs(runs).to_dict()
+    stated = getattr(args, "price", None)
+    if stated is not None:
+        return dict(rollouts_per_update=stated, interval=None, source="stated (--price)", measured=measured)
+    if measured["unidentified"] is None:
+        return dict(
+            measured, source=f"measured: {measured['source']} at batches {measured['batches']}", measured=None
+        )
+    return dict(
+        rollouts_per_update=DEFAULT_PRICE,
+        interval=None,
+        source="default",
+        identified=False,
+        unidentified=f"not identified: {measured['unidentified']}",
+        measured=measured,
+    )
+
+
+def _said_price(p: dict[str, Any]) -> str:
+    iv = p.get("interval") or [None, None]
+    ivs = f" (interval [{_fmt(iv[0])}, {_fmt(iv[1])}])" if iv[0] is not None else ""
+    out = f"{_fmt(p['rollouts_per_update'])} rollouts/update{ivs}, {p['source']}"
+    return out + (f"; {p['unidentified']}" if p.get("unidentified") else "")
+
+
+def _costs(rows: list[dict[str, Any]], rho: float) -> None:
+    """Each run's cost to target at the price (rollouts + price x updates), the cheapest marked."""
+    costs = []
+    for r in rows:
+        stt, b = r.get("samples_to_target"), r.get("batch")
+        r["cost_to_target"], r["cheapest"] = None, False
+        if isinstance(stt, (int, float)) and math.isfinite(stt) and isinstance(b, (int, float)) and b > 0:
+            r["cost_to_target"] = float(stt) + rho * float(stt) / float(b)
+            costs.append(r)
+    if costs:
+        min(costs, key=lambda r: r["cost_to_target"])["cheapest"] = True
 
 
 def _plan(args: argparse.Namespace, runs: Sequence[Any] | None = None):
@@ -348,6 +397,14 @@ def _plan(args: argparse.Namespace, runs: Sequence[Any] | None = None):
             )
         config = sched.config
     kw: dict[str, Any] = {"target": args.target}
+    if getattr(args, "price", None) is not None:
+        if config is not None and config.sample_tolerance is not None:
+            raise ConfigError(
+                "plan --price and the schedule's sample_tolerance both set the batch: drop one",
+                source=args.schedule,
+                field="sample_tolerance",
+            )
+        kw["rollouts_per_update"] = args.price
     if getattr(args, "group_size", None) is not None:
         cons = config.constraints if config is not None else None
         kw["constraints"] = {**(cons.to_dict() if cons else {}), "group_size": args.group_size}
@@ -387,6 +444,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
         ["stage", "batch", "lr", "until samples"],
         [[i, s.get("batch"), s.get("lr"), s.get("until_samples")] for i, s in enumerate(d["stages"])],
     )
+    pr = d.get("price") or {}
+    if pr:
+        print(f"price: {_fmt(pr.get('rollouts_per_update'))} rollouts/update ({pr.get('source')})")
     pred = d.get("predicted") or {}
     if pred:
         print("predicted: " + ", ".join(f"{k} {_fmt(v)}" for k, v in pred.items()))
@@ -549,7 +609,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         plan = _plan(args, runs)
     except RlvrScheduleError as exc:  # too few runs to plan: the report still shows the fit
         print(f"note: no plan ({exc})", file=sys.stderr)
-    index = write_report(runs, out, fit=fit, plan=plan)
+    index = write_report(runs, out, fit=fit, plan=plan, price=getattr(args, "price", None))
     print(index)
     return 0
 
@@ -864,6 +924,16 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _nonnegative_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not (math.isfinite(v) and v >= 0):
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return v
+
+
 def build_parser() -> argparse.ArgumentParser:
     from rlvr_schedule.ingest.load import FORMATS
 
@@ -925,12 +995,18 @@ def build_parser() -> argparse.ArgumentParser:
         read_opts(sp)
         return sp
 
+    price_help = (
+        "the price in rollouts per update (seconds per update / seconds per rollout); default: fitted "
+        "from the logs' step times at two or more batches, else 16"
+    )
     sp = logs_cmd("fit", "critical batch, failure samples and a per-run table")
     sp.add_argument("--json", action="store_true")
+    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
     sp.set_defaults(func=cmd_fit)
 
     sp = logs_cmd("plan", "a multi-step schedule from sweep logs")
     sp.add_argument("--json", action="store_true")
+    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
     sp.add_argument(
         "--group-size", type=_positive_int, default=None, help="rollouts per prompt; batches are multiples"
     )
@@ -944,6 +1020,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_plan)
 
     sp = logs_cmd("report", "PNG plots and a summary page")
+    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
     sp.add_argument("--out", required=True, help="output directory")
     sp.set_defaults(func=cmd_report)
 

@@ -3,8 +3,8 @@
 From a constant-batch sweep, :func:`rlvr_schedule.clocks.fit_sweep` gives the critical batch B*,
 the pooled failure samples F with their interval, their scaling with batch (F(B) ~ B^alpha) and the
 batch and LR they were measured at. The plan is the live policy's failure side, written down: it
-starts where :class:`~rlvr_schedule.policy.TwoClockScheduler` starts (the operating fraction
-2 tol / (1 + tol) of B*, :func:`~rlvr_schedule.policy.triggers.start_batch`), and each stage ends
+starts where :class:`~rlvr_schedule.policy.TwoClockScheduler` starts (the batch cheapest at the
+price, :func:`~rlvr_schedule.policy.rules.operating_batch`), and each stage ends
 where the policy's failure-clock trigger (:class:`~rlvr_schedule.policy.triggers.FailureClockTrigger`)
 fires: once it has spent ``clock_fraction`` of the clock's lower bound left at its start. A switch
 follows the policy's one rule (:func:`~rlvr_schedule.policy.triggers.next_failure_stage`: batch x
@@ -12,7 +12,10 @@ follows the policy's one rule (:func:`~rlvr_schedule.policy.triggers.next_failur
 rest of the clock by growth^(alpha + e - q). Predictions use the progress clock's fitted form: a
 constant batch on the LR rule needs E(B) = E0 / (1 - B/(2B*)) rollouts to the target, and an LR s
 times the rule's moves drift per rollout by s, so a stage of n rollouts does n s / E(B) of the climb.
-Each constant run's measured samples and updates to target sit beside the prediction.
+Each constant run's measured samples and updates to target sit beside the prediction, and every
+row's cost to target at the price (rollouts + price x updates), the cheapest marked. The price is
+the config's, else fitted from the runs' step times (:class:`~rlvr_schedule.policy.price.StepTimeFit`),
+else the default.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from rlvr_schedule.errors import RlvrScheduleError
 from rlvr_schedule.policy import rules
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.policy_config import PolicyConfig
+from rlvr_schedule.policy.price import DEFAULT_PRICE, StepTimeFit, run_cost
 from rlvr_schedule.policy.static import StaticSchedule
 from rlvr_schedule.policy.triggers import FailureClockTrigger, next_failure_stage
 from rlvr_schedule.records import Run, Stage
@@ -71,6 +75,7 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     failure_samples_interval: tuple[float, float] | None = None
     config: PolicyConfig | None = None
+    price: dict[str, Any] = field(default_factory=dict)
 
     def operating_batch(self, critical_batch: float) -> int:
         """The batch the live policy built from :attr:`config` runs at a B* (at its LR)."""
@@ -92,6 +97,7 @@ class Plan:
             "target": _num(self.target),
             "samples_to_target_at_zero": _num(self.samples_to_target_at_zero),
             "constraints": self.constraints.to_dict(),
+            "price": dict(self.price),
             "notes": list(self.notes),
         }
 
@@ -174,6 +180,8 @@ def plan_schedule(
     if not bstar > 0:
         bstar = float(cfg.critical_batch)
     notes: list[str] = []
+    cfg, price = _priced(cfg, runs, notes)
+    assert cfg.critical_batch is not None  # checked above; _priced changes only the price
     if not (_finite(cfg.base_lr) and cfg.base_lr > 0):
         raise RlvrScheduleError(f"cannot plan: no usable base LR ({cfg.base_lr!r}); give base_lr")
     if config is None and "base_lr" not in knobs:
@@ -266,7 +274,7 @@ def plan_schedule(
                 f"first switch at {cfg.failure_clock_fraction:g} of its lower bound at the start (not before "
                 f"{cfg.failure_clock_floor:g} of the clock)"
             )
-    start_fraction = cfg.operating_fraction
+    start_fraction = rules.operating_fraction_at(cfg, float(rules.known_critical_batch(cfg) or bstar))
     stages: list[Stage] = []
     starts = [(0.0, b_first, lr_first), *points]
     for k, (at, b, lr) in enumerate(starts):
@@ -313,9 +321,11 @@ def plan_schedule(
             left -= n / e
             samples += n
             steps += n / st.batch
+    rho = float(price["rollouts_per_update"])
     predicted = {
         "samples_to_target": samples if reached else None,
         "steps_to_target": steps if reached else None,
+        "cost_to_target": run_cost(samples, steps, rho) if reached else None,
         "failure_samples": plan_failure,
         "reaches_target_before_failure": (bool(reached) and (plan_failure is None or samples < plan_failure)),
     }
@@ -335,9 +345,12 @@ def plan_schedule(
                 "steps_to_target": None if stt is None else stt / rf.batch,
                 "predicted_samples_to_target": pred,
                 "predicted_steps_to_target": None if pred is None else pred / rf.batch,
+                "cost_to_target": None if stt is None else run_cost(stt, stt / rf.batch, rho),
+                "predicted_cost_to_target": None if pred is None else run_cost(pred, pred / rf.batch, rho),
                 "failure_samples": _num(rf.failure_samples),
             }
         )
+    _mark_cheapest(predicted, constant)
     return Plan(
         stages=stages,
         critical_batch=bstar,
@@ -357,4 +370,49 @@ def plan_schedule(
             else None
         ),
         config=cfg,
+        price=price,
     )
+
+
+def _priced(cfg: PolicyConfig, runs: Sequence[Run], notes: list[str]) -> tuple[PolicyConfig, dict[str, Any]]:
+    """The plan's price (rollouts per update) and where it comes from: the config's, else the runs'
+    step times (then written into the config, so the live policy starts where the plan does), else
+    the default."""
+    fit = StepTimeFit.from_runs(runs)
+    measured = fit.to_dict()
+    if cfg.price is not None:
+        return cfg, dict(rollouts_per_update=cfg.price, source="stated", measured=measured)
+    if cfg.sample_tolerance is not None:
+        rho = rules.price_for_tolerance(cfg)
+        notes.append(cfg.tolerance_warning() or "")
+        return cfg, dict(rollouts_per_update=rho, source="sample_tolerance", measured=measured)
+    if fit.unidentified_ is None:
+        import dataclasses
+
+        notes.append(
+            f"price {fit.price_:.3g} rollouts/update measured from the runs' step times "
+            f"(interval [{fit.price_interval_[0]:.3g}, {fit.price_interval_[1]:.3g}]); state "
+            "rollouts_per_update to override"
+        )
+        cfg = dataclasses.replace(cfg, rollouts_per_update=float(fit.price_))
+        return cfg, dict(rollouts_per_update=float(fit.price_), source="measured", measured=measured)
+    notes.append(
+        f"price not identified ({fit.unidentified_}): the default {DEFAULT_PRICE:g} rollouts/update; "
+        "give --price"
+    )
+    return cfg, dict(rollouts_per_update=DEFAULT_PRICE, source="default", measured=measured)
+
+
+def _mark_cheapest(predicted: dict[str, Any], constant: list[dict[str, Any]]) -> None:
+    """``cheapest: true`` on the row (the plan's prediction or a constant run's measured cost) with
+    the least cost to target at the price."""
+    rows: list[tuple[float, dict[str, Any]]] = (
+        [(float(predicted["cost_to_target"]), predicted)]
+        if predicted.get("cost_to_target") is not None
+        else []
+    )
+    rows += [(float(c["cost_to_target"]), c) for c in constant if c.get("cost_to_target") is not None]
+    for _, r in rows:
+        r["cheapest"] = False
+    if rows:
+        min(rows, key=lambda x: x[0])[1]["cheapest"] = True

@@ -443,6 +443,7 @@ def write_report(
     extra_sections: Sequence[tuple[str, str]] = (),
     verdicts: Sequence[str] = (),
     glance: Sequence[tuple[str, str]] = (),
+    price: float | None = None,
 ) -> Path:
     """Write the PNGs, ``summary.json``, ``index.md`` and ``index.html``; return the HTML path.
 
@@ -451,7 +452,9 @@ def write_report(
     ``verdicts`` (markdown list items, :func:`rlvr_schedule.verdicts.verdicts`) open the page, so
     it reads at a glance: what each prediction came to, then the progress curves with failures
     marked, the fitted clocks, the plan (or the ``glance`` sections: a live schedule and why),
-    then the numbers behind them.
+    then the numbers behind them. ``price`` (rollouts per update; None: the plan's, else the runs'
+    step times, else the default) prices the cost-to-target table and picture
+    (:func:`cost_to_target_section`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -523,7 +526,10 @@ def write_report(
             ),
         ),
     ]
-    summary: dict[str, Any] = {"fit": fd}
+    cost_md, cost_png, cost_rows = cost_to_target_section(runs, run_rows, plan, price, out)
+    pngs.append(("Rollouts vs updates to target, iso-cost lines at the price", cost_png))
+    extra_sections = [*extra_sections, ("Cost to target at the price", cost_md)]
+    summary: dict[str, Any] = {"fit": fd, "cost_to_target": cost_rows}
     if plan is not None:
         summary["plan"] = plan.to_dict()
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=_jsonable))
@@ -677,3 +683,99 @@ def _jsonable(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return o.tolist()
     return str(o)
+
+
+def cost_to_target_section(
+    runs: Sequence[Run], run_rows: Sequence[dict[str, Any]], plan: Any, price: float | None, out: Path
+) -> tuple[str, Path, dict[str, Any]]:
+    """The cost to target at the price (rollouts + price x updates) of every constant run and of the
+    plan's prediction, the cheapest marked: (markdown table, the picture's path, the rows for
+    ``summary.json``). The price: ``price``, else the plan's, else the runs' step times, else the
+    default (:mod:`rlvr_schedule.policy.price`)."""
+    from rlvr_schedule.policy.price import DEFAULT_PRICE, StepTimeFit, run_cost
+
+    source = "stated"
+    if price is None and plan is not None and getattr(plan, "price", None):
+        price, source = float(plan.price["rollouts_per_update"]), f"the plan's ({plan.price.get('source')})"
+    if price is None:
+        fit = StepTimeFit.from_runs(runs)
+        price, source = (
+            (float(fit.price_), "measured from the runs' step times")
+            if fit.unidentified_ is None
+            else (DEFAULT_PRICE, f"default (not identified: {fit.unidentified_})")
+        )
+    points: list[tuple[str, float, float]] = []
+    for r in run_rows:
+        stt, b = _num(r.get("samples_to_target")), _num(r.get("batch"))
+        if math.isfinite(stt) and b > 0:
+            points.append((f"{r.get('name')} (batch {int(b)})", stt, stt / b))
+    pred = (plan.to_dict().get("predicted") or {}) if plan is not None else {}
+    if pred.get("samples_to_target") and pred.get("steps_to_target"):
+        points.append(("plan (predicted)", float(pred["samples_to_target"]), float(pred["steps_to_target"])))
+    costs = [run_cost(s, u, price) for _, s, u in points]
+    cheapest = int(np.argmin(costs)) if costs else -1
+    rows = [
+        [name + (" **cheapest**" if i == cheapest else ""), round(s), round(u), round(c)]
+        for i, ((name, s, u), c) in enumerate(zip(points, costs, strict=True))
+    ]
+    md, _ = _table(["run", "rollouts to target", "updates to target", "cost (rollouts)"], rows)
+    md = f"Price {price:.3g} rollouts per update ({source}); cost = rollouts + price x updates.\n\n" + md
+    png = plot_cost_to_target(points, price, out / "cost_to_target.png", cheapest=cheapest)
+    summary = dict(
+        price=price,
+        source=source,
+        rows=[
+            dict(name=n, rollouts=s, updates=u, cost=c, cheapest=i == cheapest)
+            for i, ((n, s, u), c) in enumerate(zip(points, costs, strict=True))
+        ],
+    )
+    return md, png, summary
+
+
+def plot_cost_to_target(
+    points: Sequence[tuple[str, float, float]], price: float, path: Path, *, cheapest: int = -1
+) -> Path:
+    """Rollouts against updates to the target, one point per run (and the plan), with iso-cost lines
+    rollouts + price x updates = C: every point on a line costs the same GPU time."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    if points:
+        xs = np.array([p[1] for p in points])
+        ys = np.array([p[2] for p in points])
+        c_min = float(np.min(xs + price * ys))
+        x_hi, y_hi = float(xs.max()) * 1.3, float(ys.max()) * 1.3
+        grid = np.linspace(0.0, x_hi, 200)
+        for k in (1.0, 1.25, 1.5, 2.0, 3.0):
+            c = c_min * k
+            ax.plot(
+                grid, (c - grid) / price if price > 0 else np.full_like(grid, np.nan), color="0.8", lw=0.8
+            )
+            ax.annotate(
+                f"{k:g}x",
+                (min(c, x_hi) * 0.98, max((c - min(c, x_hi) * 0.98) / max(price, 1e-12), 0)),
+                fontsize=7,
+                color="0.5",
+            )
+        for i, (name, x, y) in enumerate(points):
+            marker = "*" if i == cheapest else ("s" if name.startswith("plan") else "o")
+            ax.scatter([x], [y], marker=marker, s=120 if i == cheapest else 40, zorder=3)
+            ax.annotate(
+                name + (" (cheapest)" if i == cheapest else ""),
+                (x, y),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+        ax.set_xlim(0, x_hi)
+        ax.set_ylim(0, y_hi)
+    else:
+        ax.text(0.5, 0.5, "no run reached the target", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("rollouts to target")
+    ax.set_ylabel("updates to target")
+    ax.set_title(
+        f"cost to target at {price:.3g} rollouts/update (grey: iso-cost, x the cheapest)", fontsize=9
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

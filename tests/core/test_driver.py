@@ -25,6 +25,7 @@ CFG = dict(
     min_stage_samples=0,
     detectors=(),
     failure_exponent=0.5,
+    growth=2.0,
 )
 
 

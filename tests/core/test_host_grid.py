@@ -37,7 +37,7 @@ def test_bad_host_grid_is_a_config_error():
 
 
 def _auto(**kw):
-    base = dict(initial_batch="auto", critical_batch=1024, sample_tolerance=0.10, base_lr=1e-6)
+    base = dict(initial_batch="auto", critical_batch=1024, sample_tolerance=0.10, base_lr=1e-6, growth=2.0)
     base.update(kw)
     return TwoClockScheduler(PolicyConfig(**base))
 

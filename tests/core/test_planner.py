@@ -88,16 +88,18 @@ def test_target_spanning_stages_and_failure_scaling():
         base_lr=1e-6,
         sample_tolerance=HALF,
         failure_clock_fraction=0.5,
+        growth=2.0,
     )
     plan = plan_schedule(runs, fit=_fit(e0=9000.0), max_stages=2, **kw)
     rest = 7 / 12 * 18000 * math.sqrt(2)
     assert plan.predicted["samples_to_target"] == pytest.approx(5000 + rest)
     assert plan.predicted["steps_to_target"] == pytest.approx(50 + rest / 200)
     assert plan.predicted["reaches_target_before_failure"] is False  # the clock runs out at 12,071
-    # the default start is the live policy's: 2 x 0.3 / 1.3 of B* = 92.3, snapped to the nearest
-    # runnable batch, 90 (60 at the tolerance 0.175 of issue 20's second round; down to 50 before it)
+    # the default start is the live policy's: the batch cheapest at the default price 16,
+    # -16 + sqrt(16^2 + 2 x 16 x 200) = 65.6, snapped to the nearest runnable batch, 70 (90 at the
+    # fixed 0.46 x B* of sample_tolerance 0.3 before the price)
     ten = BatchConstraints(group_size=10)
-    assert plan_schedule(runs, fit=_fit(e0=9000.0), constraints=ten).stages[0].batch == 90
+    assert plan_schedule(runs, fit=_fit(e0=9000.0), constraints=ten).stages[0].batch == 70
     # a step-like failure clock (alpha = 1) lengthens the stages of the larger batches
     flat = plan_schedule(runs, fit=_fit(), **kw)
     steep = plan_schedule(runs, fit=_fit(alpha=1.0), **kw)

@@ -59,8 +59,8 @@ def test_two_clock_yaml(tmp_path):
     )
     s = load_schedule(p)
     assert isinstance(s, TwoClockScheduler)
-    # changed deliberately (issue 20): the default operating point follows sample_tolerance 0.3 (0.46 x B*)
-    assert s.current.batch == 464  # 2 x 0.3/1.3 x 1000 = 461.5, the nearest whole groups of 16
+    # changed deliberately: the default operating point is the batch cheapest at the default price 16
+    assert s.current.batch == 160  # -16 + sqrt(16^2 + 2 x 16 x 1000) = 163.6, whole groups of 16
     assert s.config.growth == 2.0 and s.config.constraints.max_batch == 4096
     p.write_text(
         "type: two_clock\ninitial_batch: auto\ncritical_batch: 1000\nsample_tolerance: 2.5e-1\n"

@@ -32,6 +32,7 @@ def demo_policy(**kw) -> TwoClockScheduler:
         base_lr=4e-4,
         base_batch=32,
         lr_rule="sqrt",
+        growth=2.0,
         constraints=BatchConstraints(group_size=8, min_batch=8, max_batch=128),
     )
     cfg.update(kw)

@@ -62,7 +62,9 @@ def test_auto_starts_below_a_known_critical_batch():
     [
         # 0.49 x 600 = 294: the nearest whole groups (0.5 x 600 = 300 would sit on a tie of the grid)
         ({"sample_tolerance": PolicyConfig.tolerance_for(0.49)}, 296),
-        ({}, 280),  # default tolerance 0.3: 2 x 0.3/1.3 x 600 = 276.9, nearest 280
+        ({"sample_tolerance": 0.3}, 280),  # tolerance 0.3: 2 x 0.3/1.3 x 600 = 276.9, nearest 280
+        ({}, 120),  # the default price 16: -16 + sqrt(16^2 + 2 x 16 x 600) = 123.5, nearest 120
+        ({"rollouts_per_update": 64}, 224),  # -64 + sqrt(64^2 + 2 x 64 x 600) = 222.2, nearest 224
         ({"sample_tolerance": 0.25}, 240),
     ],
 )  # 0.4 x 600
@@ -248,6 +250,7 @@ def test_at_max_batch_the_lr_is_divided_instead():
         initial_batch=64,
         hysteresis_samples=1,
         max_stages=3,
+        growth=2.0,
         constraints=BatchConstraints(max_batch=64),
     )
     _, decs = drive(TwoClockScheduler(cfg), failure_samples=20_000)

@@ -22,6 +22,7 @@ def make(**kw):
         fallback_batch=32,
         base_batch=64,
         base_lr=1e-6,
+        growth=2.0,
         constraints=BatchConstraints(group_size=8),
     )
     cfg.update(kw)
@@ -113,7 +114,10 @@ def test_known_critical_batch_starts_below_it_at_once():
         track_critical_batch=False,
     )
     assert sched.current.batch == 128
-    # the default tolerance 0.3: 0.462 x 256 = 118.2, the nearest whole groups of 8
-    assert make(critical_batch=B_STAR).current.batch == 120
+    # the fixed tolerance 0.3: 0.462 x 256 = 118.2, the nearest whole groups of 8
+    assert make(critical_batch=B_STAR, sample_tolerance=0.3).current.batch == 120
+    # the default: the batch cheapest at the default price 16, -16 + sqrt(16^2 + 2 x 16 x 256) = 76.0,
+    # the nearest whole groups of 8
+    assert make(critical_batch=B_STAR).current.batch == 72
     assert_switches_before_failure(sched, env, max_samples=60_000)
     assert sched.stages[0].batch == 128 and sched.stages[1].reason.startswith(FAILURE_REASONS)

@@ -23,7 +23,8 @@ def test_a_critical_batch_measured_at_another_lr_is_rescaled():
         PolicyConfig(critical_batch=64, critical_batch_lr=2e-6, base_lr=1e-6, base_batch=64)
     )
     assert at_own.known_critical_batch == 64 and at_twice.known_critical_batch == 128
-    assert (at_own.current.batch, at_twice.current.batch) == (30, 59)  # 0.462 x 64 and 0.462 x 128, snapped
+    # the batches cheapest at the default price 16: -16 + sqrt(16^2 + 32 B*) = 32.0 and 50.0
+    assert (at_own.current.batch, at_twice.current.batch) == (32, 50)
 
 
 def _records(bs_of_step, n, batch=32, micro=8):

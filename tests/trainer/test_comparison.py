@@ -33,7 +33,8 @@ class FakeTrain:
         rng = np.random.default_rng([cfg.seed, cfg.batch, int(cfg.base_lr * 1e7)])
         rate = 6e-4 * (cfg.base_lr / 1e-4) * (1 - cfg.batch / 80)
         lines = []
-        for step in range(1, cfg.max_samples // cfg.batch + 1):
+        # to max_samples as the trainer runs (a batch that does not divide it overshoots the last update)
+        for step in range(1, -(-cfg.max_samples // cfg.batch) + 1):
             s = step * cfg.batch
             rew = 0.1 + 0.7 * (1 - np.exp(-rate * s / 0.7)) + rng.normal(0, 0.01)
             ent = 0.6 - 0.1 * s / cfg.max_samples

@@ -40,6 +40,8 @@ def _set_switch_policy(cfg):
             base_lr=cfg.base_lr,
             base_batch=cfg.base_batch,
             critical_batch=35.0,
+            sample_tolerance=0.3,  # the fixed 0.46 B* this recording's switch points were set by
+            growth=2.0,
             failure_samples=float(FAILURE_SAMPLES),
             failure_batch=16.0,
             track_critical_batch=False,

@@ -55,3 +55,28 @@ def test_a_batch_the_trainer_cannot_run_is_held_and_logged():
     with pytest.raises(ValueError, match="group_size"):
         for r in _records(3):
             strict.observe(r)
+
+
+def test_the_reference_trainers_timings_change_the_live_price():
+    # the reference trainer logs each update's wall time in parts (rollout_s, update_s, push_s); the
+    # two-clock policy behind its driver sums them and measures its price once two batches are seen
+    from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
+
+    fake = _fake_trainer()
+    sched = TwoClockScheduler(
+        PolicyConfig(
+            initial_batch=16,
+            critical_batch=600,
+            base_lr=1e-3,
+            base_batch=16,
+            detectors=(),
+            track_critical_batch=False,
+        )
+    )
+    driver = ScheduleDriver(sched, fake.set_batch, PluginHost(load_entrypoints=False, strict=True))
+    samples = 0
+    for i, b in enumerate([16] * 4 + [32] * 4):
+        samples += b
+        parts = {"rollout_s": 0.05 * b, "update_s": 0.05 * b + 0.6, "push_s": 0.2}  # 0.1 s/rollout + 0.8 s
+        driver.observe(StepRecord(step=i + 1, samples=samples, batch=b, lr=1e-3, extra=parts))
+    assert sched.price.source == "measured" and sched.price.value() == pytest.approx(8.0)

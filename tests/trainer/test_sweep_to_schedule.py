@@ -12,6 +12,7 @@ import pytest
 
 from rlvr_schedule.cli import main as schedule_main
 from rlvr_schedule.policy import BatchConstraints
+from rlvr_schedule.policy.price import cost_optimal_batch
 from rlvr_trainer.cli import main as trainer_main
 
 
@@ -39,8 +40,10 @@ def test_a_trainer_sweep_goes_through_fit_and_plan_to_the_trainers_schedule(tiny
     bstar = fitted["critical_batch"] or 40.0
     assert planned["critical_batch"] == pytest.approx(bstar)
     first = planned["stages"][0]
-    # the start: the policy's operating point (2 x 0.3 / 1.3 of B*) on the grid of 8
-    assert first["batch"] == BatchConstraints(group_size=8).snap(2 * 0.3 / 1.3 * bstar)
+    # the start: the batch cheapest at the plan's price (the sweep's step times, else the default) on
+    # the grid of 8
+    rho = planned["price"]["rollouts_per_update"]
+    assert first["batch"] == BatchConstraints(group_size=8).snap(cost_optimal_batch(bstar, rho))
 
     out = tmp_path / "sched"
     assert trainer_main(["schedule", "--out", str(out), "--schedule", str(plan_file), *common]) == 0

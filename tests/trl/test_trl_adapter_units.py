@@ -237,7 +237,13 @@ def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
 
 
 def _two(**kw):
-    spec = {"type": "two_clock", "initial_batch": 8, "base_lr": 1e-3, "constraints": {"group_size": 4}}
+    spec = {
+        "type": "two_clock",
+        "initial_batch": 8,
+        "base_lr": 1e-3,
+        "growth": 2.0,
+        "constraints": {"group_size": 4},
+    }
     return schedule_from_dict({**spec, **kw})
 
 
@@ -296,6 +302,7 @@ def test_reachable_batches_are_what_the_policy_does_when_every_record_triggers(e
         "base_lr": 1e-3,
         "max_stages": 4,
         "failure_exponent": 0.5,
+        "growth": 2.0,
         "constraints": {"group_size": 4},
         **extra,
     }
@@ -405,3 +412,27 @@ def test_a_resume_at_another_world_size_republishes_the_grid_and_snaps_the_saved
     assert cb.applied == (72, 1e-3) and cb.pending == (216, 1.4e-3) and cb.driver.resume_target == (72, 1e-3)
     assert "the saved stage applied (96 rollouts) is off this trainer's grid (multiples of 72" in text
     assert cb.schedule.current.batch == 72 and "96 -> 72" in cb.schedule.current.reason
+
+
+def test_trl_step_time_reaches_the_live_price():
+    # TRL logs ``step_time`` per update: the callback's record carries it, and the two-clock policy
+    # measures its price from it once two batches are seen (0.1 s/rollout + 6.4 s/update: price 64)
+    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+
+    spec = {
+        "type": "two_clock",
+        "critical_batch": 600,
+        "base_lr": 1e-6,
+        "base_batch": 64,
+        "detectors": [],
+        "track_critical_batch": False,
+    }
+    cb = RlvrScheduleCallback(spec)
+    assert cb.schedule.price.source == "default"
+    for i, b in enumerate([64] * 5 + [128] * 5):
+        cb.last_batch = b
+        cb.driver.consume(b)
+        logs = {"loss": 0.1, "reward": 0.5, "learning_rate": 1e-6, "step_time": 0.1 * b + 6.4}
+        cb.feed(cb.record(logs, step=i + 1))
+    assert cb.schedule.price.source == "measured"
+    assert cb.schedule.price.value() == pytest.approx(64.0)

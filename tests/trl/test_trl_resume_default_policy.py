@@ -44,6 +44,8 @@ def _policy():
             base_lr=1e-3,
             base_batch=16,
             critical_batch=35.0,
+            sample_tolerance=0.3,  # the fixed 0.46 B* this recording's switch points were set by
+            growth=2.0,
             failure_samples=float(FAILURE_SAMPLES),
             track_critical_batch=False,
             detectors=(),

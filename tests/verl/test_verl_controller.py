@@ -75,6 +75,7 @@ def two_clock(host):
         max_stages=3,
         failure_exponent=0.5,
         failure_lr_exponent=0.5,  # a square-root switch (policy v3 knob)
+        growth=2.0,
         constraints=BatchConstraints(group_size=4),
     )
     return TwoClockScheduler(cfg, detectors=host.failure_detectors())

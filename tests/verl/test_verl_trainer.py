@@ -340,6 +340,7 @@ def test_two_clock_schedule_file_switches_the_trainer(verl_config, write_schedul
         forecast: "on"
         failure_exponent: 0.5
         failure_lr_exponent: 0.5
+        growth: 2
         constraints: {group_size: 4, max_batch: 256}
         """,
         name="two_clock.yaml",

@@ -108,8 +108,8 @@ def policy_config(
     fit: Any = None,
     **overrides: Any,
 ):
-    """The two-clock policy for this trainer: starts at ``cfg.batch`` (or at the operating fraction
-    of the critical batch when one is given), LR by the same rule as the sweep. ``fit``: a
+    """The two-clock policy for this trainer: starts at ``cfg.batch`` (or at the batch cheapest at the price below
+    the critical batch when one is given), LR by the same rule as the sweep. ``fit``: a
     :class:`~rlvr_schedule.clocks.SweepFit` whose clocks the policy takes, as a user would after a
     sweep: its critical batch (with the LR it was measured at) and its failure clock (failure
     samples, interval, exponent, batch and LR), which then drives the failure switches."""
@@ -228,7 +228,7 @@ def compare(
         ) from exc
     crit = getattr(fit, "critical_batch", None) if use_fit else None
     if crit is not None and math.isfinite(crit) and crit > 0:
-        # start at the operating fraction (sample_tolerance) x the sweep's critical batch
+        # start at the batch cheapest at the price below the sweep's critical batch (policy/price.py)
         start = cfg.replace(batch=min(batches))
         policy = policy_config(start, batches=batches, critical_batch=crit, fit=fit if use_fit else None)
     else:

@@ -31,6 +31,7 @@ import json
 import math
 import re
 import typing
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -156,6 +157,9 @@ def schedule_from_dict(
         if isinstance(body.get(group), Mapping):
             body[group] = _coerce_map(body[group], f"{group}.", source)
     config = PolicyConfig.from_dict(_coerce_map(body, "", source), source=source)
+    said = config.tolerance_warning()
+    if said is not None:  # an older file's fixed fraction keeps working, priced in the warning
+        warnings.warn(f"{source or 'schedule'}: {said}", UserWarning, stacklevel=2)
     return TwoClockScheduler(config, detectors=plugins.failure_detectors() if plugins is not None else ())
 
 

@@ -1,9 +1,10 @@
 """The two-clock policy's settings (:class:`PolicyConfig`): its knobs by group, their validation,
 and the config mapping a schedule file or a saved state gives.
 
-The operating point is written once here: E(B)/E(0) = 1/(1 - B/2B*) = 1 + ``sample_tolerance``
-puts the batch at 2 tol / (1 + tol) of B* (:func:`operating_fraction`); the live policy, the
-planner and the comparison all read it from the config.
+The operating point: the batch cheapest at the price (``rollouts_per_update``, or
+``seconds_per_rollout`` and ``seconds_per_update``; :mod:`rlvr_schedule.policy.price`), or, where an
+older file states ``sample_tolerance``, the fixed fraction 2 tol / (1 + tol) of B*
+(:func:`operating_fraction`, E(B)/E(0) = 1/(1 - B/2B*) = 1 + tol).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "failure_switch_fraction failure_lr_exponent failure_exponent growth forecast_samples "
         "detectors switch_on_alarm".split()
     ),
+    "price": ("rollouts_per_update", "seconds_per_rollout", "seconds_per_update"),
     "pacing": ("hysteresis_samples", "min_stage_samples", "max_stages"),
     "constraints": ("constraints",),
 }
@@ -75,11 +77,10 @@ class PolicyConfig:
         until then).
     critical_batch, critical_batch_lr: a known B* and the LR at ``base_batch`` it was measured at
         (None: ``base_lr``); B* ~ 1/r, so the policy uses critical_batch x critical_batch_lr / base_lr.
-    sample_tolerance: extra rollouts accepted against B -> 0 (0.3: 30%), i.e. how far along the
-        progress clock's cost curve the batch sits: the operating fraction of B* is
-        2 x tol / (1 + tol) (0.46 at the default; :meth:`tolerance_for` inverts it). Larger spends
-        rollouts to save updates; on the LR rule it leaves the failure clock per rollout unchanged.
-        How 0.3 was chosen: benchmarks/evidence/results/schedules_i20_tuning.md.
+    sample_tolerance: (older files; None by default) extra rollouts accepted against B -> 0: a fixed
+        operating fraction 2 x tol / (1 + tol) of B* (0.46 at 0.3; :meth:`tolerance_for` inverts
+        it) in place of the price's batch. It is the price f^2 B* / (2 (1 - f)) at that B*
+        (:func:`~rlvr_schedule.policy.price.price_equivalent`); a file that states it is warned so.
     fallback_batch: the batch before the estimate is ready (``initial_batch: auto``, no B* known):
         where on the progress clock the run sits while B_simple is measured.
     base_lr, base_batch, lr_rule: the LR at ``base_batch`` (None: the initial batch) and how it
@@ -117,7 +118,8 @@ class PolicyConfig:
         Larger: earlier, more switches. (0 was policy v2, removed: give ``forecast: off``.)
     failure_threshold: an absolute collapse level of the signal (e.g. entropy 0.5), used instead of
         ``failure_fraction`` x its early level where the level is known in advance (None: relative).
-    growth: batch factor per switch. failure_lr_exponent: q, the LR x growth^q at a failure switch.
+    growth: batch factor per failure switch (1.68, about 2^0.75: at the priced operating batch it met
+        the priced bar on the four 3a tasks at prices 4, 16 and 64 where 2 missed one at 16; RESULTS 3a). failure_lr_exponent: q, the LR x growth^q at a failure switch.
         0 (default): the LR held, so per-rollout drift falls by growth^-(e - q) (e: the rule's
         exponent, 1/2 for sqrt) and the failure clock is postponed; q = e leaves the drift per
         rollout (and a sample clock) unchanged. At the largest batch (or the last stage) the LR is
@@ -132,6 +134,14 @@ class PolicyConfig:
     detectors: built-in :mod:`rlvr_schedule.clocks` detectors to run (by name); with
         ``switch_on_alarm`` their alarms, and those of plugin detectors, are failure triggers too:
         a failure switch on an alarm, where the failure clock ran out faster than forecast.
+
+    Price (what an update costs in rollouts: the operating batch is the one with the least
+    rollouts + price x updates to progress, -rho + sqrt(rho^2 + 2 rho B*);
+    :func:`~rlvr_schedule.policy.price.cost_optimal_batch`)
+    rollouts_per_update: the price rho = b / a of t_step(B) = a B + b. seconds_per_rollout,
+        seconds_per_update: a and b instead (both). None of them: measured live from the records'
+        step times once two batches are seen (:class:`~rlvr_schedule.policy.price.LivePrice`),
+        :data:`~rlvr_schedule.policy.price.DEFAULT_PRICE` (16) until then. A stated price wins.
 
     Pacing (neither clock: how fast the policy may react; each limit counts rollouts, so it
     lasts as long in data at every batch)
@@ -150,7 +160,7 @@ class PolicyConfig:
     initial_batch: int | str = "auto"
     critical_batch: float | None = None
     critical_batch_lr: float | None = None
-    sample_tolerance: float = 0.3
+    sample_tolerance: float | None = None
     fallback_batch: int | None = None
     base_lr: float = 1e-6
     base_batch: int | None = None
@@ -173,10 +183,14 @@ class PolicyConfig:
     failure_switch_fraction: float = 0.25
     failure_lr_exponent: float = 0.0
     failure_exponent: float = 0.0
-    growth: float = 2.0
+    growth: float = 1.68
     forecast_samples: int = 2048
     detectors: tuple[str, ...] = ("entropy_collapse", "reward_crash")
     switch_on_alarm: bool = True
+    # price
+    rollouts_per_update: float | None = None
+    seconds_per_rollout: float | None = None
+    seconds_per_update: float | None = None
     # pacing
     hysteresis_samples: int = 48
     min_stage_samples: int = 160
@@ -219,8 +233,38 @@ class PolicyConfig:
 
     @property
     def operating_fraction(self) -> float:
-        """Batch / B*, from E(B)/E(0) = 1/(1 - B/2B*) = 1 + ``sample_tolerance``."""
-        return operating_fraction(self.sample_tolerance)
+        """Batch / B* of an older file's ``sample_tolerance`` (E(B)/E(0) = 1/(1 - B/2B*) = 1 + tol);
+        NaN when the operating batch comes from the price."""
+        return math.nan if self.sample_tolerance is None else operating_fraction(self.sample_tolerance)
+
+    @property
+    def price(self) -> float | None:
+        """The stated price in rollouts per update (``rollouts_per_update``, or seconds per update /
+        seconds per rollout); None: measured live, or the default."""
+        if self.rollouts_per_update is not None:
+            return float(self.rollouts_per_update)
+        if self.seconds_per_rollout is not None and self.seconds_per_update is not None:
+            return float(self.seconds_per_update) / float(self.seconds_per_rollout)
+        return None
+
+    def tolerance_warning(self) -> str | None:
+        """What an older file's ``sample_tolerance`` amounts to as a price (None: none stated)."""
+        if self.sample_tolerance is None:
+            return None
+        from rlvr_schedule.policy.price import price_equivalent
+
+        f = self.operating_fraction
+        at = (
+            f"{price_equivalent(f, self.critical_batch):.3g} rollouts per update at critical_batch "
+            f"{self.critical_batch:g}"
+            if self.critical_batch is not None
+            else f"{price_equivalent(f, 1.0):.3g} x B* rollouts per update"
+        )
+        return (
+            f"sample_tolerance {self.sample_tolerance:g} (a fixed {f:.3g} x B*) is the price {at}; "
+            "give rollouts_per_update (or seconds_per_rollout and seconds_per_update) instead: the "
+            "operating batch then follows the price at every B*"
+        )
 
     @property
     def postpone_exponent(self) -> float:
@@ -275,7 +319,22 @@ class PolicyConfig:
                 )
         num("critical_batch", optional=True)
         num("critical_batch_lr", optional=True)
-        num("sample_tolerance", most=1, why="batch at most B*")
+        num("sample_tolerance", optional=True, most=1, why="batch at most B*")
+        num("rollouts_per_update", zero=True, optional=True)
+        num("seconds_per_rollout", optional=True)
+        num("seconds_per_update", zero=True, optional=True)
+        if (self.seconds_per_rollout is None) != (self.seconds_per_update is None):
+            name = "seconds_per_update" if self.seconds_per_update is None else "seconds_per_rollout"
+            raise bad(name, "must be given with the other (the price is seconds per update / per rollout)")
+        if self.rollouts_per_update is not None and self.seconds_per_rollout is not None:
+            raise bad(
+                "rollouts_per_update", "give the price once: rollouts_per_update or the seconds, not both"
+            )
+        if self.sample_tolerance is not None and self.price is not None:
+            raise bad(
+                "sample_tolerance",
+                "a fixed operating fraction and a price cannot both set the batch: drop sample_tolerance",
+            )
         count("fallback_batch", optional=True)
         num("base_lr")
         count("base_batch", optional=True)

@@ -9,9 +9,12 @@ same B* to the same batch, set the same LR and switch at the same point of the f
 
 from __future__ import annotations
 
+import math
+
 from rlvr_schedule.policy import triggers
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.policy_config import PolicyConfig
+from rlvr_schedule.policy.price import DEFAULT_PRICE, cost_optimal_batch
 from rlvr_schedule.policy.triggers import FailureClockTrigger
 from rlvr_schedule.theory.scaling import lr_for_batch
 
@@ -22,6 +25,8 @@ __all__ = [
     "known_critical_batch",
     "lr_at",
     "operating_batch",
+    "operating_fraction_at",
+    "price_for_tolerance",
 ]
 
 
@@ -42,8 +47,13 @@ def initial_stage(cfg: PolicyConfig, constraints: BatchConstraints | None = None
     if cfg.initial_batch != "auto":
         return int(cfg.initial_batch), "initial"
     if cfg.critical_batch is not None:
-        frac = cfg.operating_fraction
         known = float(known_critical_batch(cfg) or cfg.critical_batch)
+        frac = operating_fraction_at(cfg, known)
+        if cfg.sample_tolerance is None:
+            rho = cfg.price if cfg.price is not None else DEFAULT_PRICE
+            how = "stated" if cfg.price is not None else "default"
+            why = f"initial: cheapest at price {rho:g} rollouts/update ({how}): {frac:.3g} x critical batch {known:g}"
+            return operating_batch(cfg, known, c), why
         return operating_batch(cfg, known, c), f"initial: {frac:.3g} x critical batch {known:g}"
     return c.snap(
         cfg.fallback_batch or cfg.base_batch or c.lowest
@@ -71,13 +81,37 @@ def failure_clock(cfg: PolicyConfig, base_batch: float) -> FailureClockTrigger |
     )
 
 
+def operating_fraction_at(cfg: PolicyConfig, critical_batch: float, price: float | None = None) -> float:
+    """Batch / B* where the policy runs at a B*: the batch cheapest at the price
+    (:func:`~rlvr_schedule.policy.price.cost_optimal_batch`; ``price`` None: the stated one, else
+    the default) over B*, or an older file's fixed ``sample_tolerance`` fraction."""
+    if cfg.sample_tolerance is not None:
+        return cfg.operating_fraction
+    rho = price if price is not None else (cfg.price if cfg.price is not None else DEFAULT_PRICE)
+    bstar = float(critical_batch)
+    # at least one rollout: a price of 0 (no per-update cost measured) puts the batch at the smallest runnable
+    return max(cost_optimal_batch(bstar, rho), 1.0) / bstar if bstar > 0 else 0.0
+
+
+def price_for_tolerance(cfg: PolicyConfig) -> float:
+    """The price an older file's ``sample_tolerance`` amounts to at its known B* (NaN: none known)."""
+    from rlvr_schedule.policy.price import price_equivalent
+
+    known = known_critical_batch(cfg)
+    return math.nan if known is None else price_equivalent(cfg.operating_fraction, known)
+
+
 def operating_batch(
-    cfg: PolicyConfig, critical_batch: float, constraints: BatchConstraints | None = None
+    cfg: PolicyConfig,
+    critical_batch: float,
+    constraints: BatchConstraints | None = None,
+    price: float | None = None,
 ) -> int:
-    """The batch the policy runs at a B* (at its own LR): the operating fraction x B*, snapped to the
-    nearest runnable batch (the start with a known B*; the B* tracker's target)."""
+    """The batch the policy runs at a B* (at its own LR): the batch cheapest at the price
+    (:func:`operating_fraction_at`), snapped to the nearest runnable batch (the start with a known
+    B*; the B* tracker's target)."""
     c = constraints if constraints is not None else cfg.constraints
-    return triggers.start_batch(critical_batch, cfg.operating_fraction, c)
+    return triggers.start_batch(critical_batch, operating_fraction_at(cfg, critical_batch, price), c)
 
 
 def lr_at(cfg: PolicyConfig, batch: float, base_batch: float) -> float:

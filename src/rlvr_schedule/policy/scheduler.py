@@ -1,7 +1,10 @@
 """The two-clock policy: start below the critical batch, follow it as it rises, mind the failure clock.
 
-Progress clock: rollouts to a given progress grow as E(B)/E(0) = 1/(1 - B/2B*), so the operating
-point follows the user's rollout tolerance (``sample_tolerance`` 0.3: B = 2B* x 0.3/1.3 = 0.46 B*).
+Progress clock: rollouts to a given progress grow as E(B)/E(0) = 1/(1 - B/2B*) and updates as that
+over B, so the operating point is the batch with the least rollouts + price x updates
+(-rho + sqrt(rho^2 + 2 rho B*), :mod:`~rlvr_schedule.policy.price`): the price stated, else measured
+from the records' step times (:class:`~rlvr_schedule.policy.price.LivePrice`), else the default; an
+older file's ``sample_tolerance`` fixes the fraction instead.
 B* is a known value (``fit_sweep``'s) followed by the B* tracker, or the tracker's estimate alone; the
 batch follows fraction x estimate, moving once that is ``track_step`` above the current batch.
 Failure clock: the sweep's (``failure_samples`` from ``rlvr-schedule fit``, with its interval and
@@ -45,6 +48,7 @@ from rlvr_schedule.policy import reachable, rules, state, triggers
 from rlvr_schedule.policy.base import Schedule
 from rlvr_schedule.policy.constraints import BatchConstraints
 from rlvr_schedule.policy.policy_config import DETECTORS, PolicyConfig
+from rlvr_schedule.policy.price import LivePrice, step_seconds
 from rlvr_schedule.policy.rules import failure_clock, initial_stage, known_critical_batch
 from rlvr_schedule.policy.state import RunState
 from rlvr_schedule.policy.tracker import CriticalBatchTracker
@@ -89,6 +93,8 @@ class TwoClockScheduler(Schedule):
             recent=0.5,
         )
         self.tracker = CriticalBatchTracker(cfg.estimate_samples, known_critical_batch(cfg))
+        #: the price in rollouts per update: stated, else from the records' step times, else the default
+        self.price = LivePrice(cfg.price)
         self.detectors: list[Any] = [DETECTORS[n]() for n in cfg.detectors]
         self._n_builtin = len(self.detectors)
         self.detectors += list(detectors)
@@ -132,6 +138,7 @@ class TwoClockScheduler(Schedule):
             self.clock.spend(max(record.samples - run.samples, 0), cur.batch, cur.lr)
         run.records += 1
         run.samples = record.samples
+        self.price.update(record.batch, step_seconds(record.extra))
         stf = self.forecast.update(record)
         b_simple = self.tracker.update(record)
         alarm, faulted = self._run_detectors(record) if self.detectors else (None, False)
@@ -164,7 +171,8 @@ class TwoClockScheduler(Schedule):
         """``initial_batch: auto`` without a known B*: the first estimate sets the batch, once."""
         if not self.run.auto_pending:
             return None
-        return triggers.auto_start(bstar, self.config.operating_fraction, cur.batch, record.micro_batch)
+        frac = rules.operating_fraction_at(self.config, bstar, self.price.value())
+        return triggers.auto_start(bstar, frac, cur.batch, record.micro_batch)
 
     def _failure(
         self, record: StepRecord, cur: Stage, stf: float, alarm: str | None
@@ -243,7 +251,7 @@ class TwoClockScheduler(Schedule):
         cfg = self.config
         if not (cfg.track_critical_batch and math.isfinite(bstar)):
             return None
-        frac = cfg.operating_fraction
+        frac = rules.operating_fraction_at(cfg, bstar, self.price.value())
         up = triggers.track_up(bstar, frac, cur.batch, cfg.track_step)
         if up is not None:
             return up

@@ -62,6 +62,7 @@ def save(policy: TwoClockScheduler) -> dict[str, Any]:
         "tracker": policy.tracker.state_dict(),
         "forecast": policy.forecast.state_dict(),
         "clock": policy.clock.state_dict() if policy.clock is not None else None,
+        "price": policy.price.state_dict(),
         "detectors": {
             _detector_key(i, d): d.state_dict()
             for i, d in enumerate(policy.detectors)
@@ -108,6 +109,8 @@ def load(policy: TwoClockScheduler, state: Mapping[str, Any]) -> None:
     policy.forecast.load_state_dict(state["forecast"])
     if policy.clock is not None and state.get("clock"):
         policy.clock.load_state_dict(state["clock"])
+    if state.get("price"):
+        policy.price.load_state_dict(state["price"])
     saved = state.get("detectors", {})
     for i, det in enumerate(policy.detectors):
         key = _detector_key(i, det)

@@ -32,7 +32,9 @@ class SyntheticEnvironment:
     """Answers a schedule's ``(batch, lr)`` each update with the next :class:`StepRecord`.
 
     Parameters are those of :class:`ClockModel` plus ``noise`` (metric noise multiplier, 0 for
-    exact clocks) and ``seed``. :meth:`run` resets the task first, so two runs with the same
+    exact clocks), ``seed`` and, for a host's wall clock, ``seconds_per_rollout`` and
+    ``seconds_per_update``: each record then logs ``step_time`` = a B + b (x a 5% log-normal jitter
+    from a stream of its own, so the metrics' random numbers are unchanged). :meth:`run` resets the task first, so two runs with the same
     seed share their random numbers (a fair comparison between schedules).
     """
 
@@ -45,6 +47,8 @@ class SyntheticEnvironment:
         noise: float = 1.0,
         seed: int | None = 0,
         drift: float = ClockModel.drift,
+        seconds_per_rollout: float | None = None,
+        seconds_per_update: float | None = None,
         **model_kwargs: Any,
     ) -> None:
         if not (math.isfinite(noise) and noise >= 0):
@@ -58,6 +62,11 @@ class SyntheticEnvironment:
             **model_kwargs,
         )
         self.noise = float(noise)
+        self.step_time = (
+            None
+            if seconds_per_rollout is None or seconds_per_update is None
+            else (float(seconds_per_rollout), float(seconds_per_update))
+        )
         self.seed = seed
         self.decisions: list[Decision] = []
         self.reset()
@@ -81,6 +90,7 @@ class SyntheticEnvironment:
             np.random.default_rng(None if self.seed is None else [int(self.seed), 7]).exponential()
         )
         self._reward_at_collapse = self.model.reward0
+        self._clock_rng = np.random.default_rng(None if self.seed is None else [int(self.seed), 11])
         direction = np.zeros(_GRAD_DIM)
         direction[0] = 1.0
         self._grad = direction * math.sqrt(_GRAD_SQ)
@@ -169,7 +179,13 @@ class SyntheticEnvironment:
             frac_zero_std=reward**g + (1.0 - reward) ** g,
             grad_norm_micro=math.nan if small is None else small * spike,
             micro_batch=micro,
+            extra={} if self.step_time is None else {"step_time": self._step_seconds(batch)},
         )
+
+    def _step_seconds(self, batch: int) -> float:
+        assert self.step_time is not None
+        a, b = self.step_time
+        return (a * batch + b) * math.exp(0.05 * self._clock_rng.standard_normal())
 
     def _grad_norms(self, batch: int, micro: int | None, b_simple: float) -> tuple[float, float | None]:
         """Full-batch and micro-batch gradient norms at the same parameters (E|g_B|^2 = |G|^2 + trS/B)."""

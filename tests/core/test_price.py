@@ -1,0 +1,239 @@
+"""The price of an update in rollouts: the cheapest batch at it, its measurement, and where it reaches
+the policy, the plan and the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlvr_schedule import cli
+from rlvr_schedule.errors import ConfigError
+from rlvr_schedule.ingest import write_jsonl
+from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler, schedule_from_dict
+from rlvr_schedule.policy.price import (
+    DEFAULT_PRICE,
+    LivePrice,
+    StepTimeFit,
+    cost_optimal_batch,
+    price_equivalent,
+    step_seconds,
+)
+from rlvr_schedule.records import StepRecord
+from rlvr_schedule.synthetic import make_sweep
+from rlvr_schedule.theory.quadratic import LocalQuadratic
+
+VERL_ONE_BATCH = (
+    Path(__file__).parents[1] / "data/real/formats/verl_console_taskrunner/qwen2-7b-fsdp2.excerpt.log"
+)
+
+
+@pytest.mark.parametrize("rho", [0.5, 4.0, 16.0, 64.0, 1000.0])
+def test_the_cheapest_batch_minimises_rollouts_plus_price_updates_on_the_local_model(rho):
+    # the project's noisy-quadratic model on the square-root rule: per-rollout progress p(B) falls
+    # linearly to zero at 2 B*; rollouts to a fixed progress ~ 1/p(B), updates ~ 1/(B p(B))
+    q = LocalQuadratic.from_spectra(np.ones(4), [1.0, 2.0, 3.0, 4.0], [50.0, 80.0, 20.0, 40.0])
+    lr0, base = 1e-3, 64.0
+    bstar = q.critical_batch(lr0, base)
+    assert bstar > 0
+    grid = np.linspace(1e-3 * bstar, 1.999 * bstar, 400_001)
+    p = q.progress_per_sample(grid, lr0, base)
+    cost = 1.0 / p + rho / (grid * p)
+    b = cost_optimal_batch(bstar, rho)
+    p_b = q.progress_per_sample(b, lr0, base)
+    assert 1.0 / p_b + rho / (b * p_b) <= cost.min() * (1 + 1e-12)  # no batch on the grid is cheaper
+    assert b == pytest.approx(float(grid[np.argmin(cost)]), rel=1e-3)
+    assert cost_optimal_batch(bstar, rho) == pytest.approx(-rho + math.sqrt(rho * rho + 2 * rho * bstar))
+    assert cost_optimal_batch(bstar, rho) < bstar
+
+
+def test_a_fraction_of_critical_batch_is_the_cheapest_at_its_price_equivalent():
+    for f in (0.2, 0.4615, 0.8):
+        rho = price_equivalent(f, 100.0)
+        assert cost_optimal_batch(100.0, rho) == pytest.approx(f * 100.0)
+
+
+def test_step_times_at_two_batches_give_the_price_with_an_interval():
+    rng = np.random.default_rng(0)
+    b = np.repeat([32, 64, 128], 30)
+    t = (0.5 * b + 8.0) * np.exp(0.03 * rng.standard_normal(b.size))
+    fit = StepTimeFit().fit(b, t, "sweep")
+    lo, hi = fit.price_interval_
+    assert fit.unidentified_ is None and lo < 16.0 < hi and hi - lo < 4
+    one = StepTimeFit().fit([64] * 10, [40.0] * 10)
+    assert one.unidentified_ is not None and "one batch" in one.unidentified_ and math.isnan(one.price_)
+    assert "no step times" in StepTimeFit().fit([], []).unidentified_
+
+
+def test_step_seconds_read_trl_verl_and_the_reference_trainer():
+    assert step_seconds({"step_time": 3.5}) == 3.5  # TRL, synthetic hosts
+    assert step_seconds({"timing_s/step": 179.0}) == 179.0  # verl
+    assert step_seconds({"rollout_s": 2.0, "update_s": 1.0, "push_s": 0.5}) == 3.5  # reference trainer
+    assert math.isnan(step_seconds({"loss": 1.0}))
+
+
+def _records(batch: int, n: int, start: int, seconds_per_rollout: float, seconds_per_update: float):
+    return [
+        StepRecord(
+            step=i,
+            samples=start + batch * (i + 1),
+            batch=batch,
+            lr=1e-6,
+            extra={"step_time": seconds_per_rollout * batch + seconds_per_update},
+        )
+        for i in range(n)
+    ]
+
+
+def test_the_live_price_follows_the_records_step_times_and_a_stated_price_wins():
+    cfg = dict(critical_batch=600.0, base_lr=1e-6, base_batch=64, detectors=(), track_critical_batch=False)
+    live = TwoClockScheduler(PolicyConfig(**cfg))
+    stated = TwoClockScheduler(PolicyConfig(rollouts_per_update=4.0, **cfg))
+    assert live.price.value() == DEFAULT_PRICE and live.price.source == "default"
+    recs = _records(64, 5, 0, 0.1, 6.4) + _records(128, 5, 320, 0.1, 6.4)  # price 64
+    for r in recs:
+        live.propose(r)
+        stated.propose(r)
+    assert live.price.source == "measured" and live.price.value() == pytest.approx(64.0)
+    assert stated.price.value() == 4.0 and stated.price.source == "stated"
+    # the state carries the measured price
+    again = TwoClockScheduler(PolicyConfig(**cfg))
+    again.load_state_dict(live.state_dict())
+    assert again.price.value() == pytest.approx(64.0)
+
+
+def test_a_price_is_one_field_and_an_old_tolerance_is_priced_in_a_warning():
+    assert PolicyConfig(seconds_per_rollout=0.5, seconds_per_update=8.0).price == 16.0
+    with pytest.raises(ConfigError, match="seconds_per_update"):
+        PolicyConfig(seconds_per_rollout=0.5)
+    with pytest.raises(ConfigError, match="sample_tolerance"):
+        PolicyConfig(sample_tolerance=0.3, rollouts_per_update=16.0)
+    with pytest.warns(
+        UserWarning, match=r"sample_tolerance 0.3 .* price 19.8 rollouts per update at critical_batch 100"
+    ):
+        s = schedule_from_dict({"type": "two_clock", "critical_batch": 100, "sample_tolerance": 0.3})
+    assert s.current.batch == 46  # the fixed 0.46 x B* still runs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = schedule_from_dict(
+            {"type": "two_clock", "critical_batch": 100, "price": {"rollouts_per_update": 4}}
+        )
+    assert s.current.batch == round(cost_optimal_batch(100, 4))  # 24.6 -> 24 (snap to the nearest)
+
+
+def test_fit_json_reports_the_price_from_a_sweep_and_not_identified_from_one_batch(tmp_path, capsys):
+    runs = make_sweep(
+        [16, 32, 64, 128, 256],
+        critical_batch=128,
+        failure_samples=20_000,
+        seed=0,
+        max_samples=20_000,
+        seconds_per_rollout=0.5,
+        seconds_per_update=8.0,
+    )
+    paths = []
+    for run in runs:
+        p = tmp_path / f"b{run.batch}.jsonl"
+        write_jsonl(p, run.records)
+        paths.append(str(p))
+    cli.main(["fit", "--json", *paths])
+    price = json.loads(capsys.readouterr().out)["price"]
+    lo, hi = price["interval"]
+    assert price["source"].startswith("measured") and lo < 16.0 < hi
+    cli.main(["fit", "--json", "--price", "40", *paths])
+    d = json.loads(capsys.readouterr().out)
+    assert d["price"]["rollouts_per_update"] == 40 and d["price"]["source"].startswith("stated")
+    cheapest = [r for r in d["runs"] if r["cheapest"]]
+    assert len(cheapest) == 1
+    cli.main(["fit", "--json", str(VERL_ONE_BATCH)])
+    price = json.loads(capsys.readouterr().out)["price"]
+    assert price["unidentified"].startswith("not identified: step times at one batch only")
+    assert price["source"] == "default" and price["rollouts_per_update"] == DEFAULT_PRICE
+
+
+def test_plan_takes_the_price_and_marks_the_cheapest(tmp_path, capsys):
+    runs = make_sweep(
+        [16, 32, 64, 128, 256],
+        critical_batch=128,
+        failure_samples=60_000,
+        seed=0,
+        seconds_per_rollout=0.5,
+        seconds_per_update=8.0,
+    )
+    paths = []
+    for run in runs:
+        p = tmp_path / f"b{run.batch}.jsonl"
+        write_jsonl(p, run.records)
+        paths.append(str(p))
+    cli.main(["plan", "--json", "--price", "64", *paths])
+    d = json.loads(capsys.readouterr().out)
+    assert d["price"]["rollouts_per_update"] == 64 and d["price"]["source"] == "stated"
+    rows = [d["predicted"], *d["constant"]]
+    marked = [r for r in rows if r.get("cheapest")]
+    assert len(marked) == 1
+    costs = [r["cost_to_target"] for r in rows if r.get("cost_to_target") is not None]
+    assert marked[0]["cost_to_target"] == min(costs)
+    cli.main(["plan", "--json", *paths])
+    low = json.loads(capsys.readouterr().out)
+    assert low["price"]["source"] == "measured" and d["stages"][0]["batch"] > low["stages"][0]["batch"]
+
+
+def test_live_price_needs_two_batches():
+    lp = LivePrice()
+    for _ in range(10):
+        lp.update(64, 30.0)
+    assert lp.measured is None and lp.value() == DEFAULT_PRICE
+
+
+def test_the_report_prices_every_run_and_draws_iso_cost_lines(tmp_path):
+    pytest.importorskip("matplotlib")
+    from rlvr_schedule.report import write_report
+
+    runs = make_sweep([16, 64, 256], critical_batch=128, failure_samples=60_000, seed=0, max_samples=30_000)
+    index = write_report(runs, tmp_path, price=32.0)
+    summary = json.loads((tmp_path / "summary.json").read_text())["cost_to_target"]
+    assert summary["price"] == 32.0 and summary["source"] == "stated"
+    rows = summary["rows"]
+    assert [r["cheapest"] for r in rows].count(True) == 1
+    best = min(rows, key=lambda r: r["cost"])
+    assert best["cheapest"] and best["cost"] == pytest.approx(best["rollouts"] + 32.0 * best["updates"])
+    assert (tmp_path / "cost_to_target.png").stat().st_size > 0
+    assert "cost_to_target.png" in index.read_text() and "**cheapest**" in (tmp_path / "index.md").read_text()
+
+
+def test_the_priced_bar_charges_a_seed_that_never_reaches_the_target_its_whole_run():
+    from benchmarks.evidence import schedules_v3 as S
+
+    def seed(best: float, total: tuple[float, float]) -> dict:
+        return {"best": best, "total": total}
+
+    n = 6
+    curves = {f"constant {b} x1 LR": [seed(0.5, (40_000.0, 40_000.0 / b))] * n for b in S.BATCHES}
+    tt = {
+        k: np.array([[10_000.0 + b, (10_000.0 + b) / b]] * n) for b, k in zip(S.BATCHES, curves, strict=True)
+    }
+    tt["constant 256 x1 LR"][:] = np.nan  # never reaches the target: charged its whole run
+    pol = S.priced(16.0)
+    rng = np.random.default_rng(0)
+    curves[pol] = [seed(0.52 + 0.001 * rng.standard_normal(), (40_000.0, 500.0)) for _ in range(n)]
+    curves[S.POLICY] = curves[pol]
+    tt[pol] = np.array([[10_000.0, 50.0 + rng.standard_normal()] for _ in range(n)])
+    tt[S.POLICY] = tt[pol]
+    bar = S.priced_bar(curves, tt, 16.0, "constant 16 x1 LR")
+    costs = {k: 10_000.0 + b + 16.0 * (10_000.0 + b) / b for b, k in zip(S.BATCHES, curves, strict=False)}
+    assert bar["costs"]["constant 256 x1 LR"] == pytest.approx(40_000.0 + 16.0 * 40_000.0 / 256)
+    cheapest = min((k for k in costs if k != "constant 256 x1 LR"), key=costs.get)
+    assert bar["cstar"] == cheapest and bar["cost_ratio"] < 1.0
+    assert bar["passed"] and all(bar["ok"].values())
+
+
+def test_a_measured_price_of_zero_starts_at_the_smallest_runnable_batch():
+    # a sweep whose step times show no per-update cost (an intercept at or below 0) prices updates at 0
+    s = TwoClockScheduler(
+        PolicyConfig(critical_batch=40.0, rollouts_per_update=0.0, constraints={"group_size": 8})
+    )
+    assert s.current.batch == 8
