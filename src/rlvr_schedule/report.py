@@ -738,7 +738,7 @@ def plot_cost_to_target(
     """Rollouts against updates to the target, one point per run (and the plan), with iso-cost lines
     rollouts + price x updates = C: every point on a line costs the same GPU time."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.6))
+    fig, ax = plt.subplots(figsize=(8.5, 4.6))
     if points:
         xs = np.array([p[1] for p in points])
         ys = np.array([p[2] for p in points])
@@ -756,16 +756,19 @@ def plot_cost_to_target(
                 fontsize=7,
                 color="0.5",
             )
-        for i, (name, x, y) in enumerate(points):
+        colors = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(points), 2)))
+        for i, (name, x, y) in enumerate(points):  # named in the legend: seeds of one batch sit close
             marker = "*" if i == cheapest else ("s" if name.startswith("plan") else "o")
-            ax.scatter([x], [y], marker=marker, s=120 if i == cheapest else 40, zorder=3)
-            ax.annotate(
-                name + (" (cheapest)" if i == cheapest else ""),
-                (x, y),
-                fontsize=7,
-                xytext=(4, 4),
-                textcoords="offset points",
+            ax.scatter(
+                [x],
+                [y],
+                marker=marker,
+                s=120 if i == cheapest else 40,
+                zorder=3,
+                color=colors[i],
+                label=name + (" (cheapest)" if i == cheapest else ""),
             )
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         ax.set_xlim(0, x_hi)
         ax.set_ylim(0, y_hi)
     else:
@@ -773,7 +776,8 @@ def plot_cost_to_target(
     ax.set_xlabel("rollouts to target")
     ax.set_ylabel("updates to target")
     ax.set_title(
-        f"cost to target at {price:.3g} rollouts/update (grey: iso-cost, x the cheapest)", fontsize=9
+        f"cost to target at {price:.3g} rollouts/update (grey: iso-cost lines; star: the cheapest)",
+        fontsize=9,
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -143,11 +143,18 @@ def test_first_view_is_the_eval_story_and_plots_are_readable(tmp_path: Path, mon
     assert [md.index(h) for h in order] == sorted(md.index(h) for h in order)
     assert "held-out accuracy" in md[md.index("## Fitted clocks") : md.index("## Runs")]
     for fig in figs:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
         for ax in fig.axes:
-            assert not ax.texts, [t.get_text() for t in ax.texts]  # failures go to the legend
+            texts = [t for t in ax.texts if t.get_visible() and t.get_text()]
+            boxes = [t.get_window_extent(renderer) for t in texts]
+            for i, a in enumerate(boxes):  # no label on top of another
+                for j in range(i):
+                    assert not a.overlaps(boxes[j]), (texts[i].get_text(), texts[j].get_text())
             leg = ax.get_legend()
             assert leg is None or leg.get_texts()
         real_close(fig)
     fail_fig = next(f for f in figs if "Failure clock" in f.axes[0].get_title())
+    assert not fail_fig.axes[0].texts  # failures go to the legend
     labels = [t.get_text() for t in fail_fig.axes[0].get_legend().get_texts()]
     assert any(lab.startswith("entropy_collapse: 6 runs, at") for lab in labels), labels
