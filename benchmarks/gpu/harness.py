@@ -108,8 +108,8 @@ def env_paths() -> None:
     import sys
 
     root = project_root()
-    for sub in ("reference_trainer", "adapters", "src", "benchmarks"):
-        p = str(root / sub)
+    for sub in ("reference_trainer", "adapters", "src", "benchmarks", "."):
+        p = str((root / sub).resolve())
         if p not in sys.path:
             sys.path.insert(0, p)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

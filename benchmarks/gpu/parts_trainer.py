@@ -1,7 +1,7 @@
 """The reference trainer's GPU check parts (issue: the reference trainer on a GPU).
 
-1. ``trainer.cuda_tests``: ``tests/trainer/test_cuda.py`` under CUDA (bf16 packed log-probs vs an
-   unpacked reference; SIGKILL + resume with deterministic algorithms);
+1. ``trainer.cuda_tests``: the device checks of ``benchmarks/fixtures/cuda_checks.py`` (bf16 packed
+   log-probs vs an unpacked reference; SIGKILL + resume with deterministic algorithms);
 2. ``trainer.tiny_run``: the tiny preset on CUDA, HF engine, a static two-stage schedule
    (batch 8 for 2,048 rollouts, then 64 for 2,048): the switch applied, and the wall time;
 3. ``trainer.vs_trl``: the reference trainer against TRL ``GRPOTrainer``, both on HF generation,
@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -32,26 +29,30 @@ from harness import Context, part, peak_memory, sync
 
 @part("trainer.cuda_tests", seconds=70, small_seconds=300)  # H200: 60 s
 def cuda_tests(ctx: Context) -> dict[str, Any]:
-    """tests/trainer/test_cuda.py on the device: bf16 packed vs unpacked log-probs; SIGKILL + resume."""
-    figs = ctx.workdir / "figures.jsonl"
-    env = dict(
-        os.environ,
-        RLVR_CHECK_DEVICE=ctx.device,
-        RLVR_CHECK_FIGURES=str(figs),
-        PYTHONPATH=os.pathsep.join(
-            [str(ctx.project / s) for s in ("src", "adapters", "reference_trainer")]
-            + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]  # carried wheels
-        ),
-    )
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/trainer/test_cuda.py"]
+    """The trainer's device checks (``benchmarks/fixtures/cuda_checks.py``, asserted by
+    tests/trainer/test_cuda.py): bf16 packed vs unpacked log-probs; SIGKILL + resume."""
+    from benchmarks.fixtures.cuda_checks import BF16_TOL, EXPECTED_BATCHES, packed_vs_unpacked, sigkill_resume
+    from rlvr_trainer.model import ensure_tiny_model
+
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ctx.project, env=env, capture_output=True, text=True)
-    figures = [json.loads(line) for line in figs.read_text().splitlines()] if figs.exists() else []
-    summary = (proc.stdout.strip().splitlines() or [""])[-1]
-    out = {"pytest_rc": proc.returncode, "summary": summary, "figures": figures}
-    out["seconds"] = round(time.perf_counter() - t0, 1)
-    if proc.returncode != 0:
-        out["pytest_tail"] = (proc.stdout + proc.stderr)[-3000:]
+    bf16 = packed_vs_unpacked(ctx.device)
+    resume = sigkill_resume(ctx.device, ensure_tiny_model(), ctx.workdir / "sigkill_resume")
+    failed = [
+        name
+        for name, ok in (
+            ("bf16 tolerance", bf16["max"] <= BF16_TOL["max"] and bf16["mean"] <= BF16_TOL["mean"]),
+            ("kill and resume", resume["killed"] and resume["returncodes"][::2] == [0, 0]),
+            ("batches", resume["batches"] == EXPECTED_BATCHES),
+            (
+                "equal decisions, samples, metrics",
+                all(resume[k] for k in ("decisions_equal", "samples_equal", "metrics_equal")),
+            ),
+            ("CUDA RNG in the checkpoint", resume["rng_cuda_saved"] is not False),
+        )
+        if not ok
+    ]
+    out = {"figures": [bf16, resume], "seconds": round(time.perf_counter() - t0, 1), "failed": failed}
+    if failed:
         raise RuntimeError(json.dumps(out)[:3000])
     return out
 
