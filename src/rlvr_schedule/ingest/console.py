@@ -30,7 +30,7 @@ import math
 import os
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -295,19 +295,13 @@ def read_verl_console_runs(
     if not parts:
         raise IngestError("no verl 'step:N - key:value' lines", source=source)
     spans = [RunSpan(p.rows[0][0], p.rows[-1][0], p.why) for p in parts]
-    if len(parts) > 1:
-        warnings.warn(
-            f"{describe_runs(source, spans)}: read as {len(parts)} runs", IngestWarning, stacklevel=2
-        )
-    base = name or _stem(path)
-    runs = []
-    for k, (part, span) in enumerate(zip(parts, spans, strict=True), start=1):
-        run = _verl_run(part, base if len(parts) == 1 else f"{base}#{k}", source, aliases, options)
-        run.meta.update(
-            {"runs_in_file": len(parts), "run_in_file": k, "lines": [span.first_line, span.last_line]}
-        )
-        runs.append(run)
-    return runs
+    return _runs_in_file(
+        source,
+        name or _stem(path),
+        spans,
+        parts,
+        lambda part, n: _verl_run(part, n, source, aliases, options),
+    )
 
 
 def _training_rows(part: _VerlPart) -> bool:
@@ -846,20 +840,14 @@ def read_trl_console_runs(
         warnings.warn(note, IngestWarning, stacklevel=2)
     if not groups:
         raise IngestError("no metrics dict lines ({'loss': ..., 'reward': ...})", source=source)
-    if len(groups) > 1:
-        warnings.warn(
-            f"{describe_runs(source, spans)}: read as {len(groups)} runs", IngestWarning, stacklevel=2
-        )
-    base = name or _stem(path)
-    runs = []
-    for k, (group, span) in enumerate(zip(groups, spans, strict=True), start=1):
-        run = _trl_run(group, base if len(groups) == 1 else f"{base}#{k}", source, opts, aliases)
-        run.meta.update(
-            {"runs_in_file": len(groups), "run_in_file": k, "lines": [span.first_line, span.last_line]}
-        )
-        if k == len(groups):
-            run.meta["dropped"] += len(notes)
-        runs.append(run)
+    runs = _runs_in_file(
+        source,
+        name or _stem(path),
+        spans,
+        groups,
+        lambda group, n: _trl_run(group, n, source, opts, aliases),
+    )
+    runs[-1].meta["dropped"] += len(notes)
     return runs
 
 
@@ -950,3 +938,22 @@ def _trl_run(
     run.meta.update(meta)
     describe_sources(run, stream.names, opts)
     return run
+
+
+def _runs_in_file(
+    source: str, base: str, spans: list[RunSpan], parts: list[Any], make: Callable[[Any, str], Run]
+) -> list[Run]:
+    """The runs of one console file, ``make(part, name)`` for each part: named ``base`` (one run) or
+    ``base#k``, each with its lines in ``meta``; several runs are said in one warning naming them."""
+    if len(parts) > 1:
+        warnings.warn(
+            f"{describe_runs(source, spans)}: read as {len(parts)} runs", IngestWarning, stacklevel=3
+        )
+    runs = []
+    for k, (part, span) in enumerate(zip(parts, spans, strict=True), start=1):
+        run = make(part, base if len(parts) == 1 else f"{base}#{k}")
+        run.meta.update(
+            {"runs_in_file": len(parts), "run_in_file": k, "lines": [span.first_line, span.last_line]}
+        )
+        runs.append(run)
+    return runs
