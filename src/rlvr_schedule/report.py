@@ -218,8 +218,9 @@ def plot_reward_vs_samples(
                     )
         if math.isfinite(fs) and x.size:
             c = "k" if not r.constant_batch else colors.get(r.batch, "k")
-            lab = "X: failure detected" if first_fail else None
-            ax.plot([fs], [_at(x, y, fs)], "X", color=c, mec="k", ms=10, mew=0.8, label=lab)
+            if first_fail:  # a grey key: the first run's colour would read as that batch's alone
+                ax.plot([], [], "X", color="0.6", mec="k", ms=10, mew=0.8, label="X: failure detected")
+            ax.plot([fs], [_at(x, y, fs)], "X", color=c, mec="k", ms=10, mew=0.8)
             first_fail = False
     if target is not None and math.isfinite(_num(target)):
         ax.axhline(float(target), color="0.4", ls="--", lw=0.8, label="target")
@@ -232,7 +233,8 @@ def plot_reward_vs_samples(
         ax.set_title(
             f"{'Training reward' if metric == 'reward_mean' else metric} vs rollouts (band: seeds min-max)"
         )
-    _legend(ax, fontsize=7, ncol=2, loc="best")
+    # Below the axes: inside, the legend sat on the curves it names.
+    _legend(ax, fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -239,6 +239,9 @@ KNOWN_EXTRA: frozenset[str] = frozenset(
         "reward_s",
         "logprob_s",
         "backward_s",
+        "micro_batches",
+        "padded_positions",
+        "sampler_logp_diff_",
         # verl: its metric namespaces (trainer/ppo/metric_utils.py, workers' "actor/" metrics)
         "critic/",
         "actor/",
