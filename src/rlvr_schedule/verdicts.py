@@ -166,17 +166,32 @@ def switch_verdict(decisions: Sequence[Mapping[str, Any]], failure_samples: floa
     if _fin(failure_samples):
         before = sum(1 for x in firsts if _fin(x) and x < failure_samples)
         tail = f", {before} of {len(sw)} before the sweep's failure point"
-    paths = sorted({" -> ".join(str(d.get("batch")) for d in r) for r in sw})
+    paths = sorted({" -> ".join(str(b) for b in _batch_path(r)) for r in runs if len(_batch_path(r)) > 1})
+    n_batch = sum(len(_batch_path(r)) - 1 for r in runs)
+    n_lr = sum(len(r) for r in sw) - n_batch
     runs_txt = f"in {len(sw)} of {len(runs)} runs, " if len(runs) > 1 else ""
     first = (
         f"{min(firsts):.0f}-{max(firsts):.0f}"
         if len(firsts) > 1 and min(firsts) != max(firsts)
         else f"{firsts[0]:.0f}"
     )
-    return (
-        f"the schedule switched: yes, {runs_txt}{sum(len(r) for r in sw)} switch(es) (batch -> "
-        f"{' / '.join(paths)}; first at {first} rollouts{tail}; {sw[0][0].get('reason', '')})"
+    counts = f"{n_batch} batch switch{'es' if n_batch != 1 else ''}" + (
+        f" and {n_lr} LR cut{'s' if n_lr != 1 else ''} at a held batch" if n_lr else ""
     )
+    path = f"batch {' / '.join(paths)}; " if paths else ""
+    return (
+        f"the schedule switched: yes, {runs_txt}{counts} ({path}first at {first} rollouts{tail}; "
+        f"{sw[0][0].get('reason', '')})"
+    )
+
+
+def _batch_path(run: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The batches a run went through, from its start: an LR cut at a held batch adds none."""
+    path: list[Any] = []
+    for i, d in enumerate(run):
+        if (i == 0 or d.get("switched")) and (not path or d.get("batch") != path[-1]):
+            path.append(d.get("batch"))
+    return path
 
 
 def verdicts(

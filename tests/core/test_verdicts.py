@@ -66,7 +66,7 @@ def test_switch_verdict_names_the_first_switch_and_the_failure_point() -> None:
         {"step": 91, "samples": 736, "batch": 16, "switched": False},
     ]
     line = switch_verdict(decisions, failure_samples=5000.0)
-    assert line.startswith("the schedule switched: yes, 1 switch(es) (batch -> 16;"), line
+    assert line.startswith("the schedule switched: yes, 1 batch switch (batch 8 -> 16;"), line
     assert "1 of 1 before the sweep's failure point" in line and "720 rollouts" in line
     assert switch_verdict(decisions[:1]) == "the schedule switched: no"
 
@@ -82,10 +82,22 @@ def test_switch_verdict_reads_each_seed_as_its_own_run() -> None:
             {"step": 200, "samples": second, "batch": 64, "switched": True, "reason": "clock"},
         ]
     line = switch_verdict(decisions, failure_samples=7000.0)
-    assert line.startswith("the schedule switched: yes, in 3 of 3 runs, 6 switch(es) (batch -> 32 -> 64;"), (
-        line
-    )
+    assert line.startswith(
+        "the schedule switched: yes, in 3 of 3 runs, 6 batch switches (batch 16 -> 32 -> 64;"
+    ), line
     assert "first at 624-784 rollouts, 3 of 3 before" in line
+
+
+def test_switch_verdict_tells_lr_cuts_at_a_held_batch_from_batch_switches() -> None:
+    """One switch 112 -> 128, then LR cuts at 128: not "5 switches (batch -> 128 -> 128 ...)"."""
+    decisions = [{"step": 1, "samples": 112, "batch": 112, "switched": False}]
+    decisions += [
+        {"step": 50 + k, "samples": 5600 + 100 * k, "batch": 128, "switched": True, "reason": "clock"}
+        for k in range(5)
+    ]
+    line = switch_verdict(decisions, failure_samples=12000.0)
+    assert line.startswith("the schedule switched: yes, 1 batch switch and 4 LR cuts at a held batch "), line
+    assert "(batch 112 -> 128; first at 5600 rollouts" in line
 
 
 def test_verdicts_lists_every_prediction(fit: dict) -> None:
