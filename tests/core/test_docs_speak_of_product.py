@@ -26,7 +26,9 @@ FORBIDDEN: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/work/"), "a machine-local path"),
     (re.compile(r"/tmp/\S*\.lock|\bheavy[ .]lock\b|\bshared lock\b"), "a machine-local lock"),
     (
-        re.compile(r"\b(lead|helper|other|another|previous|tenth|eleventh|twelfth) sessions?\b", re.IGNORECASE),
+        re.compile(
+            r"\b(lead|helper|other|another|previous|tenth|eleventh|twelfth) sessions?\b", re.IGNORECASE
+        ),
         "how the work was organised",
     ),
     (re.compile(r"\b(run|ran|measured) by the (lead|helper)\b", re.IGNORECASE), "who ran what"),
