@@ -8,7 +8,7 @@ and prints the relative errors of the critical batch and the failure samples, th
 batch above 2B* (a diverging run), and the leads of warnings and forecast before the failure point.
 ``--real`` runs the failure clock on the committed real runs (tests/data/real/runs, by SPLIT.json).
 
-Prints a Markdown table; the figures in benchmarks/CLOCKS_RESULTS.md come from this script.
+Prints a Markdown table; the figures in benchmarks/PERFORMANCE.md ("Fitting and the online estimators") come from this script.
 """
 
 from __future__ import annotations

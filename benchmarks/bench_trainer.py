@@ -1,7 +1,7 @@
 """Rollout + update throughput at a realistic shape: the reference trainer (vLLM CPU rollouts,
 packed training step) vs TRL's GRPOTrainer (transformers generate) on the same model and prompts.
 
-    python benchmarks/bench_trainer.py --write benchmarks/TRAINER_RESULTS.md
+    python benchmarks/bench_trainer.py --write runs/bench_trainer.md  (the current figures: benchmarks/PERFORMANCE.md)
     python benchmarks/bench_trainer.py --trl-configs 1t 2t cb --repeats 2 --lengths long_tail fixed256
     python benchmarks/bench_trainer.py --overlap ...   # adds the overlap row (TrainConfig.overlap)
 

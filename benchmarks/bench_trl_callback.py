@@ -7,7 +7,7 @@ view, noisy on a shared machine. The schedule holds one stage (8 rollouts/update
 do the same training work while the callback still canonicalizes, records and decides every update.
 Goal: < 1 % of training time.
 
-    python benchmarks/bench_trl_callback.py [--steps 40] [--repeats 3] [--write benchmarks/TRL_RESULTS.md]
+    python benchmarks/bench_trl_callback.py [--steps 40] [--repeats 3] [--write runs/bench_trl.md]
 """
 
 from __future__ import annotations

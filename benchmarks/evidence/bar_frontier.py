@@ -1,4 +1,4 @@
-"""Hindsight frontier for issue 20's schedule bar: can ANY schedule meet it on a synthetic task?
+"""Hindsight frontier for the fixed-fraction schedule bar: can ANY schedule meet it on a synthetic task?
 
 The bar asks a schedule for at most 0.6x the updates and 1.15x the rollouts to the target that the
 best-reward constant needs. This script asks whether that corner is reachable at all on a task, by a
@@ -176,7 +176,7 @@ def frontier(name: str) -> dict[str, Any]:
 
 def markdown(results: list[dict[str, Any]]) -> str:
     lines = [
-        "# Hindsight frontier of issue 20's bar (noise-free tasks, no crash hazard)",
+        "# Hindsight frontier of the fixed-fraction bar (noise-free tasks, no crash hazard)",
         "",
         "Per task: B* at the start; the best-reward constant of 16-256 at the square-root LR on the noise-free",
         "task (the reference) and its ratio to B*; the fewest updates to the target (as a ratio to the",

@@ -77,11 +77,11 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 # Task i (0, 1, 2 for h13, h14, h15) takes, by index into those lists: B* i, F (i+2) mod 3,
 # noise (i+1) mod 3, drift 2-i, alpha (i+1) mod 3, hazard 2-i (a permutation no earlier set used).
 #
-# Set 6 (2026-12-05, tenth session):
+# Set 6 (2026-12-05):
 # h13-h15 were run once on the unchanged default (results/schedules_i20_heldout5.md: 1 of 3) and are
-# part of the tuning set since, with 3a and h1-h12. h16-h18 and their seeds were committed at the start
-# of the tenth session, before any tuning or analysis in it and before anything was run on them; they
-# are run once, with the session's final defaults.
+# part of the tuning set since, with 3a and h1-h12. h16-h18 and their seeds were committed before the
+# round's tuning or analysis and before anything was run on them; they are run once, with the round's
+# final defaults.
 #
 # Rule (stated before any run): per parameter, three values that neither the section 3a tasks nor
 # h1-h15 used (B* 32/36/40/44/48/56/64/72/80/88/96/104/112/120/128; F 10k/11k/12k/14k/16k/18k/20k/
@@ -94,10 +94,10 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 # Task i (0, 1, 2 for h16, h17, h18) takes, by index into those lists: B* i, F i, noise (i+2) mod 3,
 # drift (i+1) mod 3, alpha (i+2) mod 3, hazard (i+1) mod 3 (a permutation no earlier set used).
 #
-# Set 7 (2026-12-05, tenth session, after h16-h18):
+# Set 7 (2026-12-05, after h16-h18):
 # h16-h18 were run once on the unchanged default (results/schedules_i20_heldout6.md: 0 of 3) and are
 # part of the tuning set since, with 3a and h1-h15. h19-h21 and their seeds were committed before the
-# session's design work and before anything was run on them; they are run once, with the session's
+# round's design work and before anything was run on them; they are run once, with the round's
 # final defaults.
 #
 # Rule (stated before any run): per parameter, three values that neither the section 3a tasks nor

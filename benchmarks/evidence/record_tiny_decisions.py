@@ -5,7 +5,7 @@ The policy runs live in the trainer (``experiments.run_one``; the settings of th
 ``tiny_schedules.py``, last at commit f108f2e: base LR
 1e-4 at batch 32, sqrt rule, micro_batch 4 so every update logs ``grad_norm_micro``, policy v3
 defaults with the live forecast switching (``forecast: on``), ``critical_batch`` given). The v2
-recordings it once wrote were dropped with policy v2 (issue 20; ``tests/data/regression/README.md``);
+recordings it once wrote were dropped with policy v2 ( ``tests/data/regression/README.md``);
 the file keeps the policy config, the trainer's records (metrics.jsonl) and the decisions (decisions.jsonl):
 
     python -m benchmarks.evidence.record_tiny_decisions OUT SEED CRITICAL_BATCH MAX_SAMPLES
@@ -42,7 +42,7 @@ def cfg_for(batch):
     )
 
 
-# policy v3 with the live forecast switching (v2's record-counted keys are gone: issue 20)
+# policy v3 with the live forecast switching (v2's record-counted keys are gone)
 v3 = dict(forecast="on", max_stages=16, growth=2.0, failure_exponent=0.0)
 policy = policy_config(cfg_for(8), batches=BATCHES, critical_batch=bstar, **v3)
 cfg = cfg_for(TwoClockScheduler(policy).current.batch)

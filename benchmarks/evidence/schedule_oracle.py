@@ -1,4 +1,4 @@
-"""Hindsight check for issue 20's schedule bar: what a perfect B* tracker would reach.
+"""Hindsight check for the fixed-fraction schedule bar: what a perfect B* tracker would reach.
 
 Not a policy: the schedule reads the synthetic task's TRUE critical batch at the run's progress
 (``ClockModel.critical_batch x (1 + drift x progress)``) and runs the nearest group of 8 to

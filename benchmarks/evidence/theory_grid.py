@@ -1,4 +1,4 @@
-"""Issue 5, part 2: the theory on the noisy-quadratic simulator and the online estimators' lead time.
+"""The theory on the noisy-quadratic simulator and the online estimators' lead time.
 
 (A) Predicted B* = (a - c) / (2d) against B* fitted to simulated per-sample progress of Adam on
     the square-root rule, over a grid of Hessian spectra x noise spectra x base LRs; also with

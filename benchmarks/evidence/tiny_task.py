@@ -1,4 +1,4 @@
-"""Issue 5 on the reference trainer's tiny task (CPU): the per-update cost model and kill/resume.
+"""The reference trainer's tiny task (CPU): the per-update cost model and kill/resume.
 
 ``cost``: short constant-batch runs; fits seconds per update = t0 + t1 x batch to the logged
 ``rollout_s + update_s`` (first update of each run dropped: warm-up), the cost model the
@@ -62,7 +62,7 @@ def _cfg(args: argparse.Namespace, **kw):
 def _policy(cfg):
     from rlvr_schedule.policy import BatchConstraints, PolicyConfig
 
-    # the DEFAULT policy (issue 12: the kill/resume evidence must cross a switch of it): only the
+    # the DEFAULT policy (the kill/resume evidence must cross a switch of it): only the
     # trainer's LR, group size and batch range are set. With no known B* it runs its fallback batch
     # until the gradient-noise estimate has 100 records (and 1600 rollouts), then switches to 0.18 x it:
     # a decision from state (the estimate's EMAs, the forecast) that a resumed run must restore
@@ -200,7 +200,7 @@ def cmd_killresume(args: argparse.Namespace) -> None:
     print(f"# wall time {time.perf_counter() - t_start:.0f} s")
 
 
-TRL_SCHEDULE = {  # the DEFAULT two-clock policy (issue 12): only the LR and the batch constraints
+TRL_SCHEDULE = {  # the DEFAULT two-clock policy: only the LR and the batch constraints
     # set. With no known B* it runs its fallback batch (base_batch) until the gradient-noise estimate
     # (the callback's grad_norm_micro) has 100 records (and 1600 rollouts), then switches to 0.18 x it: a
     # resumed run must restore the estimate's state to switch at the same step to the same batch

@@ -1,4 +1,4 @@
-"""The TRL adapter's GPU check parts (issue 23): ``RlvrScheduleCallback`` in a real TRL ``GRPOTrainer``
+"""The TRL adapter's GPU check parts: ``RlvrScheduleCallback`` in a real TRL ``GRPOTrainer``
 on CUDA in bf16, as a GPU user runs it. Three parts, 175 s together:
 
 1. ``adapters.trl_static_resume`` (55 s): a static three-stage schedule on the TRL example's tiny
@@ -403,7 +403,7 @@ def trl_auto(ctx: Context) -> dict[str, Any]:
 
 # --- 3. overhead --------------------------------------------------------------------------------------
 def _old_norm(model: Any) -> float:
-    """The norm as measured before issue 23 (a cast, square and sum per tensor, read on the host)."""
+    """The norm as measured by the earlier callback (a cast, square and sum per tensor, read on the host)."""
     import torch
 
     sq = [p.grad.detach().float().pow(2).sum() for p in model.parameters() if p.grad is not None]

@@ -60,7 +60,7 @@ def resolve_device(name: str = "auto") -> Any:
     if not torch.cuda.is_available():
         raise ConfigError(
             f"{name!r} asked for, but torch {torch.__version__} sees no CUDA device on this machine "
-            "(use --device cpu, or install a CUDA build of torch: see README 'GPU install')",
+            "(use --device cpu, or install a CUDA build of torch: see README 'Install')",
             field="device",
         )
     dev = torch.device(name)

@@ -8,7 +8,8 @@ scripting contract (rollout counts are integers):
   "failure_samples", ...}], ...}``
 - ``plan``: ``{"stages": [{"batch", "lr", "until_samples"}], ...}`` (``until_samples`` null on the last)
 
-Bad input exits with status 2 and a message naming the file and line, without a traceback.
+Bad input exits with status 2 and a message naming the file and the line (a log) or the field (a
+schedule), without a traceback.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ def sweep(task: SimTask) -> list[Run]:
 
 def _check(fit: SweepFit, task: SimTask) -> None:
     # B* from per-run level crossings (each run's rate with its own interval) is within ~30% on
-    # these 5-run sweeps (benchmarks/CLOCKS_RESULTS.md: median 5%, max 29% over 12 sweeps), and its
+    # these 5-run sweeps (benchmarks/PERFORMANCE.md: median 4.6%, max 29% over 12 sweeps), and its
     # interval holds the truth; the curve registration before it was within 25% here but gave
     # real trainer runs rates outside their own intervals
     assert abs(fit.critical_batch / task.critical_batch - 1) < 0.3, fit.critical_batch

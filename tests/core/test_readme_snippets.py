@@ -1,15 +1,26 @@
-"""Every python snippet in README.md runs as written, with the shipped files unchanged.
+"""Every python and bash snippet in README.md runs as written, with the shipped files unchanged.
 
-A snippet runs from the repository root (so the paths it names are the shipped files); a
+A python snippet runs from the repository root (so the paths it names are the shipped files); a
 ``test_*`` function it defines is called too. A fragment with ``...`` placeholders (a framework
 call the reader completes) cannot run: it must compile, and its imports must resolve, unless the
 framework it imports is not installed in this environment (then it is skipped, saying which).
+
+A ```` ```bash ```` block runs as one bash script in a fresh directory that holds the repository's
+``examples/`` and ``tests/`` (the data the README starts from), with ``python``, ``rlvr-schedule``
+and ``rlvr-trainer`` being this interpreter and its modules; what it writes stays in that
+directory. A block that calls ``rlvr-trainer`` needs transformers (the trainer session runs it;
+elsewhere it is skipped, saying why). ```` ```sh ```` blocks are shown, not run: installs, ``make``,
+and launchers of frameworks this environment does not have.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,14 +28,22 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+_BASH = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
+#: what a bash snippet may call, and how it runs here
+_COMMANDS = {
+    "python": [sys.executable],
+    "rlvr-schedule": [sys.executable, "-m", "rlvr_schedule.cli"],
+    "rlvr-trainer": [sys.executable, "-m", "rlvr_trainer.cli"],
+}
 
 
-def _snippets() -> list[tuple[int, str]]:
+def _snippets(block: re.Pattern[str] = _BLOCK) -> list[tuple[int, str]]:
     text = README.read_text(encoding="utf-8")
-    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _BLOCK.finditer(text)]
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in block.finditer(text)]
 
 
 SNIPPETS = _snippets()
+BASH_SNIPPETS = _snippets(_BASH)
 
 
 def test_the_readme_has_snippets_to_run():
@@ -51,3 +70,46 @@ def test_readme_snippet_runs(line, code, monkeypatch):
     tests = [v for k, v in ns.items() if k.startswith("test_") and callable(v)]
     for fn in tests:
         fn()
+
+
+def test_the_readme_has_commands_to_run():
+    called = {line.split()[0] for _, code in BASH_SNIPPETS for line in code.splitlines() if line.strip()}
+    assert {"rlvr-schedule", "rlvr-trainer", "python"} <= called
+
+
+@pytest.mark.parametrize("line, code", BASH_SNIPPETS, ids=[f"README.md:{n}" for n, _ in BASH_SNIPPETS])
+def test_readme_commands_run(line, code, tmp_path):
+    lines = [s for s in code.splitlines() if s.strip() and not s.lstrip().startswith("#")]
+    unknown = {s.split()[0] for s in lines} - set(_COMMANDS)
+    assert not unknown, (
+        f"README.md:{line} calls {sorted(unknown)}: add them to _COMMANDS or fence the block as sh"
+    )
+    if (
+        any(s.split()[0] == "rlvr-trainer" for s in lines)
+        and importlib.util.find_spec("transformers") is None
+    ):
+        pytest.skip(
+            f"README.md:{line} runs rlvr-trainer, which needs transformers (the trainer session runs it)"
+        )
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, argv in _COMMANDS.items():
+        shim = bin_dir / name
+        shim.write_text("#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in argv) + ' "$@"\n')
+        shim.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    for shipped in ("examples", "tests"):
+        (work / shipped).symlink_to(ROOT / shipped)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "MPLBACKEND": "Agg"}
+    proc = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", code],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, (
+        f"README.md:{line} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )

@@ -2,7 +2,7 @@
 
 Per run (:class:`ProgressClock`) the reward curve is read only up to the failure point (the
 rising part; what comes after a collapse is not progress). Across a constant-batch sweep
-(:class:`CriticalBatchFit`) the theory (THEORY.md section 3) says per-rollout progress falls
+(:class:`CriticalBatchFit`) the local quadratic model (:mod:`rlvr_schedule.theory.quadratic`) says per-rollout progress falls
 linearly with batch, p(B) = p0 (1 - B/(2B*)), so samples to a target grow as
 E(B) = E0 / (1 - B/(2B*)): 1/E is linear in B, per-rollout progress halves at the critical
 batch B* and vanishes at 2B*.

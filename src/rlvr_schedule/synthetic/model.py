@@ -1,7 +1,7 @@
 """The known clocks behind the synthetic runs (ground truth that the fits should recover).
 
-Progress clock: reward per rollout ``p(B, lr)`` follows the local quadratic model of THEORY
-section 3. Write ``r = lr / lr_sqrt(B)`` for the LR relative to the square-root rule from
+Progress clock: reward per rollout ``p(B, lr)`` follows the local quadratic model
+(:mod:`rlvr_schedule.theory.quadratic`). Write ``r = lr / lr_sqrt(B)`` for the LR relative to the square-root rule from
 ``(base_batch, lr0)``; with drift ``a``, noise term ``c = q a`` and curvature term ``d``:
 
     p(B, lr) = a r - c r**2 - d r**2 B,     a - c = rate_at_zero,   B*(lr0) = critical_batch

@@ -1,6 +1,6 @@
 """The task table of the schedule evaluation (docs/RESULTS.md section 3, policy v3).
 
-Fixed before the policy was tuned on them (issue 12): an entropy-driven failure clock that is
+Fixed before the policy was tuned on them: an entropy-driven failure clock that is
 nearly a sample clock (k3 B << k1 + k2 over the 16x batch range), progress damped as entropy runs
 out (R = b - a exp(H)), a separate reward-crash hazard, noise fraction c/a of 0.2 and 0.5 and the
 critical batch rising 1x, 4x or 16x over the climb (drift 0, 3, 15). Units: rollouts.

@@ -1,6 +1,7 @@
 """Theory: LR scaling rules, the local quadratic model, McCandlish's noise scale, a noisy-quadratic simulator.
 
-numpy only. The formulas are those of the project's THEORY notes (sections 1-3).
+numpy only. Each module's docstring gives its formulas and their sources
+(McCandlish et al. 2018, Malladi et al. 2022).
 """
 
 from rlvr_schedule.theory import mccandlish

@@ -1,4 +1,4 @@
-"""The local quadratic model of Adam in the noise-dominated regime (THEORY section 3).
+"""The local quadratic model of Adam in the noise-dominated regime.
 
 Per-sample gradients have mean G and covariance Sigma; the loss is quadratic with Hessian H over
 one step. With beta1 = 0, a slow beta2, eps ~ 0 and noise dominating the second moment
@@ -137,7 +137,7 @@ class LocalQuadratic:
 
         ``second_moment="noise"`` is the model above (preconditioner sqrt(B) D). ``"expected"``
         keeps the G^2 term, v_i = G_i^2 + Sigma_ii / B: drift per sample then also falls, by
-        1 / sqrt(1 + B / B_i) per coordinate with B_i = Sigma_ii / G_i^2 (THEORY section 3).
+        1 / sqrt(1 + B / B_i) per coordinate with B_i = Sigma_ii / G_i^2 (the refined second moment).
         """
         b = _batches(batch)
         lr = _positive("lr0", lr0) * (b / _positive("base_batch", base_batch)) ** rule_exponent(rule)
