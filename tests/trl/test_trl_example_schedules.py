@@ -143,8 +143,8 @@ def test_every_decided_batch_is_on_the_hosts_grid(example_run):
     assert all(c % GRID == 0 for c in m.completions)
     assert cb.schedule.constraints.multiple % GRID == 0
     # where the file's first stage was not on the grid, the set-up warning says where it went
-    # (two_clock.yaml starts at 0.182 x 1024 = 186, the nearest whole groups of 16: 192, on the grid;
-    # two_clock_auto.yaml at its fallback 64, snapped to 48)
+    # (two_clock.yaml starts at the batch cheapest at the default price 16 for B* 1024, 166, the nearest
+    # whole groups of 16: 160, off the grid; two_clock_auto.yaml at its fallback 64, snapped to 48)
     own = load_schedule(EXAMPLES / name).current.batch
     said = any("snapped to the host's grid (multiples of 48)" in w for w in setup)
     assert said == (own % GRID != 0), (own, setup)
