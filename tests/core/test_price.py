@@ -305,3 +305,26 @@ def test_the_reference_trainers_step_times_change_the_live_price():
     assert rules.operating_batch(sched.config, 600.0, price=sched.price.value()) > rules.operating_batch(
         sched.config, 600.0, price=DEFAULT_PRICE
     )
+
+
+def test_the_fitted_configuration_tells_the_policy_the_sweeps_fit_not_the_truth():
+    # the priced bar "as a user would": B* and the failure clock from fit_sweep on the task's own sweep
+    from benchmarks.evidence import schedules_v3 as S
+
+    name = "c5_drift3"
+    S.FITTED, S.PRICES = True, (16.0,)
+    try:
+        clock = S.sweep_clock(name)
+        bstar = S.FITTED_BSTAR[name]
+        assert bstar is not None and bstar != S.task_kw(name)["critical_batch"]
+        lo, hi = S.FITTED_INFO[name]["critical_batch_interval"]
+        assert lo < bstar < hi and 0.5 < bstar / S.task_kw(name)["critical_batch"] < 2
+        assert clock["failure_samples"] > 0 and set(clock) >= {"failure_batch", "failure_exponent"}
+        pol = S.makers(name, clock)[S.priced(16.0)]()
+        assert pol.config.critical_batch == bstar and pol.config.failure_samples == clock["failure_samples"]
+    finally:
+        S.FITTED, S.PRICES = False, ()
+        S.FITTED_BSTAR.clear()
+        S.FITTED_INFO.clear()
+    pol = S.makers(name, S.sweep_clock(name))[S.POLICY]()
+    assert pol.config.critical_batch == S.task_kw(name)["critical_batch"]  # the default: the true B*
