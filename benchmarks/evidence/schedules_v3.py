@@ -548,6 +548,14 @@ def priced_report(out: list[dict[str, Any]], seeds: int) -> list[str]:
                 for r in out
                 if r.get("fitted")
             )
+            + ". Failure clock fitted F [interval], alpha: "
+            + "; ".join(
+                f"{r['task']} {_g(r['clock'].get('failure_samples'))} "
+                f"[{', '.join(_g(x) for x in r['clock'].get('failure_samples_interval') or (None, None))}], "
+                f"{r['clock'].get('failure_exponent', math.nan):.2f}"
+                for r in out
+                if r.get("fitted")
+            )
             + ".",
         ]
     tally: dict[str, int] = {}
