@@ -66,13 +66,15 @@ def lag_run(env: SyntheticEnvironment, sched: TwoClockScheduler, horizon: float)
         if e[i] >= t[i]:
             lag_s[i] = lag_u[i] = 0.0
             continue
-        # the last update at or before i whose true B* was at most the estimate (truth rises)
+        # the last update at or before i whose true B* was at most the estimate (truth rises); none
+        # where the estimate is below even the first update's B*: a level error, not a lag (NaN)
         j = int(np.searchsorted(t[: i + 1], e[i], side="right")) - 1
-        j = max(j, 0)
-        lag_s[i], lag_u[i] = s[i] - s[j], u[i] - u[j]
+        if j >= 0:
+            lag_s[i], lag_u[i] = s[i] - s[j], u[i] - u[j]
     return dict(
         warm_at=float(s[ok][0]) if ok.any() else None,
         ratio=e[ok] / t[ok],
+        below_start=e[ok] < t[0] if t.size else np.zeros(0, bool),
         lag_rollouts=lag_s[ok],
         lag_updates=lag_u[ok],
     )
@@ -81,7 +83,7 @@ def lag_run(env: SyntheticEnvironment, sched: TwoClockScheduler, horizon: float)
 def measure_lag(name: str, seeds: int, rho: float, clock: dict[str, Any]) -> dict[str, Any]:
     kw = S.task_kw(name)
     F = float(kw["failure_samples"])
-    ratio, lag_s, lag_u, warm = [], [], [], []
+    ratio, lag_s, lag_u, warm, below = [], [], [], [], []
     for seed in S.task_seeds(name, seeds):
         env = SyntheticEnvironment(seed=seed, **kw)
         sched = cast(TwoClockScheduler, S.makers(name, clock)[S.priced(rho)]())
@@ -89,12 +91,14 @@ def measure_lag(name: str, seeds: int, rho: float, clock: dict[str, Any]) -> dic
         ratio.append(r["ratio"])
         lag_s.append(r["lag_rollouts"])
         lag_u.append(r["lag_updates"])
+        below.append(r["below_start"])
         if r["warm_at"] is not None:
             warm.append(r["warm_at"])
-    ra, ls, lu = (np.concatenate(x) if x else np.array([]) for x in (ratio, lag_s, lag_u))
+    ra, ls, lu, bs = (np.concatenate(x) if x else np.array([]) for x in (ratio, lag_s, lag_u, below))
     trailing = ra < 1.0
 
     def q(x: np.ndarray, p: float) -> float | None:
+        x = x[np.isfinite(x)]
         return float(np.percentile(x, p)) if x.size else None
 
     return dict(
@@ -107,11 +111,12 @@ def measure_lag(name: str, seeds: int, rho: float, clock: dict[str, Any]) -> dic
         ratio_median=q(ra, 50),
         ratio_p10=q(ra, 10),
         trailing_share=float(trailing.mean()) if ra.size else None,
+        below_start_share=float(bs.mean()) if bs.size else None,
         lag_rollouts_median=q(ls, 50),
         lag_rollouts_p90=q(ls, 90),
         lag_updates_median=q(lu, 50),
         lag_updates_p90=q(lu, 90),
-        lag_over_F_median=(q(ls, 50) or 0.0) / F,
+        lag_over_F_median=None if q(ls, 50) is None else float(q(ls, 50) or 0.0) / F,
     )
 
 
@@ -176,12 +181,13 @@ def markdown(lags: list[dict[str, Any]], costs: list[dict[str, Any]], seeds: int
         "(`schedules_v3.py --lean --prices`), horizon 2F, updates before failure only. Estimate: the "
         "tracker's B* in the square-root rule's frame; truth: the simulator's B* at the task's progress. "
         "Lag: rollouts (updates) since the true B* had the estimated value, 0 where the estimate is at or "
-        "above the truth; pooled over updates and seeds.",
+        "above the truth, undefined where it is below even the B* at the start (their share is its own "
+        "column: a level error, no lag); pooled over updates and seeds.",
         "",
         "| task | drift | rho | estimate warm at (median rollouts) | estimate / true B*: median (p10) | "
-        "share of updates trailing | lag, rollouts: median (p90) | lag / F (median) | lag, updates: median "
-        "(p90) |",
-        "|---" * 9 + "|",
+        "share of updates trailing | share below the starting B* | lag, rollouts: median (p90) | "
+        "lag / F (median) | lag, updates: median (p90) |",
+        "|---" * 10 + "|",
     ]
 
     def f(x: float | None, fmt: str = ",.0f") -> str:
@@ -191,6 +197,7 @@ def markdown(lags: list[dict[str, Any]], costs: list[dict[str, Any]], seeds: int
         lines.append(
             f"| {r['task']} | {r['drift']:g} | {r['rho']:g} | {f(r['warm_at_median'])} | "
             f"{f(r['ratio_median'], '.2f')} ({f(r['ratio_p10'], '.2f')}) | {f(r['trailing_share'], '.2f')} | "
+            f"{f(r.get('below_start_share'), '.2f')} | "
             f"{f(r['lag_rollouts_median'])} ({f(r['lag_rollouts_p90'])}) | {f(r['lag_over_F_median'], '.2f')} | "
             f"{f(r['lag_updates_median'])} ({f(r['lag_updates_p90'])}) |"
         )
@@ -226,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prices", default="4,16,64")
     ap.add_argument("--tasks", default="c2_drift3,c2_drift15,c5_drift3,c5_drift15")
     ap.add_argument("--no-cost", action="store_true", help="the lag only (no oracle bar run)")
+    ap.add_argument(
+        "--costs-from", default=None, help="a JSON this script wrote: its oracle costs, not rerun"
+    )
     ap.add_argument("--json", default=None)
     ap.add_argument("--md", default=None)
     args = ap.parse_args(argv)
@@ -240,10 +250,13 @@ def main(argv: list[str] | None = None) -> int:
                 lags.append(measure_lag(name, args.seeds, rho, clock))
         finally:
             S.PRICES = ()
-        if not args.no_cost:
+        if not args.no_cost and not args.costs_from:
             for rho in prices:
                 costs.append(oracle_cost(name, args.seeds, rho))
         print(f"{name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    if args.costs_from:
+        with open(args.costs_from, encoding="utf-8") as fh:
+            costs = json.load(fh)["costs"]
     md = markdown(lags, costs, args.seeds, argv)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
