@@ -1,4 +1,4 @@
-"""One price for every task: can a single setting of the hindsight frontier's rule meet issue 20's bar?
+"""One price for every task: can a single setting of the hindsight frontier's rule meet the corner bar?
 
 ``bar_frontier.py`` shows that on nearly every task *some* price pair of its greedy rule reaches the
 bar's corner (updates <= 0.6x, rollouts <= 1.15x the best-reward constant's). A policy ships one
@@ -11,12 +11,12 @@ setting, not one per task, so this script asks two further questions of the same
    0.01 of the best-reward constant's (horizon 2F, as ``schedules_v3.py``), and how many with the
    price chosen per task in hindsight?
 2. **With the task's noise, as an oracle.** The rule at the best noise-free fixed prices, run through
-   ``schedules_v3.py``'s 20-seed comparison in the issue-20 policy's place. It is handed the task's
+   ``schedules_v3.py``'s 20-seed comparison in the sweep-clock policy's place. It is handed the task's
    true model and reads the true B* at every update (``bind``): no live policy knows as much. If even
    this oracle misses the bar where the default meets it, the miss is in the bar's corner, not in
    the policy's estimates.
 
-Results: ``results/priced_rule.{md,json}`` (docs/RESULTS.md 3a, issue 20's tuning log).
+Results: ``results/priced_rule.{md,json}`` (the corner bar's tuning log, ``results/schedules_3a_log_until_2026-12-07.md``).
 
     python -m benchmarks.evidence.priced_rule --seeds 20 --json F.json --md F.md
 """
@@ -236,7 +236,7 @@ def markdown(free: list[dict[str, Any]], rows: list[dict[str, Any]]) -> str:
     with_r, without = best_fixed_prices(free), best_fixed_prices(free, reward=False)
     hind = [any(meets(c) for c in r["cells"].values()) for r in free]
     lines = [
-        "# One price for every task: the priced rule against issue 20's bar",
+        "# One price for every task: the priced rule against the corner bar",
         "",
         "    python -m benchmarks.evidence.priced_rule --seeds 20 --json F.json --md F.md",
         "",
@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         own = {
             r["task"]: (r["cells"][k]["c"], r["cells"][k]["mu"]) for r in free for k in [hindsight_price(r)]
         }
-        runs: list[tuple[str, Price]] = [("default policy (issue 20)", None)]
+        runs: list[tuple[str, Price]] = [("default policy (sweep clock)", None)]
         runs += [
             (f"oracle priced rule, c, mu = {k}", (free[0]["cells"][k]["c"], free[0]["cells"][k]["mu"]))
             for k in prices

@@ -1,4 +1,4 @@
-"""Policy v3 against its baselines on the v3 synthetic tasks (docs/RESULTS.md section 3, issue 12).
+"""Policy v3 against its baselines on the v3 synthetic tasks (docs/RESULTS.md section 3).
 
 Tasks: :data:`rlvr_schedule.synthetic.tasks.TASKS` (committed before the policy was run on them).
 Per task and seed (paired: every schedule sees the same random numbers):
@@ -9,7 +9,7 @@ Per task and seed (paired: every schedule sees the same random numbers):
 - a 3-point LR grid of constants: each batch at 1, 1/2 and 1/4 x the sweep's LR;
 - the linear ramp 16 -> 256 over F/2 rollouts and the noise-scale rule (Pollux goodput, sqrt LR);
 - the v3 two-clock policy with its defaults (start 1/4 x the known B* of 64 = 16);
-- "two-clock (sweep clock)" (issue 20): PolicyConfig's defaults (its operating point, not the
+- "two-clock (sweep clock)", the policy the bar is about: PolicyConfig's defaults (its operating point, not the
   smallest batch) with the known B* and the sweep's failure clock (a separate sweep:
   the five constants on seeds 90000 and 90001, fitted by ``FailureScalingFit`` with the runs that
   did not fail censored at 2F) as its failure trigger.
@@ -27,9 +27,14 @@ With ``--prices 4,16,64`` the policy told each price (``rollouts_per_update``) r
 default, and the priced bar is reported per task and price (:func:`priced_bar`): cost to the target,
 rollouts + rho x updates (a seed that never reaches it charged its whole run), against the constant
 cheapest at that price, c*(rho); the best reward against c*(rho) and against the best-reward constant.
+The policy is told the task's true B* and the failure clock fitted to the sweep's true failure times;
+with ``--fitted`` it is configured as a user would configure it instead: B* and the failure clock from
+:func:`~rlvr_schedule.clocks.fit_sweep` (what ``rlvr-schedule fit`` reports) on that same sweep, its
+failures read from the runs' own signals.
 
     python -m benchmarks.evidence.schedules_v3 --seeds 20 [--tasks c2_drift3,...] [--json out.json]
     python -m benchmarks.evidence.schedules_v3 --lean --seeds 20 --prices 4,16,64 --tasks ... --md F.md
+    python -m benchmarks.evidence.schedules_v3 --lean --fitted --seeds 20 --prices 4,16,64 --tasks ...
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.evidence.heldout_tasks import HELDOUT, SETS
-from rlvr_schedule.clocks import FailureScalingFit
+from rlvr_schedule.clocks import FailureScalingFit, fit_sweep
 from rlvr_schedule.clocks._stats import t_quantile
 from rlvr_schedule.policy import BatchConstraints, PolicyConfig, TwoClockScheduler
 from rlvr_schedule.policy.baselines import LinearRampSchedule, NoiseScaleAdaptiveSchedule
@@ -91,15 +96,15 @@ def kind(trigger: str) -> str:
     return KIND_LABELS.get(trigger, trigger or "stage")
 
 
-#: --lean: only the sweep-LR constants, v3 and the issue-20 policy (no LR grid, decay, ramp, noise-scale)
+#: --lean: only the sweep-LR constants, v3 and the sweep-clock policy (no LR grid, decay, ramp, noise-scale)
 LEAN = False
 FRACTION_USED: float = math.nan
 #: --prices: the policy told each price (rollouts per update) runs beside the default, and the
 #: priced bar (cost to target at the price against the constant cheapest at it) is reported
 PRICES: tuple[float, ...] = ()
-#: --policy-kw: PolicyConfig overrides for the issue-20 policy (post-hoc variants, not defaults)
+#: --policy-kw: PolicyConfig overrides for the sweep-clock policy (post-hoc variants, not defaults)
 POLICY_KW: dict[str, Any] = {}
-#: issue 20's failure_clock_fraction for the sweep-clock policy (None: the policy's default)
+#: --clock-fraction: the sweep-clock policy's failure_clock_fraction (None: the policy's default)
 CLOCK_FRACTION: float | None = None
 #: diagnostics (``priced_rule.py``): ``(task, sweep clock) -> schedule`` run in the policy's place; a
 #: schedule with a ``bind(env)`` method is handed each seed's task before the run (an oracle's state)
@@ -141,6 +146,8 @@ def sweep_clock(name: str) -> dict[str, Any]:
             env = SyntheticEnvironment(seed=seed, **kw)
             runs.append(env.run_constant(b, horizon, lr=lr_for_batch(b, BASE, LR0)))
             fails.append(env.collapsed_at)
+    if FITTED:
+        return _fitted_clock(name, runs)
     fit = FailureScalingFit().fit(runs, fails, [False] * len(runs))
     # the batch with the best mean pre-failure reward in this sweep (for --floor-best-reward)
     bests: dict[int, list[float]] = {}
@@ -162,17 +169,47 @@ def sweep_clock(name: str) -> dict[str, Any]:
     )
 
 
-#: --floor-best-reward (issue 20's fifth round, an experiment): the policy never runs below the batch
+def _fitted_clock(name: str, runs: list[Any]) -> dict[str, Any]:
+    """``--fitted``: B* and the failure clock as ``rlvr-schedule fit`` gives them from the task's sweep
+    (:func:`~rlvr_schedule.clocks.fit_sweep`: failures from the runs' own signals, the target half-way
+    to the best reward); B* stored in ``FITTED_BSTAR`` (None: not identified, the policy starts on
+    ``auto``)."""
+    fit = fit_sweep(runs)
+    bstar = fit.critical_batch
+    FITTED_BSTAR[name] = float(bstar) if math.isfinite(bstar) and bstar > 0 else None
+    FITTED_INFO[name] = dict(
+        critical_batch=FITTED_BSTAR[name],
+        critical_batch_interval=[float(x) for x in fit.critical_batch_interval],
+        true_critical_batch=float(task_kw(name)["critical_batch"]),
+        unidentified=fit.unidentified(),
+    )
+    return fit.failure_clock()
+
+
+#: --fitted: the policy configured as a user would, its B* and failure clock from ``fit`` on the
+#: task's sweep (seeds 90000-90001) instead of the task's true B* and the true failure times
+FITTED = False
+FITTED_BSTAR: dict[str, float | None] = {}
+FITTED_INFO: dict[str, dict[str, Any]] = {}
+
+
+def policy_critical_batch(name: str) -> float | None:
+    """The B* the policy is told: the fitted one with ``--fitted``, else the task's true B*."""
+    return FITTED_BSTAR.get(name) if FITTED else float(task_kw(name)["critical_batch"])
+
+
+#: --floor-best-reward (an experiment of an earlier tuning round): the policy never runs below the batch
 #: with the best pre-failure reward in the task's sweep (``SWEEP_BEST``, filled by ``sweep_clock``)
 FLOOR = False
 SWEEP_BEST: dict[str, int] = {}
 
 
-def v3(batch_lo: int, hi: int, bstar: float = 64.0, floor: int = 1, **kw: Any) -> TwoClockScheduler:
+def v3(batch_lo: int, hi: int, bstar: float | None = 64.0, floor: int = 1, **kw: Any) -> TwoClockScheduler:
     cfg = dict(
         initial_batch="auto",
         critical_batch=bstar,
-        sample_tolerance=batch_lo / (2 * bstar - batch_lo),  # operating fraction batch_lo / B*
+        # operating fraction batch_lo / B* (no B* known: the policy's own default)
+        sample_tolerance=None if bstar is None else batch_lo / (2 * bstar - batch_lo),
         base_batch=BASE,
         base_lr=LR0,
         constraints=BatchConstraints(group_size=GROUP, min_batch=floor, max_batch=hi),
@@ -222,20 +259,21 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
         constraints=BatchConstraints(group_size=GROUP, max_batch=hi),
     )
     out["v3 two-clock"] = lambda: v3(lo, hi, bstar, failure_switch_fraction=SWITCH_FRACTION, forecast="on")
-    # the issue-20 policy runs PolicyConfig's default operating point (v3 starts at the smallest batch)
+    # the sweep-clock policy runs PolicyConfig's default operating point (v3 starts at the smallest batch)
     extra: dict[str, Any] = {"sample_tolerance": PolicyConfig.sample_tolerance}
     if CLOCK_FRACTION is not None:
         extra["failure_clock_fraction"] = CLOCK_FRACTION
     extra.update(POLICY_KW)
     floor = SWEEP_BEST[name] if FLOOR else 1
-    out[POLICY] = lambda: v3(lo, hi, bstar, floor, **clock, **extra)
+    told = policy_critical_batch(name)  # the true B*, or with --fitted the sweep's fit
+    out[POLICY] = lambda: v3(lo, hi, told, floor, **clock, **extra)
     if POLICY_MAKER is not None:
         out[POLICY] = lambda: POLICY_MAKER(name, clock)
     for rho in PRICES:
         out[priced(rho)] = lambda rho=rho: v3(
-            lo, hi, bstar, floor, **clock, **{**extra, "rollouts_per_update": rho}
+            lo, hi, told, floor, **clock, **{**extra, "rollouts_per_update": rho}
         )
-    if LEAN:  # issue 20's comparison only: the sweep's constants, v3 (forecast on) and the policy
+    if LEAN:  # the lean comparison only: the sweep's constants, v3 (forecast on) and the policy
         keep = (
             {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY} | {priced(r) for r in PRICES}
         )
@@ -314,20 +352,22 @@ def _nanmean(x: np.ndarray) -> float | None:
 
 
 def closed_form_switches(name: str, clock: dict[str, Any]) -> dict[str, float]:
-    """Issue 20's bound on the median switches per run: the failure switches the sweep's clock
+    """The closed-form bound on the median switches per run: the failure switches the sweep's clock
     predicts within the horizon (no other switch), plus log_track_step(B* rise), plus 1."""
     from rlvr_schedule.policy.triggers import FailureClockTrigger, next_failure_stage
 
     kw = task_kw(name)
-    # the issue-20 policy runs PolicyConfig's default operating point (v3 starts at the smallest batch)
+    # the sweep-clock policy runs PolicyConfig's default operating point (v3 starts at the smallest batch)
     extra: dict[str, Any] = {"sample_tolerance": PolicyConfig.sample_tolerance}
     if CLOCK_FRACTION is not None:
         extra["failure_clock_fraction"] = CLOCK_FRACTION
     extra.update(POLICY_KW)
     floor = SWEEP_BEST[name] if FLOOR else 1
-    sched = v3(BATCHES[0], BATCHES[-1], float(kw["critical_batch"]), floor, **clock, **extra)
+    sched = v3(BATCHES[0], BATCHES[-1], policy_critical_batch(name), floor, **clock, **extra)
     cfg = sched.config
-    iv = clock["failure_samples_interval"]
+    if "failure_samples" not in clock:  # --fitted: no sweep run failed, so no clock
+        return dict(failure=0, first=math.nan, track=math.nan, bound=math.nan)
+    iv = clock.get("failure_samples_interval")
     trig = FailureClockTrigger(
         clock["failure_samples"],
         lower=iv[0] if iv else None,
@@ -369,6 +409,8 @@ def summarise(name: str, curves: dict[str, list[dict[str, Any]]], clock: dict[st
     P = curves[pol]
     res: dict[str, Any] = dict(task=name, target=target, best_constant=best_const, efficient_constant=eff)
     res["clock"] = clock
+    if FITTED:
+        res["fitted"] = FITTED_INFO.get(name)
     res["sweep_best_reward_batch"] = SWEEP_BEST.get(name)
     res["floor"] = SWEEP_BEST[name] if FLOOR else None
     res["closed_form"] = closed_form_switches(name, clock)
@@ -493,6 +535,29 @@ def priced_report(out: list[dict[str, Any]], seeds: int) -> list[str]:
         "reached | default's cost ratio | cost / reward / safety | pass |",
         "|---" * 10 + "|",
     ]
+    if FITTED:
+        lines[1:1] = [
+            "",
+            "Configuration: fitted. The policy's B* and failure clock come from `fit_sweep` on the task's "
+            "sweep (the five constants 16-256 on seeds 90000-90001, horizon 2F), as `rlvr-schedule fit` "
+            "gives them; B* fitted [interval] / true: "
+            + "; ".join(
+                f"{r['task']} {_g(r['fitted']['critical_batch'])} "
+                f"[{', '.join(_g(x) for x in r['fitted']['critical_batch_interval'])}] / "
+                f"{r['fitted']['true_critical_batch']:g}"
+                for r in out
+                if r.get("fitted")
+            )
+            + ". Failure clock fitted F [interval], alpha: "
+            + "; ".join(
+                f"{r['task']} {_g(r['clock'].get('failure_samples'))} "
+                f"[{', '.join(_g(x) for x in r['clock'].get('failure_samples_interval') or (None, None))}], "
+                f"{r['clock'].get('failure_exponent', math.nan):.2f}"
+                for r in out
+                if r.get("fitted")
+            )
+            + ".",
+        ]
     tally: dict[str, int] = {}
     for r in out:
         for rho, p in r.get("priced", {}).items():
@@ -513,6 +578,10 @@ def priced_report(out: list[dict[str, Any]], seeds: int) -> list[str]:
     return lines
 
 
+def _g(x: float | None) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.0f}"
+
+
 def _ci(x) -> str:
     return f"{x[0]:+.3f} [{x[1]:+.3f}, {x[2]:+.3f}]"
 
@@ -524,7 +593,7 @@ def report(out: list[dict[str, Any]], seeds: int) -> list[str]:
     )
     """The markdown page: the goal's checks per task, then each task's table."""
     lines = [
-        f"# Issue 20: the sweep's failure clock as the trigger ({seeds} seeds, paired)",
+        f"# The sweep's failure clock as the trigger ({seeds} seeds, paired)",
         "",
         f"Policy: `{POLICY}` (PolicyConfig defaults, failure_clock_fraction {FRACTION_USED}, forecast "
         f"advisory; overrides {json.dumps(POLICY_KW)}). Ratios on the seeds "
@@ -537,14 +606,14 @@ def report(out: list[dict[str, Any]], seeds: int) -> list[str]:
     ]
     for r in out:
         ck, cf = r["clock"], r["closed_form"]
-        iv = ck["failure_samples_interval"]
+        iv = ck.get("failure_samples_interval") or (math.nan, math.nan)
 
         def g(x: float | None, f: str = ".2f") -> str:
             return "n/a" if x is None else format(x, f)
 
         lines.append(
-            f"| {r['task']} | {ck['failure_samples']:.0f} "
-            f"[{iv[0]:.0f}, {iv[1]:.0f}] | {g(r['first_clock_switch'], '.0f')} | "
+            f"| {r['task']} | {g(ck.get('failure_samples'), '.0f')} "
+            f"[{g(iv[0], '.0f')}, {g(iv[1], '.0f')}] | {g(r['first_clock_switch'], '.0f')} | "
             f"{_ci(r['best_vs_best_constant'])} ({r['best_constant']}) | {g(r['updates_vs_best'])} | "
             f"{g(r['rollouts_vs_best'])} | {g(r.get('updates_ratio'))} | {g(r.get('rollouts_ratio'))} "
             f"({r['efficient_constant']}) | {r['median_switches']:.0f} | {cf['failure']} + {cf['track']:.1f} + 1 "
@@ -612,19 +681,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--md", default=None, help="write the markdown report here")
     ap.add_argument("--switch-fraction", type=float, default=0.25)
     ap.add_argument("--clock-fraction", type=float, default=None)
-    ap.add_argument("--lean", action="store_true", help="issue 20's comparison only")
+    ap.add_argument(
+        "--lean", action="store_true", help="the sweep's constants, v3 and the sweep-clock policy only"
+    )
     ap.add_argument(
         "--prices", default="", help="comma-separated prices (rollouts per update): the priced bar"
     )
-    ap.add_argument("--policy-kw", default="{}", help="JSON PolicyConfig overrides for the issue-20 policy")
+    ap.add_argument(
+        "--fitted",
+        action="store_true",
+        help="the policy's B* and failure clock from fit on the task's sweep (seeds 90000-90001), as a "
+        "user would configure it, instead of the true B*",
+    )
+    ap.add_argument(
+        "--policy-kw", default="{}", help="JSON PolicyConfig overrides for the sweep-clock policy"
+    )
     ap.add_argument(
         "--floor-best-reward",
         action="store_true",
-        help="experiment: the issue-20 policy never runs below the sweep's best-reward batch",
+        help="experiment: the sweep-clock policy never runs below the sweep's best-reward batch",
     )
     args = ap.parse_args(argv)
-    global SWITCH_FRACTION, CLOCK_FRACTION, LEAN, FLOOR, PRICES
+    global SWITCH_FRACTION, CLOCK_FRACTION, LEAN, FLOOR, PRICES, FITTED
     LEAN = args.lean
+    FITTED = args.fitted
     PRICES = tuple(float(x) for x in args.prices.split(",") if x.strip())
     FLOOR = args.floor_best_reward
     POLICY_KW.update(json.loads(args.policy_kw))
@@ -644,6 +724,7 @@ def main(argv: list[str] | None = None) -> int:
                 switch_fraction=SWITCH_FRACTION,
                 prices=list(PRICES),
                 policy_kw=POLICY_KW,
+                fitted=FITTED,
                 results=out,
             )
             json.dump(doc, fh, indent=1, default=float)

@@ -3,6 +3,7 @@ the policy, the plan and the CLI."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -14,7 +15,7 @@ import pytest
 from rlvr_schedule import cli
 from rlvr_schedule.errors import ConfigError
 from rlvr_schedule.ingest import write_jsonl
-from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler, schedule_from_dict
+from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler, rules, schedule_from_dict
 from rlvr_schedule.policy.price import (
     DEFAULT_PRICE,
     LivePrice,
@@ -237,3 +238,93 @@ def test_a_measured_price_of_zero_starts_at_the_smallest_runnable_batch():
         PolicyConfig(critical_batch=40.0, rollouts_per_update=0.0, constraints={"group_size": 8})
     )
     assert s.current.batch == 8
+
+
+DEMO_SWEEP = Path(__file__).parents[1] / "data/demo/sweep"
+
+
+def _demo_runs():
+    from rlvr_schedule.ingest import load_runs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the trainer's extra metrics are kept in extra, with a warning
+        return load_runs([str(DEMO_SWEEP)])
+
+
+def test_fit_json_reports_the_demo_sweeps_price_with_an_interval_and_a_stated_price_wins(tmp_path, capsys):
+    # the reference trainer's demo sweep (batches 8-128, two seeds, vLLM CPU): its step times at five
+    # batches identify t_step = a B + b, so fit reports rho = b / a with a 95% interval
+    paths = sorted(str(p) for p in DEMO_SWEEP.glob("*.jsonl.gz"))
+    cli.main(["fit", "--json", *paths])
+    price = json.loads(capsys.readouterr().out)["price"]
+    lo, hi = price["interval"]
+    rho = price["rollouts_per_update"]
+    assert price["source"].startswith("measured") and price["unidentified"] is None
+    assert price["batches"] == [8, 16, 32, 64, 128] and price["updates"] == 6944
+    assert 0 < lo < rho < hi and hi - lo < rho  # a finite interval, narrower than the price itself
+    assert rho == pytest.approx(22.25, abs=0.05)  # 0.039 s per update / 0.00177 s per rollout
+    # the fitted line is the runs' step time: the mean at each batch within 15% of a B + b
+    a, b = price["seconds_per_rollout"], price["seconds_per_update"]
+    for run in _demo_runs():
+        t = [step_seconds(r.extra) for r in run.records]
+        assert float(np.mean(t)) == pytest.approx(a * run.batch + b, rel=0.15)
+    # a stated price wins: --price, or the schedule file's rollouts_per_update (plan --schedule)
+    cli.main(["fit", "--json", "--price", "4", *paths])
+    d = json.loads(capsys.readouterr().out)["price"]
+    assert d["rollouts_per_update"] == 4 and d["source"].startswith("stated")
+    assert d["measured"]["rollouts_per_update"] == pytest.approx(rho)
+    spec = tmp_path / "two_clock.yaml"
+    spec.write_text("type: two_clock\nprice:\n  rollouts_per_update: 64\n")
+    cli.main(["plan", "--json", "--schedule", str(spec), *paths])
+    d = json.loads(capsys.readouterr().out)["price"]
+    assert d["rollouts_per_update"] == 64 and d["source"] == "stated"
+
+
+def test_the_reference_trainers_step_times_change_the_live_price():
+    # the demo sweep's records as the reference trainer wrote them (rollout_s + update_s + push_s per
+    # update): the policy's live price leaves the default once two batches are seen and lands near
+    # the price fitted over the whole sweep
+    runs = {r.name: r for r in _demo_runs()}
+    fit = StepTimeFit.from_runs(runs.values())
+    sched = TwoClockScheduler(
+        PolicyConfig(
+            critical_batch=600.0, base_lr=4e-4, base_batch=32, detectors=(), track_critical_batch=False
+        )
+    )
+    samples = 0
+    for name in ("b16-s1", "b64-s1"):  # a run that switched from 16 to 64
+        for r in runs[name].records[20:80]:  # past the engine's first, slow steps
+            samples += r.batch
+            sched.propose(dataclasses.replace(r, samples=samples))
+            if name == "b16-s1":
+                assert sched.price.source == "default" and sched.price.value() == DEFAULT_PRICE
+    assert sched.price.source == "measured"
+    lo, hi = fit.price_interval_
+    assert lo < sched.price.value() < hi and abs(sched.price.value() - DEFAULT_PRICE) > 4
+    # and the batch the policy runs at a B* follows it
+    assert rules.operating_batch(sched.config, 600.0, price=sched.price.value()) > rules.operating_batch(
+        sched.config, 600.0, price=DEFAULT_PRICE
+    )
+
+
+def test_the_fitted_configuration_tells_the_policy_the_sweeps_fit_not_the_truth():
+    # the priced bar "as a user would": B* and the failure clock from fit_sweep on the task's own sweep
+    from benchmarks.evidence import schedules_v3 as S
+
+    name = "c5_drift3"
+    S.FITTED, S.PRICES = True, (16.0,)
+    try:
+        clock = S.sweep_clock(name)
+        bstar = S.FITTED_BSTAR[name]
+        assert bstar is not None and bstar != S.task_kw(name)["critical_batch"]
+        lo, hi = S.FITTED_INFO[name]["critical_batch_interval"]
+        assert lo < bstar < hi and 0.5 < bstar / S.task_kw(name)["critical_batch"] < 2
+        assert clock["failure_samples"] > 0 and set(clock) >= {"failure_batch", "failure_exponent"}
+        pol = S.makers(name, clock)[S.priced(16.0)]()
+        assert pol.config.critical_batch == bstar and pol.config.failure_samples == clock["failure_samples"]
+    finally:
+        S.FITTED, S.PRICES = False, ()
+        S.FITTED_BSTAR.clear()
+        S.FITTED_INFO.clear()
+    pol = S.makers(name, S.sweep_clock(name))[S.POLICY]()
+    assert pol.config.critical_batch == S.task_kw(name)["critical_batch"]  # the default: the true B*

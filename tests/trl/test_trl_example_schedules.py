@@ -4,10 +4,18 @@ steps_per_generation 2), as a user runs them (issue 23).
 
 The files' own constraints (whole groups, ``max_batch``) do not know the host's grid: the callback
 publishes it at train begin, and from then on every decided batch is runnable. The only knobs changed
-are the two evidence counts, scaled down so that a CPU run reaches its switches in about a minute:
+are the two evidence counts, scaled down so that a CPU run reaches its switches in about a minute,
+and the price, stated:
 
 - ``estimate_samples`` -> 480 (the estimate still waits for its 100 records, the EMA's horizon);
-- ``forecast_samples`` -> 480.
+- ``forecast_samples`` -> 480;
+- ``rollouts_per_update`` -> 20.5, stated: the files leave the price to be measured, and the tiny
+  model's CPU step times, proportional to the batch, measure it near 0 once a second batch has run
+  three updates; the policy then moves to the smallest batch, two updates after the tracking switch
+  this test follows and before that switch is in effect. 20.5 puts the start at 0.18 x B* at the
+  B* of about 1000 both files meet (192 on this host); at the default 16 (0.16 x B*, 144) the B*
+  estimate after the noise step moves the batch several times within a few updates, faster than a
+  decided batch reaches an aligned boundary (each decision must run here).
 
 The task is the TRL example's (repeat the prompt's first word) with a zero-mean Gaussian noise added
 to each reward and ``scale_rewards="none"``, so the gradient noise (B_simple) of the tiny model is
@@ -30,7 +38,7 @@ import pytest
 from transformers import TrainerCallback
 from trl_harness import Measured, _Probe, grpo_args, prompts
 
-from rlvr_schedule.policy import load_schedule, read_config
+from rlvr_schedule.policy import read_config, schedule_from_dict
 from rlvr_schedule_adapters.trl import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
 
 pytestmark = pytest.mark.slow
@@ -39,7 +47,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "schedules"
 TWO_CLOCK = sorted(p.name for p in EXAMPLES.glob("*.yaml") if read_config(p).get("type") == "two_clock")
 PER_DEVICE, S = 24, 2
 GRID = PER_DEVICE * S  # 48: the host's grid (one process)
-SCALED = {"estimate_samples": 480, "forecast_samples": 480}  # the only knobs changed
+SCALED = {"estimate_samples": 480, "forecast_samples": 480, "rollouts_per_update": 20.5}  # the knobs changed
 NOISE_SWITCH = 100  # updates at reward noise 0.3, then 0.6
 MAX_STEPS = 260
 
@@ -143,9 +151,9 @@ def test_every_decided_batch_is_on_the_hosts_grid(example_run):
     assert all(c % GRID == 0 for c in m.completions)
     assert cb.schedule.constraints.multiple % GRID == 0
     # where the file's first stage was not on the grid, the set-up warning says where it went
-    # (two_clock.yaml starts at 0.182 x 1024 = 186, the nearest whole groups of 16: 192, on the grid;
-    # two_clock_auto.yaml at its fallback 64, snapped to 48)
-    own = load_schedule(EXAMPLES / name).current.batch
+    # (two_clock.yaml, at the stated price 20.5, starts at the batch cheapest for B* 1024, 185, the
+    # nearest whole groups of 16: 192, on the grid; two_clock_auto.yaml at its fallback 64, snapped to 48)
+    own = schedule_from_dict({**read_config(EXAMPLES / name), **SCALED}).current.batch
     said = any("snapped to the host's grid (multiples of 48)" in w for w in setup)
     assert said == (own % GRID != 0), (own, setup)
 
