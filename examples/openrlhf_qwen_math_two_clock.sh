@@ -19,16 +19,17 @@ GROUP=8                       # rollouts per prompt (GRPO group)
 OUT=${OUT:-./runs/openrlhf_qwen_math_two_clock}
 mkdir -p "$OUT"
 
-# Two-clock schedule: start at 256 rollouts per update (32 prompts x 8), double the batch at the held
-# LR once the entropy forecast leaves under a quarter of the stage's way to collapse (policy v3).
-# Batches must be whole groups and split over GPUS x micro-batch 4: divisor = GPUS x 4.
+# Two-clock schedule: start at 256 rollouts per update (32 prompts x 8) and grow the batch by the
+# default factor 1.68 at the held LR before the failure clock runs out (every key not set here is
+# PolicyConfig's default). Batches must be whole groups and split over GPUS x micro-batch 4:
+# divisor = GPUS x 4.
+# changed: initial_batch base_batch hysteresis_samples max_stages constraints
 cat > "$OUT/schedule.yaml" <<YAML
 type: two_clock
 initial_batch: 256
 base_lr: 1.0e-6
 base_batch: 256
 lr_rule: sqrt
-growth: 2.0
 hysteresis_samples: 768
 max_stages: 4
 failure_signal: entropy

@@ -18,6 +18,23 @@ from rlvr_schedule.policy.policy_config import GROUPS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "schedules"
 FILES = sorted(p.name for p in EXAMPLES.glob("*.y*ml"))
+#: The launchers' schedules: the verl file, and the OpenRLHF script's here-document (its shell
+#: expansions filled with the script's defaults: group 8, 8 GPUs).
+LAUNCHERS = ["../verl_qwen_math_two_clock.yaml", "../openrlhf_qwen_math_two_clock.sh"]
+
+
+def _schedule_file(name: str, tmp_path: Path) -> Path:
+    path = EXAMPLES / name
+    if path.suffix != ".sh":
+        return path
+    text = path.read_text()
+    body = text.split("<<YAML\n", 1)[1].split("\nYAML\n", 1)[0]
+    body = body.replace("${GROUP}", "8").replace("$((GPUS * 4))", "32")
+    assert "$" not in body, f"{name}: an unfilled shell expansion in the schedule"
+    head = "\n".join(ln for ln in text.splitlines() if ln.startswith("# changed:"))
+    out = tmp_path / "schedule.yaml"
+    out.write_text(head + "\n" + body + "\n")
+    return out
 
 
 def _settings(spec: dict[str, Any]) -> dict[str, Any]:
@@ -51,16 +68,18 @@ def test_the_examples_are_there():
     assert {"two_clock.yaml", "two_clock_auto.yaml", "static_three_stage.yaml"} <= set(FILES)
 
 
-@pytest.mark.parametrize("name", FILES)
-def test_every_example_loads_without_a_warning(name):
+@pytest.mark.parametrize("name", FILES + LAUNCHERS)
+def test_every_example_loads_without_a_warning(name, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a legacy key (sample_tolerance) warns: none is left
-        load_schedule(EXAMPLES / name)
+        load_schedule(_schedule_file(name, tmp_path))
 
 
-@pytest.mark.parametrize("name", [n for n in FILES if read_config(EXAMPLES / n).get("type") == "two_clock"])
-def test_a_two_clock_example_shows_the_defaults_it_claims(name):
-    path = EXAMPLES / name
+@pytest.mark.parametrize(
+    "name", [n for n in FILES if read_config(EXAMPLES / n).get("type") == "two_clock"] + LAUNCHERS
+)
+def test_a_two_clock_example_shows_the_defaults_it_claims(name, tmp_path):
+    path = _schedule_file(name, tmp_path)
     spec = _settings(read_config(path))
     changed = _changed(path)
     defaults = PolicyConfig()
