@@ -447,9 +447,23 @@ class RewardCrash(Detector):
         # (before the start level is known, "near its peak" stands in for it)
         if onset - (self._level_until if finite(self.level) else self._near_until) <= 2 * batch:
             return "failure"
-        if self._level_until - self._armed_at < onset - self._level_until:
+        if self._left_level_early(onset):
             return "divergence"  # it left its start level sooner than it then took to fall
         return "failure"
+
+    def _left_level_early(self, onset: float) -> bool:
+        """It held its start level, past the records that fixed it, for less time than it then
+        took to fall to the threshold."""
+        return self._level_until - self._armed_at < onset - self._level_until
+
+    def _fell_from_start(self) -> bool:
+        """A live failure that a sweep's fit reads as a divergence: never progressed, and fell from
+        its start level without holding it past the records that fixed it, fast enough to be a
+        cliff live (above 2B* the reward can halve every update from the first ones)."""
+        if self._why_now[2] not in ("floor", "peak") or self.progressed or not finite(self.level):
+            return False
+        onset = self._onset[1] if self._onset is not None else math.nan
+        return finite(onset) and self._left_level_early(onset)
 
     def _describe(self, value: float) -> str:
         base, thr, how = self._why_now
