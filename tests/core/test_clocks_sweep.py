@@ -232,6 +232,23 @@ def test_a_run_that_falls_from_the_start_fast_is_a_divergence_not_a_failure_cloc
     assert "no progress before" in fc.divergence_.message
 
 
+def test_fit_names_a_divergence_in_its_table_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rlvr-schedule fit``: the diverging run's row says ``divergence``; ``--json`` lists it."""
+    from rlvr_schedule import cli
+
+    runs = _fast_divergence_sweep([16, 64, 256])[:3]  # one seed
+    paths = [str(write_log(tmp_path / f"b{r.batch}.jsonl", r)) for r in runs]
+    assert cli.main(["fit", *paths]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if "b256" in line]
+    assert table and "divergence (reward_crash)" in table[0]
+    assert cli.main(["fit", *paths, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["diverging"] == ["b256"] and d["runs"][2]["signal"] == "divergence (reward_crash)"
+    assert d["runs"][2]["failure_samples"] is None and d["runs"][0]["signal"] == "entropy_collapse"
+
+
 def test_a_collapse_after_progress_or_after_holding_its_level_stays_a_failure() -> None:
     """A reward that rose and then fell off a cliff, and one that held its start level a long
     while and then fell, are collapses: failure-clock readings, not divergences."""
