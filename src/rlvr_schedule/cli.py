@@ -327,7 +327,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 r.get("rate"),
                 r.get("samples_to_target"),
                 r.get("failure_samples"),
-                r.get("failure_signal"),
+                r.get("signal", r.get("failure_signal")),
                 _fmt_count(r.get("cost_to_target")) + (" (cheapest)" if r.get("cheapest") else ""),
             ]
             for r in d["runs"]

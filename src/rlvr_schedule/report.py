@@ -562,7 +562,7 @@ def write_report(
             _interval_text(r.get("rate_interval")),
             r.get("samples_to_target"),
             r.get("failure_samples"),
-            r.get("failure_signal"),
+            r.get("signal", r.get("failure_signal")),  # names a divergence too
         ]
         for r, lr in zip(run_rows, lrs, strict=True)
     ]

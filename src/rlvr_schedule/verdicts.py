@@ -75,9 +75,11 @@ def failure_verdict(fit: Mapping[str, Any]) -> str:
         return f"failure on a sample clock (alpha ~ 0): not testable (no run of {len(runs)} failed)"
     signals = sorted({str(r.get("failure_signal")) for r in failed})
     a, iv = fit.get("failure_exponent"), fit.get("failure_exponent_interval") or [None, None]
+    diverged = sum(bool(r.get("diverging")) for r in runs)  # fell from the start: no failure reading
     where = (
         f"{len(failed)}/{len(runs)} runs failed ({', '.join(signals)}) after "
         f"{fit.get('failure_samples', math.nan):.4g} {_iv(fit.get('failure_samples_interval'))} rollouts"
+        + (f", {diverged} diverged" if diverged else "")
     )
     if not _fin(a) or not all(_fin(x) for x in iv):
         return f"failure on a sample clock (alpha ~ 0): undetermined ({where}; no exponent interval)"

@@ -61,6 +61,21 @@ def test_held_out_run_is_judged_by_its_label(name: str) -> None:
         assert w.kind == "warning" and w.signal and math.isfinite(w.value) and w.samples > 0
 
 
+@pytest.mark.parametrize("name", sorted(n for n, v in SPLIT["labels"].items() if v["label"] == "collapsed"))
+def test_no_real_collapse_reads_as_a_divergence(name: str) -> None:
+    """Every collapsed real run, calibration half included: pretrained policies that held their
+    reward a few records and then fell off a cliff (0.9 -> 0) never progressed, yet they collapsed.
+    The sweep's fit must count them as failures, not as falls from the start."""
+    run = _load(name)
+    fc = FailureClock().fit(run)
+    assert not fc.diverging_ and fc.divergence_ is None
+    step_of = {r.step: r.samples for r in run}
+    assert (
+        fc.failure_samples_ is not None
+        and fc.failure_samples_ <= step_of[SPLIT["labels"][name]["collapse_step"]]
+    )
+
+
 def _splice(run: Run, dip_at: int, crash_at: int) -> tuple[Run, int]:
     """The run's real reward with a dip to half for 3 records at ``dip_at`` (recovered), and from
     ``crash_at`` a collapse to 5% of the reward over 8 records, staying there; response lengths run

@@ -172,6 +172,105 @@ def test_a_run_above_twice_the_critical_batch_diverges_and_does_not_drag_the_poo
         FailureScalingFit().fit(sweep[:2], [1.0, 2.0], [True])
 
 
+def _fast_divergence_sweep(batches: list[int]) -> list[Run]:
+    """The synthetic task of the schedules benchmark (B* 64, failure clock 20,000 rollouts on the
+    sample clock), the LR scaled by the square-root rule from 64: at 256 > 2 x B* the reward halves
+    every update from the third, fast enough for the reward-crash detector to alarm as on a cliff."""
+    from rlvr_schedule.synthetic import SyntheticEnvironment
+
+    kw = dict(
+        critical_batch=64.0,
+        failure_samples=20_000.0,
+        lr0=1e-6,
+        base_batch=64,
+        failure_rates=(1.0, 0.3, 0.0005),
+        entropy_damping=True,
+        crash_hazard=0.3,
+        reward0=0.1,
+        reward_ceiling=0.8,
+        noise_fraction=0.2,
+        drift=3.0,
+    )
+    runs = []
+    for seed in (90_000, 90_001):
+        for b in batches:
+            env = SyntheticEnvironment(seed=seed, **kw)
+            runs.append(env.run_constant(b, 40_000, lr=1e-6 * math.sqrt(b / 64)))
+    return runs
+
+
+def test_a_run_that_falls_from_the_start_fast_is_a_divergence_not_a_failure_clock_reading() -> None:
+    """A batch-256 run on a B* 64 task loses its reward from its first updates. Live, that fall is
+    a failure alarm (worth stopping the run for); the sweep's fit reads it as a divergence: listed,
+    its row's signal says so, and the pooled failure clock and exponent are those of the sweep
+    without it (before, its alarm at ~1,300 rollouts pulled F to 0.58x and alpha to -0.8)."""
+    from rlvr_schedule.clocks import FailureClock
+    from rlvr_schedule.clocks.failure.alarms import CollapseWatch
+
+    runs = _fast_divergence_sweep([16, 32, 64, 128, 256])
+    big = [r for r in runs if r.batch == 256]
+    without = fit_sweep([r for r in runs if r.batch != 256])
+    fit = fit_sweep(runs)
+    for row in fit.runs:
+        if row.batch == 256:
+            assert row.diverging and row.failure_samples is None and row.signal == "divergence (reward_crash)"
+            assert row.divergence_samples is not None and row.divergence_samples < 2_000
+        else:  # the others collapsed after progress: failures, as before
+            assert not row.diverging and row.failure_samples is not None and row.signal == "entropy_collapse"
+    assert fit.diverging == [r.name for r in big]
+    d = json.loads(json.dumps(fit.to_dict()))
+    assert d["diverging"] == fit.diverging and d["runs"][4]["signal"] == "divergence (reward_crash)"
+    assert fit.failure_samples == pytest.approx(without.failure_samples, rel=0.02)
+    assert abs(fit.failure_samples / 20_000 - 1) < 0.05 and abs(fit.failure_exponent) < 0.1
+    assert fit.failure_exponent == pytest.approx(without.failure_exponent, abs=0.03)
+    # live: the same run still raises its failure alarm, where it did before
+    watch = CollapseWatch().fit(big[0].records)
+    fails = [a for a in watch.alarms_ if a.kind == "failure"]
+    assert fails and fails[0].name == "reward_crash" and fails[0].onset_samples < 2_000
+    fc = FailureClock().fit(big[0])
+    assert fc.diverging_ and fc.divergence_ is not None and fc.divergence_.kind == "divergence"
+    assert "no progress before" in fc.divergence_.message
+
+
+def test_fit_names_a_divergence_in_its_table_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rlvr-schedule fit``: the diverging run's row says ``divergence``; ``--json`` lists it."""
+    from rlvr_schedule import cli
+
+    runs = _fast_divergence_sweep([16, 64, 256])[:3]  # one seed
+    paths = [str(write_log(tmp_path / f"b{r.batch}.jsonl", r)) for r in runs]
+    assert cli.main(["fit", *paths]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if "b256" in line]
+    assert table and "divergence (reward_crash)" in table[0]
+    assert cli.main(["fit", *paths, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["diverging"] == ["b256"] and d["runs"][2]["signal"] == "divergence (reward_crash)"
+    assert d["runs"][2]["failure_samples"] is None and d["runs"][0]["signal"] == "entropy_collapse"
+
+
+def test_a_collapse_after_progress_or_after_holding_its_level_stays_a_failure() -> None:
+    """A reward that rose and then fell off a cliff, and one that held its start level a long
+    while and then fell, are collapses: failure-clock readings, not divergences."""
+    from rlvr_schedule.clocks import FailureClock
+    from rlvr_schedule.records import StepRecord
+
+    def run(rewards: list[float]) -> Run:
+        return Run(
+            [
+                StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6, reward_mean=r)
+                for i, r in enumerate(rewards)
+            ]
+        )
+
+    rise = [0.1 + 0.5 * min(i / 100, 1.0) for i in range(200)] + [0.02] * 30
+    held = [0.5] * 200 + [0.02] * 30
+    for rewards in (rise, held):
+        fc = FailureClock().fit(run(rewards))
+        assert not fc.diverging_ and fc.failure_samples_ is not None
+        assert fc.signal_ == "reward_crash" and abs(fc.failure_samples_ - 64 * 201) <= 64
+
+
 def test_failure_clock_report_says_why_with_leads(sweep: list[Run]) -> None:
     from rlvr_schedule.clocks import FailureClock
 

@@ -45,9 +45,19 @@ class RunFit:
     constant_batch: bool = True
     reached_target: bool = False
     diverging: bool = False  # reward fell from the start without progress: no failure reading
+    divergence_samples: float | None = None  # onset of that fall (rollouts); None if it did not diverge
+    divergence_signal: str | None = None  # the detector that saw it
+
+    @property
+    def signal(self) -> str | None:
+        """What the run's row names: its failure's detector, ``divergence`` (with the detector
+        that saw it) for a run that diverged, None for a run that neither failed nor diverged."""
+        if self.diverging:
+            return f"divergence ({self.divergence_signal})" if self.divergence_signal else "divergence"
+        return self.failure_signal
 
     def to_dict(self) -> dict[str, Any]:
-        return _clean(dict(self.__dict__))
+        return _clean({**self.__dict__, "signal": self.signal})
 
 
 @dataclass
@@ -61,7 +71,8 @@ class SweepFit:
     rescaled to it by the square-root rule); ``failure_exponent`` alpha of failure samples ~
     B^alpha (0: sample clock); ``failure_probability`` the probability that a run fails within
     ``budget`` rollouts (default: the longest run's) at ``failure_batch``; ``target`` the reward
-    the samples-to-target refer to.
+    the samples-to-target refer to. ``diverging`` names the runs whose reward fell from the start
+    without progress (as at a batch past 2B*): reported, left out of the failure clock.
     """
 
     critical_batch: float
@@ -80,6 +91,7 @@ class SweepFit:
     budget: float = math.nan
     failure_probability: float = math.nan
     metric: str = "reward_mean"
+    diverging: list[str] = field(default_factory=list)
 
     def failure_clock(self) -> dict[str, Any]:
         """The failure-clock knobs of :class:`~rlvr_schedule.policy.PolicyConfig` (JSON-ready;
@@ -150,7 +162,9 @@ def fit_sweep(
     samples-to-target refers to the same reward. Failure per run: onset of the first sustained
     failure alarm of ``detectors`` (default
     :func:`~rlvr_schedule.clocks.failure.default_detectors`); runs that diverged (reward falling
-    from the start) have none and stay out of the pooled failure samples. Runs whose
+    from the start without progress, even where the fall was fast enough to alarm live as a
+    failure) have none: they are listed in ``diverging`` and stay out of the pooled failure samples
+    and the failure exponent. Runs whose
     batch changed are reported but left out of the critical-batch and failure-scaling fits. Runs
     that did not fail are right-censored at the rollouts they consumed (not dropped).
     ``budget``: rollouts at which ``failure_probability`` is reported (default: the longest run's).
@@ -206,6 +220,8 @@ def fit_sweep(
                 constant_batch=r.constant_batch,
                 reached_target=row["reached_target"],
                 diverging=fc.diverging_,
+                divergence_samples=fc.divergence_.samples if fc.diverging_ and fc.divergence_ else None,
+                divergence_signal=fc.divergence_.name if fc.diverging_ and fc.divergence_ else None,
             )
         )
     return SweepFit(
@@ -225,4 +241,5 @@ def fit_sweep(
         budget=budget_,
         failure_probability=fsf.failure_probability(budget_) if finite(budget_) else nan,
         metric=metric,
+        diverging=[r.name for r in out if r.diverging],
     )

@@ -108,6 +108,9 @@ class Detector:
         # onset of the current streak: step, samples, value, baseline, threshold
         self._onset: tuple[int, int, float, float, float] | None = None
         self.first_alarm: Alarm | None = None
+        # whether the first alarm, a failure live, fell from the start of a run that never progressed
+        # (what a sweep's fit reads as a divergence: see :meth:`_fell_from_start`)
+        self.first_from_start = False
         self.n_alarms = 0
         self.warnings: list[Alarm] = []
         self.n_warnings = 0
@@ -121,6 +124,12 @@ class Detector:
 
     def _alarm_kind(self) -> str:
         return self.kind
+
+    def _fell_from_start(self) -> bool:
+        """Whether the failure alarm being confirmed is a fall from the start of a run that never
+        progressed. The live alarm stays a failure (a run losing its reward is worth stopping), but
+        a sweep's fit reads it as a divergence, not a failure-clock reading."""
+        return False
 
     def _confirmable(self) -> bool:
         """Whether a streak that is long enough may count now (a subclass can ask for more)."""
@@ -216,6 +225,7 @@ class Detector:
         self.n_alarms += 1
         if self.first_alarm is None:
             self.first_alarm = alarm
+            self.first_from_start = kind == "failure" and self._fell_from_start()
         return alarm
 
     # state: base fields + subclass `_extra_state`
@@ -239,6 +249,7 @@ class Detector:
             "fired": self._fired,
             "onset": onset,
             "first_alarm": None if self.first_alarm is None else self.first_alarm.to_dict(),
+            "first_from_start": self.first_from_start,
             "n_alarms": self.n_alarms,
             "warnings": [w.to_dict() for w in self.warnings],
             "n_warnings": self.n_warnings,
@@ -261,6 +272,7 @@ class Detector:
         self._fired = bool(state.get("fired", self._streak >= self.patience))
         fa = state["first_alarm"]
         self.first_alarm = None if fa is None else Alarm.from_dict(fa)
+        self.first_from_start = bool(state.get("first_from_start", False))
         self.n_alarms = int(state["n_alarms"])
         self.warnings = [Alarm.from_dict(w) for w in state.get("warnings", [])]
         self.n_warnings = int(state.get("n_warnings", len(self.warnings)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,7 +29,9 @@ class FailureClock:
     failure alarm of every detector that fired), ``warnings_`` (time-ordered), ``diverging_`` and
     ``divergence_``: a run whose reward fell from the start without ever progressing is reported
     as diverging, not as a failure-clock reading (at a batch above 2B* per-rollout progress is
-    negative; its early "failure" would drag a sweep's pooled failure samples).
+    negative; its early "failure" would drag a sweep's pooled failure samples down and its exponent
+    negative). That includes a fall fast enough to raise a failure alarm live (a cliff right after
+    the first records): the alarm stays a failure in a live watch, the clock reads a divergence.
     Detectors are copied per fit, so one clock can fit many runs.
     """
 
@@ -52,7 +55,13 @@ class FailureClock:
                 left -= 1
                 if left < 0:
                     break
-        firsts = [d.first_alarm for d in dets if d.first_alarm is not None]
+        # a live failure alarm that fell from the start of a run that never progressed (at a batch
+        # past 2B* the reward can halve every update) is read here as the divergence it is
+        firsts = [
+            dataclasses.replace(d.first_alarm, kind="divergence") if d.first_from_start else d.first_alarm
+            for d in dets
+            if d.first_alarm is not None
+        ]
         failures = sorted((a for a in firsts if a.kind == "failure"), key=lambda a: (a.samples, a.step))
         divergences = sorted((a for a in firsts if a.kind == "divergence"), key=lambda a: (a.samples, a.step))
         # a detector whose first alarm was a divergence may have a later failure alarm: only its first

@@ -271,6 +271,7 @@ class RewardCrash(Detector):
         self._armed_at = math.nan  # rollouts when ``level`` was fixed
         self._level_until = math.nan  # last rollouts with the fast EMA still at ``level``
         self._near_until = math.nan  # last rollouts with the reward still near its peak
+        self._above_until = math.nan  # last rollouts with a raw reward at or above ``level``
         self._lsum = 0.0
         # n, sum x, sum y, sum xx, sum xy of (rollouts, reward) while the run held near its peak
         self._reg = [0.0, 0.0, 0.0, 0.0, 0.0]
@@ -342,6 +343,10 @@ class RewardCrash(Detector):
             if self._n >= max(self.warmup, 1.0 / self._alpha_fast):
                 self.level = self._lsum / self._n
                 self._level_until = float(record.samples)
+                above = [x for _, x, y in self._recent if y >= self.level]  # the window's last one
+                self._above_until = float(above[-1]) if above else math.nan
+        elif r >= self.level:
+            self._above_until = float(record.samples)
         if self._n == self.warmup:
             self._armed_at = self._near_until = float(record.samples)
         if self._n >= self.warmup:
@@ -447,9 +452,28 @@ class RewardCrash(Detector):
         # (before the start level is known, "near its peak" stands in for it)
         if onset - (self._level_until if finite(self.level) else self._near_until) <= 2 * batch:
             return "failure"
-        if self._level_until - self._armed_at < onset - self._level_until:
+        if self._left_level_early(onset):
             return "divergence"  # it left its start level sooner than it then took to fall
         return "failure"
+
+    def _left_level_early(self, onset: float) -> bool:
+        """It held its start level, past the records that fixed it, for less time than it then
+        took to fall to the threshold."""
+        return self._level_until - self._armed_at < onset - self._level_until
+
+    def _fell_from_start(self) -> bool:
+        """A live failure that a sweep's fit reads as a divergence: never progressed, and fell from
+        its start level fast enough to be a cliff live (above 2B* the reward can halve every update
+        from the first ones): no raw reward at or above its start level after the records that
+        armed the detector (the first ``warmup``), or it held that level for less time than it then
+        took to fall. A pretrained policy that held its level a few records and then fell off a
+        cliff (reward 0.9 -> 0) collapsed: it is still a failure."""
+        if self._why_now[2] not in ("floor", "peak") or self.progressed or not finite(self.level):
+            return False
+        onset = self._onset[1] if self._onset is not None else math.nan
+        if not finite(onset):
+            return False
+        return self._above_until < self._armed_at or self._left_level_early(onset)
 
     def _describe(self, value: float) -> str:
         base, thr, how = self._why_now
@@ -486,6 +510,7 @@ class RewardCrash(Detector):
             "armed_at": f(self._armed_at),
             "level_until": f(self._level_until),
             "near_until": f(self._near_until),
+            "above_until": f(self._above_until),
             "level": f(self.level),
             "lsum": self._lsum,
             "ema_peak": f(self.ema_peak),
@@ -512,6 +537,7 @@ class RewardCrash(Detector):
         self._floor_armed = bool(state.get("floor_armed", False))
         self._armed_at, self._level_until = g(state.get("armed_at")), g(state.get("level_until"))
         self._near_until = g(state.get("near_until"))
+        self._above_until = g(state.get("above_until"))
         self.level, self._lsum = g(state.get("level")), float(state.get("lsum", 0.0))
         self.ema_peak = g(state.get("ema_peak"))
         self._diffs = deque((float(x) for x in state.get("diffs", [])), maxlen=64)
