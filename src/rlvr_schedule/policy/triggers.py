@@ -10,7 +10,7 @@ the pacing and snaps to the runnable grid. The planner (``rlvr-schedule plan``) 
 :func:`start_batch` and :class:`FailureClockTrigger`, so a planned schedule and the live policy
 start at the same batch, switch at the same point of the failure clock and set the same LR.
 
-Failure clock (THEORY section 4): a sweep measures F rollouts to failure at batch B_ref and LR
+Failure clock: a sweep measures F rollouts to failure at batch B_ref and LR
 r_ref. Drift per rollout is lr / B^e (e the LR rule's exponent, 1/2 for Adam's square root), so a
 stage held at (B, lr) runs out after F(B, lr) = F (B/B_ref)^(alpha + e) (r_ref / lr) rollouts, the
 sweep's batch scaling alpha included. The trigger spends the clock's lower bound at 1/F(B, lr) per
@@ -67,9 +67,9 @@ class Proposal:
 
 
 #: How the operating point (the start, the auto start, the B* tracker's target) snaps to the runnable
-#: grid: to the nearest runnable batch (ties down). It snapped down before (issue 20): an operating
-#: point of 14.3 then started at 8 on a grid of 8, half the point, and spent the estimate's warm-up
-#: (100 records) there; a tracker target of 23 stayed at 16 until it reached 24.
+#: grid: to the nearest runnable batch (ties down). Snapping down would start an operating point of
+#: 14.3 at 8 on a grid of 8, half the point, and spend the estimate's warm-up (100 records) there;
+#: a tracker target of 23 would stay at 16 until it reached 24.
 OPERATING_SNAP = "nearest"
 
 
