@@ -9,8 +9,10 @@ A ```` ```bash ```` block runs as one bash script in a fresh directory that hold
 ``examples/`` and ``tests/`` (the data the README starts from), with ``python``, ``rlvr-schedule``
 and ``rlvr-trainer`` being this interpreter and its modules; what it writes stays in that
 directory. A block that calls ``rlvr-trainer`` needs transformers (the trainer session runs it;
-elsewhere it is skipped, saying why). ```` ```sh ```` blocks are shown, not run: installs, ``make``,
-and launchers of frameworks this environment does not have.
+elsewhere it is skipped, saying why). ```` ```sh ```` blocks are shown, not run (installs, ``make``,
+launchers of frameworks this environment does not have), but what they name must exist: each
+extra in ``pyproject.toml``, each ``make`` target in the Makefile, each ``python -m`` module in the
+source tree.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 _BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 _BASH = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
+_SH = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
 #: what a bash snippet may call, and how it runs here
 _COMMANDS = {
     "python": [sys.executable],
@@ -113,3 +116,49 @@ def test_readme_commands_run(line, code, tmp_path):
     assert proc.returncode == 0, (
         f"README.md:{line} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     )
+
+
+SH_SNIPPETS = _snippets(_SH)
+
+
+def _extras() -> set[str]:
+    import tomllib
+
+    return set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+
+
+def _module_exists(name: str) -> bool:
+    rel = Path(*name.split("."))
+    return any(
+        (ROOT / top / rel).with_suffix(".py").is_file() or (ROOT / top / rel / "__main__.py").is_file()
+        for top in ("src", "adapters", "reference_trainer")
+    )
+
+
+@pytest.mark.parametrize("line, code", SH_SNIPPETS, ids=[f"README.md:{n}" for n, _ in SH_SNIPPETS])
+def test_readme_shown_commands_name_what_exists(line, code):
+    """A shown command names an extra, a make target or a module the repository has."""
+    targets = set(re.findall(r"^([A-Za-z][\w-]*):", (ROOT / "Makefile").read_text(), re.M))
+    extras = _extras()
+    for cmd in (s.split("#", 1)[0].split() for s in code.splitlines()):
+        if not cmd:
+            continue
+        if cmd[:3] == ["pip", "install", "-e"]:
+            named = set(re.findall(r"\[([\w,-]+)\]", cmd[3])[0].split(","))
+            assert named <= extras, f"README.md:{line}: no extra {sorted(named - extras)} in pyproject.toml"
+        elif cmd[:2] == ["pip", "install"]:
+            assert cmd[2] == "torch", f"README.md:{line}: installs {cmd[2]!r}, not an extra"
+        elif cmd[0] == "make":
+            assert cmd[1] in targets, f"README.md:{line}: no make target {cmd[1]!r}"
+        elif cmd[:2] == ["python", "-m"]:
+            assert _module_exists(cmd[2]), f"README.md:{line}: no module {cmd[2]!r} in the source tree"
+        else:
+            pytest.fail(f"README.md:{line}: a shown command this test does not know: {' '.join(cmd)}")
+
+
+def test_the_shown_command_check_can_fail(monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "_module_exists", lambda name: name != "gone")
+    with pytest.raises(AssertionError, match="no module 'gone'"):
+        test_readme_shown_commands_name_what_exists(1, "python -m gone --x")
+    with pytest.raises(AssertionError, match="no extra"):
+        test_readme_shown_commands_name_what_exists(1, 'pip install -e ".[nosuch]"')
