@@ -32,7 +32,7 @@ def one_run(model_dir: Path, tok: Any, out: Path, steps: int, with_callback: boo
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     data = Dataset.from_dict(
         {"prompt": [f"w{i % 20} w{(i * 7) % 20} w{(i * 3) % 20}" for i in range(4 * steps)]}
