@@ -34,6 +34,7 @@ KINDS = (
     "clip_ratio_rise",
     "logprob_mismatch",
     "zero_variance_groups",
+    "failure_forecast",
 )
 EVERY = (*KINDS, "failure", "any raised")
 
