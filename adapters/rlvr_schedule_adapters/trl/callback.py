@@ -590,7 +590,7 @@ class RlvrScheduleCallback(TrainerCallback, ExportableState):
         run = self.run
         if not logs or state.global_step <= run.last_step or run.last_batch is None:
             return
-        if "train_runtime" in logs or any(str(k).startswith("eval_") for k in logs):
+        if "train_runtime" in logs or any(k[:5] == "eval_" for k in map(str, logs)):
             return
         run.last_step = int(state.global_step)
         record = self.record(logs, step=run.last_step)

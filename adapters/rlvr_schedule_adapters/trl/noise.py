@@ -14,7 +14,7 @@ import logging
 import math
 from typing import Any
 
-from rlvr_schedule_adapters._torch import MicroGradNorm, grad_norm, grad_sq_norm, mean_over_ranks
+from rlvr_schedule_adapters._torch import MicroGradNorm, grad_norm, grad_sq_norm, mean_over_ranks, sq_norm_of
 
 __all__ = ["MicroNorm", "grad_norm", "grad_sq_norm", "mean_over_ranks", "micro_meter", "sharded"]
 
@@ -62,6 +62,7 @@ class MicroNorm:
         self.norm = math.nan  # the last read norm
         self.micro_batch: int | None = None  # the local micro-batch it was taken on
         self._sq: Any = None  # squared norm of the last update's first micro-batch (a device tensor)
+        self._params: tuple[int, list[Any]] | None = None  # (id of the model, its trainable parameters)
 
     def setup(self, args: Any, model: Any) -> None:
         """Hook meter when ``.grad`` will be empty after a micro-step (DeepSpeed ZeRO, FSDP) or asked for."""
@@ -81,7 +82,7 @@ class MicroNorm:
         if self.meter is not None:
             sq = self.meter.sq_value(ga)
         else:
-            sq = grad_sq_norm(model)
+            sq = sq_norm_of(p.grad for p in self._trainable(model) if p.grad is not None)
             if sq is None and self.mode == "auto":
                 log.info("rlvr-schedule: no .grad after the first micro-step (a sharded engine): hook meter")
                 self.meter = micro_meter(model)
@@ -89,6 +90,13 @@ class MicroNorm:
         # NaN when nothing was seen: every rank still joins the mean at the log (no rank waits alone)
         self._sq = math.nan if sq is None else sq
         self.micro_batch = int(args.per_device_train_batch_size)
+
+    def _trainable(self, model: Any) -> list[Any]:
+        """The model's trainable parameters, listed once per model (walking the module tree at every
+        update cost more than the norm itself on a small model)."""
+        if self._params is None or self._params[0] != id(model):
+            self._params = (id(model), [p for p in model.parameters() if p.requires_grad])
+        return self._params[1]
 
     def next_update(self) -> None:
         if self.meter is not None:
