@@ -36,7 +36,7 @@ failure_signal: entropy
 constraints: {group_size: ${GROUP}, divisor: $((GPUS * 4)), max_batch: 2048}
 YAML
 
-python -m rlvr_schedule_adapters.openrlhf_plugin --schedule "$OUT/schedule.yaml" \
+python -m rlvr_schedule_adapters.openrlhf --schedule "$OUT/schedule.yaml" \
   --actor.model_name_or_path "$MODEL" \
   --actor.num_nodes 1 --actor.num_gpus_per_node "$GPUS" \
   --ref.num_nodes 1 --ref.num_gpus_per_node "$GPUS" \

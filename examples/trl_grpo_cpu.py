@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     cb = find_callback(trainer)  # a resumed run holds a new instance rebuilt from the checkpoint
     print(f"{'step':>4} {'samples':>7} {'batch':>5} {'lr':>9} {'reward':>7} {'entropy':>7}  decision")
     logs = {h["step"]: h for h in trainer.state.log_history if "reward" in h}
-    prev = cb.start_samples
+    prev = cb.run.start_samples
     for d in cb.decisions:
         h, batch, prev = logs.get(d.step, {}), d.samples - prev, d.samples
         note = f"switch -> {d.batch} @ {d.lr:g} ({d.reason})" if d.switched else ""

@@ -17,7 +17,7 @@ DATA="${DATA:-$HOME/data/gsm8k}"
 RUN_DIR="${RUN_DIR:-runs/verl_qwen_math_two_clock}"
 mkdir -p "$RUN_DIR"
 
-exec "$PYTHON" -m rlvr_schedule_adapters.verl_plugin \
+exec "$PYTHON" -m rlvr_schedule_adapters.verl \
     --schedule "$HERE/verl_qwen_math_two_clock.yaml" \
     --jsonl "$RUN_DIR/schedule.jsonl" \
     algorithm.adv_estimator=grpo \

@@ -34,6 +34,7 @@ KINDS = (
     "clip_ratio_rise",
     "logprob_mismatch",
     "zero_variance_groups",
+    "failure_forecast",
 )
 EVERY = (*KINDS, "failure", "any raised")
 
@@ -52,12 +53,14 @@ def firsts(lr: LabelledRun) -> dict[str, tuple[int, int, int]]:
     return out
 
 
-def evaluate(part: str, sources: list[str]) -> tuple[list[str], list[tuple[str, int, int | None, int]]]:
+def evaluate(
+    part: str, sources: list[str]
+) -> tuple[list[str], list[tuple[str, int, int | None, int | None]]]:
     healthy: dict[tuple[str, str], int] = defaultdict(int)
     n_healthy: dict[str, int] = defaultdict(int)
     n_coll: dict[str, int] = defaultdict(int)
     leads: dict[tuple[str, str], list[tuple[float, int]]] = defaultdict(list)
-    checkpoints: list[tuple[str, int, int | None, int]] = []
+    checkpoints: list[tuple[str, int, int | None, int | None]] = []
     for src in sources:
         for lr in SOURCES[src]():
             if lr.part != part:
@@ -74,8 +77,15 @@ def evaluate(part: str, sources: list[str]) -> tuple[list[str], list[tuple[str, 
             for k, (_step, samples, row) in f.items():
                 leads[(src, k)].append((lr.failure_samples - samples, fail_row - row))
             if src == "real":
-                ck = f.get("any raised")
-                checkpoints.append((lr.name, recs[fail_row].step, None if ck is None else ck[0], fail_row))
+                ck, fl = f.get("any raised"), f.get("failure")
+                checkpoints.append(
+                    (
+                        lr.name,
+                        recs[fail_row].step,
+                        None if ck is None else ck[0],
+                        None if fl is None else fl[0],
+                    )
+                )
     lines = [
         "| source | kind | healthy runs warned | collapses warned in time (lead > 0) | lead, rollouts: median (range) | lead, rows: median (range) |",
         "|---|---|---|---|---|---|",
@@ -112,10 +122,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"part: {a.part}")
     print("\n".join(lines))
     if a.real_checkpoints:
-        print("\n| real run | collapse step | checkpoint at the first raised alarm, step |")
-        print("|---|---|---|")
-        for name, cstep, kstep, _ in checkpoints:
-            print(f"| {name} | {cstep} | {'-' if kstep is None else kstep} |")
+        print(
+            "\n| real run | collapse step | checkpoint at the first raised alarm, step | failure raised, step |"
+        )
+        print("|---|---|---|---|")
+        for name, cstep, kstep, fstep in checkpoints:
+            print(
+                f"| {name} | {cstep} | {'-' if kstep is None else kstep} | {'-' if fstep is None else fstep} |"
+            )
     return 0
 
 

@@ -332,7 +332,7 @@ def trl_auto(ctx: Context) -> dict[str, Any]:
 
         def on_step_end(self, args, state, control, **kwargs):
             done = [d for d in cb.decisions if d.switched]
-            if self.left is None and done and cb.applied == (done[-1].batch, done[-1].lr):
+            if self.left is None and done and cb.run.applied == (done[-1].batch, done[-1].lr):
                 self.left = 3
             if self.left is not None:
                 self.left -= 1
@@ -379,7 +379,7 @@ def trl_auto(ctx: Context) -> dict[str, Any]:
         and all(r["completions"] % (PER_DEVICE * S) == 0 for r in rows),
         "switches": [(d.step, d.batch, round(d.lr, 10), d.reason[:160]) for d in switches],
         "switches_in_accumulation": seen,
-        "stage_in_effect": list(cb.applied) if cb.applied else None,
+        "stage_in_effect": list(cb.run.applied) if cb.run.applied else None,
         "last_update": last,
         "estimate_formed": formed,
         "noise_estimate": {"n_updates": noise.n_updates, "b_simple": noise.b_simple},
@@ -393,8 +393,8 @@ def trl_auto(ctx: Context) -> dict[str, Any]:
         and out["all_batches_on_grid"]
         and all(seen)
         and formed
-        and cb.applied is not None
-        and last.get("completions") == cb.applied[0]
+        and cb.run.applied is not None
+        and last.get("completions") == cb.run.applied[0]
     )
     if not ok:
         raise RuntimeError(json.dumps(out, default=str)[:3000])
@@ -533,7 +533,7 @@ def trl_overhead(ctx: Context) -> dict[str, Any]:
         "callback_cuda_event_ms_per_update": round(statistics.median(cb_gpu), 3) if cb_gpu else None,
         "norm_timings": norms,
         "callback_errors": [str(e)[:300] for e in cb.errors],
-        "grad_norm_micro_last": cb._grad_norm_micro,
+        "grad_norm_micro_last": cb.micro_norm.norm,
         "peak_gib": peak_memory(ctx.device),
     }
     if not ctx.small:

@@ -188,3 +188,29 @@ def test_watch_runs_the_alarm_command_once_per_alarm_and_exits_on_failure(tmp_pa
     )
     assert proc.returncode == 0, proc.stderr  # without --exit-on-failure: reads to the end
     assert len(out.read_text().splitlines()) > len(alarms)  # the later warning too
+
+
+#: docs/RESULTS.md section 5a: per real collapse, the collapse step (labelled), the step of the
+#: checkpoint the watch takes (its first raised alarm) and the step its failure is raised
+REAL_CHECKPOINTS = {
+    "trl_exp1a_rho0p10_seed43": (105, 120, 140),
+    "trl_exp1a_rho0p30_seed43": (85, 95, 120),
+    "trl_exp1a_rho1p00_seed42": (135, 140, 170),
+    "trl_exp2_adabalance_seed42": (75, 90, 110),
+    "trl_exp1a_rho0p30_seed42": (20, 35, 55),
+    "trl_exp1a_rho0p50_seed43": (40, 55, 75),
+    "trl_exp1a_rho1p00_seed43": (30, 40, 60),
+    "trl_exp2_adabalance_seed43": (35, 50, 70),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_CHECKPOINTS))
+def test_the_checkpoint_the_watch_takes_on_each_real_collapse(name: str) -> None:
+    from benchmarks.fixtures.real_runs import SPLIT
+
+    collapse, checkpoint, failure = REAL_CHECKPOINTS[name]
+    label = SPLIT["labels"][name]
+    assert label["label"] == "collapsed" and label["collapse_step"] == collapse
+    w = CollapseWatch().fit(load_real(name).records)
+    assert w.alarms_[0].step == checkpoint  # the first raised alarm: where the checkpoint is taken
+    assert min(a.step for a in w.alarms_ if a.kind == "failure") == failure

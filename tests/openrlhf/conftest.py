@@ -61,7 +61,7 @@ def base_argv():
 
 @pytest.fixture(scope="session")
 def _base_args():
-    from rlvr_schedule_adapters.openrlhf_plugin import openrlhf_cli_args
+    from rlvr_schedule_adapters.openrlhf import openrlhf_cli_args
 
     return openrlhf_cli_args(BASE_ARGV)
 
@@ -75,6 +75,6 @@ def openrlhf_args(_base_args):
 @pytest.fixture
 def cli_args():
     """OpenRLHF's parsed args for BASE_ARGV plus extra flags (later flags win)."""
-    from rlvr_schedule_adapters.openrlhf_plugin import openrlhf_cli_args
+    from rlvr_schedule_adapters.openrlhf import openrlhf_cli_args
 
     return lambda *extra: openrlhf_cli_args([*BASE_ARGV, *extra])

@@ -6,8 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+from rlvr_schedule_adapters.openrlhf import ARGS_ATTR
 from rlvr_schedule_adapters.openrlhf.actors import RlvrPolicyModelActor, RlvrPPOTrainer
-from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR
 
 #: Stage 0: 8 rollouts per update until 16 rollouts; then 16 with twice the LR.
 SPEC = {

@@ -12,7 +12,7 @@ from test_openrlhf_trainer import CkptWorker, Group, _args, _ray_get_identity  #
 
 from rlvr_schedule.clocks.failure import Detector
 from rlvr_schedule.clocks.failure.alarms import CollapseWatch
-from rlvr_schedule_adapters.openrlhf_plugin import STATE_KEY
+from rlvr_schedule_adapters.openrlhf import STATE_KEY
 
 
 class WarnAt(Detector):

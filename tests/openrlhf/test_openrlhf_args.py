@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from rlvr_schedule.policy import BatchConstraints, StaticSchedule
-from rlvr_schedule_adapters.openrlhf_plugin import (
+from rlvr_schedule_adapters.openrlhf import (
     RolloutPlan,
     apply_plan_to_args,
     check_setup,

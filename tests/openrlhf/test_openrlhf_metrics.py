@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rlvr_schedule.policy import StaticSchedule
-from rlvr_schedule_adapters.openrlhf_plugin import ScheduleController, translate_metrics
+from rlvr_schedule_adapters.openrlhf import ScheduleController, translate_metrics
 
 
 def _rollout_stats(rewards, lengths):
@@ -189,7 +189,7 @@ def _entropy_falls(ctl, steps=40):
 
 @pytest.mark.parametrize("fail", [False, True])
 def test_two_clock_switches_through_the_driver(openrlhf_args, fail):
-    from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, make_controller
+    from rlvr_schedule_adapters.openrlhf import ARGS_ATTR, make_controller
 
     setattr(openrlhf_args, ARGS_ATTR, {"schedule": TWO_CLOCK})
     rec = _Recorder(fail=fail)
@@ -207,7 +207,7 @@ def test_two_clock_switches_through_the_driver(openrlhf_args, fail):
 
 
 def test_advisory_controller_decides_but_never_reaches_the_workers(openrlhf_args, caplog):
-    from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, make_controller
+    from rlvr_schedule_adapters.openrlhf import ARGS_ATTR, make_controller
 
     setattr(openrlhf_args, ARGS_ATTR, {"schedule": TWO_CLOCK, "advisory": True})
     rec = _Recorder()

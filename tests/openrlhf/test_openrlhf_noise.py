@@ -231,8 +231,8 @@ def _two_rank_worker(rank: int, path: str, out: str, argv: list[str]) -> None:
     import torch.distributed as dist
     from openrlhf.utils.loss_utils import iter_grad_accum_global_norm
 
+    from rlvr_schedule_adapters.openrlhf import openrlhf_cli_args
     from rlvr_schedule_adapters.openrlhf.noise import MicroNormProbe
-    from rlvr_schedule_adapters.openrlhf_plugin import openrlhf_cli_args
 
     os.environ.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank), DS_ACCELERATOR="cpu")
     dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)

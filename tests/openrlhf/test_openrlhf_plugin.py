@@ -17,7 +17,7 @@ def test_entry_point_module_imports_without_frameworks():
                 if name.split(".")[0] in {"openrlhf", "ray", "torch", "deepspeed", "vllm", "flash_attn"}:
                     raise ImportError("blocked: " + name)
         sys.meta_path.insert(0, Block())
-        import rlvr_schedule_adapters.openrlhf_plugin as p
+        import rlvr_schedule_adapters.openrlhf as p
         from rlvr_schedule.plugins import PluginHost
         host = PluginHost()
         host.register(p, name="openrlhf-direct") if not host.pm.is_registered(p) else None
@@ -48,8 +48,7 @@ def restore_openrlhf(monkeypatch):
 def test_patch_puts_the_scheduled_classes_where_the_cli_reads_them(restore_openrlhf):
     import runpy
 
-    from rlvr_schedule_adapters.openrlhf import actors
-    from rlvr_schedule_adapters.openrlhf_plugin import CLI_MODULE, patch_openrlhf
+    from rlvr_schedule_adapters.openrlhf import CLI_MODULE, actors, patch_openrlhf
 
     ppo_trainer, ppo_actor, _ = restore_openrlhf
     patch_openrlhf({"stages": [{"batch": 8, "lr": 1e-3, "until_samples": None}]})
@@ -69,7 +68,7 @@ def test_launcher_hands_the_schedule_to_the_actors_and_warns(
 ):
     import ray
 
-    from rlvr_schedule_adapters.openrlhf_plugin import ARGS_ATTR, main
+    from rlvr_schedule_adapters.openrlhf import ARGS_ATTR, main
 
     _, _, outils = restore_openrlhf
     seen = {}
@@ -102,7 +101,7 @@ def test_launcher_hands_the_schedule_to_the_actors_and_warns(
 
 def test_launcher_rejects_a_bad_schedule_before_patching(restore_openrlhf, tmp_path, base_argv):
     from rlvr_schedule.errors import ConfigError
-    from rlvr_schedule_adapters.openrlhf_plugin import main
+    from rlvr_schedule_adapters.openrlhf import main
 
     ppo_trainer, _, _ = restore_openrlhf
     before = ppo_trainer.PPOTrainer

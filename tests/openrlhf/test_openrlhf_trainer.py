@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 from openrlhf_test_support import make_trainer, run_steps
 
-from rlvr_schedule_adapters.openrlhf_plugin import STATE_KEY, WORKER_METHOD
+from rlvr_schedule_adapters.openrlhf import STATE_KEY, WORKER_METHOD
 
 
 class CkptWorker:

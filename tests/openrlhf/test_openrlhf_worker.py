@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from rlvr_schedule_adapters.openrlhf_plugin import WORKER_METHOD
+from rlvr_schedule_adapters.openrlhf import WORKER_METHOD
 
 
 @pytest.fixture

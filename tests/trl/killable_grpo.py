@@ -40,8 +40,7 @@ def scheduled_run(out: Path, *, resume: bool = False, steps: int = STEPS) -> Any
 
     from rlvr_schedule.plugins import PluginHost
     from rlvr_schedule.plugins.sinks import JsonlSink
-    from rlvr_schedule_adapters.trl import last_complete_checkpoint
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback, last_complete_checkpoint
 
     out.mkdir(parents=True, exist_ok=True)
     for log in (out / "measured.jsonl", out / "schedule.jsonl"):

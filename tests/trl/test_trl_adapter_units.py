@@ -115,7 +115,7 @@ def test_module_imports_without_transformers_or_trl():
     code = (
         "import sys\n"
         "sys.modules['transformers'] = None; sys.modules['trl'] = None\n"
-        "import rlvr_schedule_adapters.trl_callback as m\n"
+        "import rlvr_schedule_adapters.trl as m\n"
         "assert m.rlvr_schedule_metric_aliases()['reward'] == 'reward_mean'\n"
         "from rlvr_schedule.plugins import PluginHost\n"
         "h = PluginHost(); assert not h.faults, h.faults\n"
@@ -129,11 +129,11 @@ def test_module_imports_without_transformers_or_trl():
 
 
 def test_state_is_json_and_rebuilds_a_new_instance():
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     spec = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 32}, {"batch": 16, "lr": 5e-4}]}
     cb = RlvrScheduleCallback(spec)
-    cb.samples, cb.wanted = 40, (16, 5e-4)
+    cb.driver.samples, cb.driver.in_effect = 40, (16, 5e-4)
     cb.schedule.load_state_dict({**cb.schedule.state_dict(), "index": 1, "last_batch": 16, "last_lr": 5e-4})
     state = json.loads(json.dumps(cb.state()))
     new = RlvrScheduleCallback.from_state(state)  # what transformers does on restore
@@ -156,7 +156,7 @@ def _falling_entropy(cb, steps):
 
 
 def test_two_clock_switch_is_applied_through_the_driver():
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     spec = {
         "type": "two_clock",
@@ -182,7 +182,7 @@ def test_two_clock_switch_is_applied_through_the_driver():
 
 
 def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     # growth 1.5 proposes 12 rollouts: not a multiple of 4 per micro-step x steps_per_generation 2
     spec = {
@@ -200,7 +200,7 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
         "constraints": {"group_size": 4},
     }
     cb = RlvrScheduleCallback(spec)
-    cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)  # what on_train_begin binds
+    cb.run.unit = BatchUnit(per_step=4, accumulation_multiple=2)  # what on_train_begin binds
     decisions = _falling_entropy(cb, 25)
     assert not any(d.switched for d in decisions)
     # the initial stage (unknown to an unbound callback) was taken at the first record; 12 never was
@@ -211,7 +211,7 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
 
 def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
     from rlvr_schedule.policy import BatchConstraints
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     # the same schedule, with the grid the trainer publishes at train begin (4 x 1 x 2): growth 1.5
     # from 8 snaps up to 16, which the trainer runs, instead of 12, which it cannot
@@ -230,8 +230,8 @@ def test_with_the_trainers_grid_published_the_two_clock_switch_lands_on_it():
         "constraints": {"group_size": 4},
     }
     cb = RlvrScheduleCallback(spec, strict=True)
-    cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)
-    assert cb.driver.set_host_grid(BatchConstraints(divisor=cb._unit.multiple)) == []
+    cb.run.unit = BatchUnit(per_step=4, accumulation_multiple=2)
+    assert cb.driver.set_host_grid(BatchConstraints(divisor=cb.run.unit.multiple)) == []
     switched = [d for d in _falling_entropy(cb, 25) if d.switched]
     assert [d.batch for d in switched] == [16] and cb.wanted[0] == 16 and not cb.host.faults
 
@@ -327,10 +327,10 @@ def test_reachable_batches_are_what_the_policy_does_when_every_record_triggers(e
 def _check(spec, *, remaining, micro_per_epoch, noise_updates=0):
     """The callback's set-up check alone (what on_train_begin runs), on 4 rollouts per micro-step and
     steps_per_generation 2 (GA 2 for 8 rollouts); the 'may end early' warnings it gave."""
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSetupWarning
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback, ScheduleSetupWarning
 
     cb = RlvrScheduleCallback(spec)
-    cb._unit = BatchUnit(per_step=4, accumulation_multiple=2)
+    cb.run.unit = BatchUnit(per_step=4, accumulation_multiple=2)
     cb.schedule.noise.n_updates = noise_updates  # > 0: the logs carry micro-batch gradient norms
     cb.schedule.tracker.noise_samples = 8 * noise_updates  # ... of records at batch 8
     state = SimpleNamespace(max_steps=remaining, global_step=0, num_train_epochs=1)
@@ -397,19 +397,23 @@ def test_last_complete_checkpoint_skips_ones_cut_by_a_kill(tmp_path):
 
 def test_a_resume_at_another_world_size_republishes_the_grid_and_snaps_the_saved_stages():
     from rlvr_schedule_adapters._common import ScheduleSetupWarning
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     spec = {"type": "two_clock", "initial_batch": 96, "base_lr": 1e-3, "constraints": {"group_size": 8}}
     cb = RlvrScheduleCallback(spec, strict=True)
     # saved on 2 ranks x 24 per device x steps_per_generation 2 (multiples of 96) ...
-    cb.applied, cb.pending, cb.driver.resume_target = (96, 1e-3), (192, 1.4e-3), (96, 1e-3)
+    cb.run.applied, cb.run.pending, cb.driver.resume_target = (96, 1e-3), (192, 1.4e-3), (96, 1e-3)
     # ... resumed on 3 ranks x 12 (multiples of 72)
     args = SimpleNamespace(num_generations=8, per_device_train_batch_size=12, world_size=3)
-    cb._unit = BatchUnit(per_step=36, accumulation_multiple=2)
+    cb.run.unit = BatchUnit(per_step=36, accumulation_multiple=2)
     with pytest.warns(ScheduleSetupWarning) as rec:
         cb._publish_grid(args)
     text = " ".join(str(w.message) for w in rec)
-    assert cb.applied == (72, 1e-3) and cb.pending == (216, 1.4e-3) and cb.driver.resume_target == (72, 1e-3)
+    assert (
+        cb.run.applied == (72, 1e-3)
+        and cb.run.pending == (216, 1.4e-3)
+        and cb.driver.resume_target == (72, 1e-3)
+    )
     assert "the saved stage applied (96 rollouts) is off this trainer's grid (multiples of 72" in text
     assert cb.schedule.current.batch == 72 and "96 -> 72" in cb.schedule.current.reason
 
@@ -417,7 +421,7 @@ def test_a_resume_at_another_world_size_republishes_the_grid_and_snaps_the_saved
 def test_trl_step_time_reaches_the_live_price():
     # TRL logs ``step_time`` per update: the callback's record carries it, and the two-clock policy
     # measures its price from it once two batches are seen (0.1 s/rollout + 6.4 s/update: price 64)
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     spec = {
         "type": "two_clock",
@@ -430,7 +434,7 @@ def test_trl_step_time_reaches_the_live_price():
     cb = RlvrScheduleCallback(spec)
     assert cb.schedule.price.source == "default"
     for i, b in enumerate([64] * 5 + [128] * 5):
-        cb.last_batch = b
+        cb.run.last_batch = b
         cb.driver.consume(b)
         logs = {"loss": 0.1, "reward": 0.5, "learning_rate": 1e-6, "step_time": 0.1 * b + 6.4}
         cb.feed(cb.record(logs, step=i + 1))

@@ -16,7 +16,7 @@ from trl_harness import TWO_STAGES, run_grpo
 
 from rlvr_schedule.clocks.failure import Detector
 from rlvr_schedule.clocks.failure.alarms import CollapseWatch
-from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
+from rlvr_schedule_adapters.trl import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import warnings
 import pytest
 from trl_harness import GROUP, PER_DEVICE, TWO_STAGES, S, run_grpo
 
-from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
+from rlvr_schedule_adapters.trl import RlvrScheduleCallback, ScheduleSetupWarning, find_callback
 
 pytestmark = pytest.mark.slow
 

@@ -108,7 +108,7 @@ def test_two_ranks_each_resume_at_their_own_batches(rank):
 @pytest.mark.slow
 @pytest.mark.parametrize("ckpt", [4, 6])  # saved after epoch 0's last update; half-way into epoch 1
 def test_resume_in_the_second_epoch_takes_the_uninterrupted_runs_prompts(tiny_model, tmp_path, ckpt):
-    from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+    from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
     def cb():
         return RlvrScheduleCallback({"stages": [{"batch": 8, "lr": 1e-3}]}, strict=True, name="epochs")

@@ -80,7 +80,7 @@ class _Stop(TrainerCallback):
         if (
             self.left is None
             and len(done) >= self.switches
-            and self.cb.applied == (done[-1].batch, done[-1].lr)
+            and self.cb.run.applied == (done[-1].batch, done[-1].lr)
         ):
             self.left = 3
         if self.left is not None:

@@ -19,7 +19,7 @@ import pytest
 from killable_grpo import STEPS, THREE_STAGES, last_per_step, scheduled_run
 from trl_harness import run_grpo
 
-from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, find_callback
+from rlvr_schedule_adapters.trl import RlvrScheduleCallback, find_callback
 
 pytestmark = pytest.mark.slow
 

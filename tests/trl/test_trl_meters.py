@@ -23,7 +23,7 @@ def test_the_hook_meter_measures_what_the_fused_grad_read_measures(tiny_model, t
         cb.host.register(_Sink(got))
         trainer, _ = run_grpo(tiny_model, tmp_path / meter, [cb], max_steps=4, gradient_accumulation_steps=4)
         assert find_callback(trainer).errors == []
-        assert (cb._meter is None) and len(got) == 4  # hooks removed at train end
+        assert (cb.micro_norm.meter is None) and len(got) == 4  # hooks removed at train end
         seen[meter] = got
     assert all(math.isfinite(x) and x > 0 for x in seen["grad"])
     assert seen["hooks"] == pytest.approx(seen["grad"], rel=1e-5)
@@ -36,7 +36,7 @@ def test_the_micro_norm_stays_on_the_device_until_the_log(tiny_model, tmp_path):
         kinds: list[str] = []
 
         def on_step_end(self, args, state, control, **kwargs):
-            self.kinds.append(type(self._micro_sq).__name__)
+            self.kinds.append(type(self.micro_norm._sq).__name__)
             return super().on_step_end(args, state, control, **kwargs)
 
     cb = Spy(STAGE, strict=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import pytest
 from trl_harness import GROUP, PER_DEVICE, S, run_grpo
 
-from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback, find_callback
+from rlvr_schedule_adapters.trl import RlvrScheduleCallback, find_callback
 
 pytestmark = pytest.mark.slow
 

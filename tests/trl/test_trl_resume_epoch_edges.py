@@ -19,7 +19,7 @@ import json
 import pytest
 from trl_harness import run_grpo
 
-from rlvr_schedule_adapters.trl_callback import RlvrScheduleCallback
+from rlvr_schedule_adapters.trl import RlvrScheduleCallback
 
 pytestmark = pytest.mark.slow
 

@@ -23,8 +23,8 @@ OVERRIDES = [
 
 
 def test_main_builds_a_checked_config_and_runs_the_runner(write_schedule, tmp_path):
+    from rlvr_schedule_adapters.verl import main
     from rlvr_schedule_adapters.verl.trainer import RlvrScheduleTaskRunner
-    from rlvr_schedule_adapters.verl_plugin import main
 
     sched = write_schedule()
     calls = []
@@ -102,7 +102,7 @@ def test_entry_point_module_imports_without_verl_or_torch():
         import sys
         for name in ("verl", "torch", "ray", "omegaconf", "hydra"):
             sys.modules[name] = None  # any import of them raises ImportError
-        import rlvr_schedule_adapters.verl_plugin as vp
+        import rlvr_schedule_adapters.verl as vp
         from rlvr_schedule_adapters.verl import batch, controller, state, tracking
         print(sorted(vp.rlvr_schedule_metric_aliases().items())[0])
         try:

@@ -1,6 +1,6 @@
 """Launch verl's PPO/GRPO trainer with a batch schedule.
 
-    python -m rlvr_schedule_adapters.verl_plugin --schedule schedule.yaml \\
+    python -m rlvr_schedule_adapters.verl --schedule schedule.yaml \\
         data.train_files=... actor_rollout_ref.model.path=... actor_rollout_ref.rollout.n=8 ...
 
 The arguments other than ours are verl's usual Hydra overrides. The config is composed from
@@ -31,7 +31,7 @@ def _verl_config_dir() -> str:
 def parse_args(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
     """Our options and the remaining Hydra overrides (``key=value``, ``+key=value``, ``~key``)."""
     p = argparse.ArgumentParser(
-        prog="python -m rlvr_schedule_adapters.verl_plugin",
+        prog="python -m rlvr_schedule_adapters.verl",
         description="Run verl's sync PPO/GRPO trainer following a batch schedule.",
     )
     p.add_argument("--schedule", required=True, help="schedule YAML/JSON (static or two_clock)")

@@ -1,7 +1,7 @@
 """The verl 0.9.1 classes: a sync trainer that follows a batch schedule, its worker, its runner.
 
 Importing this module imports verl (and registers the trainer); the entry-point module
-:mod:`rlvr_schedule_adapters.verl_plugin` imports it only on use.
+:mod:`rlvr_schedule_adapters.verl` imports it only on use.
 
 - :class:`RlvrSchedulePPOTrainer` subclasses ``PPOTrainerSync``. ``register_trainer`` refuses
   to re-register ``"sync"`` and verl's code tests ``trainer_mode == "sync"`` in several places,
@@ -156,7 +156,7 @@ def _settings(config: Any) -> dict[str, Any]:
     if section is None or not section.get("schedule"):
         raise ValueError(
             f"the verl config has no '{SETTINGS_KEY}.schedule' (a schedule YAML/JSON file); "
-            "launch with `python -m rlvr_schedule_adapters.verl_plugin --schedule FILE ...`"
+            "launch with `python -m rlvr_schedule_adapters.verl --schedule FILE ...`"
         )
     mode = section.get("mini_batch_mode", "per_step") or "per_step"
     if mode not in MINI_BATCH_MODES:

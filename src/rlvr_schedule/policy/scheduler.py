@@ -188,10 +188,13 @@ class TwoClockScheduler(Schedule):
             said = self._forecast_says(stf, nxt)
             if said is not None and cfg.forecast == "on":
                 p = said
-            elif said is not None and cfg.forecast == "advisory":
+            elif said is not None and cfg.forecast == "advisory" and stf > 0:
+                # kept in the decision only: the collapse watch raises the forecast (its
+                # ``failure_forecast`` kind, judged like the warnings), once, in every host; a
+                # trend already past its threshold ("collapse in 0") is no forecast
                 note = f"advisory (forecast: advisory, the batch stays): {said.reason}"
                 if not run.advised:
-                    log.warning("two-clock: %s", note)
+                    log.debug("two-clock: %s", note)
                     run.advised = True
         if p is None:
             p = triggers.alarm_trigger(alarm, cfg.switch_on_alarm, nxt)

@@ -19,6 +19,7 @@ would lean towards a step clock (1) even where failure arrives on a sample clock
 from __future__ import annotations
 
 import math
+import statistics
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -120,7 +121,7 @@ class EntropyCollapse(Detector):
         self._rw.append(float(r))
         if len(self._rw) < self.gate_records:
             return
-        med = float(np.median(self._rw))
+        med = float(statistics.median(self._rw))  # a few values: no numpy call per record
         self._med_peak = max(self._med_peak, med)
         down = self._med_peak > 0 and med < (1 - self.gate_drop) * self._med_peak
         self._gate_run = self._gate_run + 1 if down else 0

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 from typing import Any
-
-import numpy as np
 
 from rlvr_schedule.clocks._stats import SlidingOLS, finite, t_quantile
 from rlvr_schedule.records import StepRecord
@@ -126,7 +125,7 @@ class FailureForecast:
                 else not self._early or self.samples <= self.warmup_samples
             ):
                 self._early.append(float(v))
-                self.reference = float(np.median(self._early))
+                self.reference = float(statistics.median(self._early))  # no numpy call per record
             self._ols.add(float(record.samples), self._y(float(v)))
             if self.recent < 1:
                 start = self.start_samples
