@@ -26,6 +26,14 @@ class CriticalBatchTracker:
     norms and the noise EMA's horizon in records (100 at beta 0.99). ``known``: the known B* at the
     policy's own LR (None: none known)."""
 
+    #: the line through the first warm EMA and the EMA now freezes its value at rollout 0 once it
+    #: spans this many times the first point's position: a shorter span reads the start sooner but
+    #: noisier (``benchmarks/evidence/tracker_anchor.py`` runs the priced bar with 1-2: cheaper at
+    #: small prices, short of the section 3a bar at 16 or 64, so 6 stays)
+    anchor_span: float = 6.0
+    #: the frozen value's clip below, as a fraction of the first warm value (above: 2x)
+    anchor_floor: float = 0.5
+
     def __init__(self, estimate_samples: int, known: float | None = None) -> None:
         self.known = known
         self.noise = GradientNoiseScale()
@@ -64,9 +72,9 @@ class CriticalBatchTracker:
         if self.b0 == self.b0 or not (math.isfinite(pn) and math.isfinite(pa)):
             return
         span = pn - pa
-        if span > 0 and span >= 6.0 * pa:
+        if span > 0 and span >= self.anchor_span * pa:
             b0 = ref - (bs - ref) / span * pa
-            self.b0 = min(max(b0, 0.5 * ref), 2.0 * ref)
+            self.b0 = min(max(b0, self.anchor_floor * ref), 2.0 * ref)
 
     def estimate(self, b_simple: float, scale: float) -> float:
         """The B* estimate once the noise estimate is warm (NaN before); ``scale``: the stage's LR
