@@ -118,8 +118,9 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 # h22-h24 were run once on the priced defaults and are part of the tuning set since. h25-h27 and
 # their seeds (9000-9019) were committed before any design or tuning of the tracker's anchor and
 # before anything was run on them, to be run once on its final defaults. Rule: as set 8's, by
-# ``python -m benchmarks.evidence.draw_heldout --set 9 --first 25 --seed 9``. Not run: no change of
-# the anchor was kept (results/tracker_anchor.md), so they are still unused.
+# ``python -m benchmarks.evidence.draw_heldout --set 9 --first 25 --seed 9``. No change of the anchor
+# was kept (results/tracker_anchor.md); run once on the unchanged defaults, both configurations
+# (results/schedules_priced_heldout9.md, schedules_priced_fitted_heldout9.md).
 
 #: The keyword arguments of SyntheticEnvironment a row gives (merged over ``synthetic.tasks.COMMON``).
 COLUMNS = ("critical_batch", "failure_samples", "noise_fraction", "drift", "failure_exponent", "crash_hazard")
