@@ -152,6 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
             )
             s.add_argument("--side-seeds", type=int, nargs="+", help="--compare: seeds at the side LRs")
             s.add_argument(
+                "--arms",
+                nargs="+",
+                choices=("planned", "live", "decay", "ramp", "noise"),
+                help="--compare: the schedule arms to run besides the constants and the LR grid "
+                "(default: all five)",
+            )
+            s.add_argument(
                 "--sweep-seeds", type=int, nargs="+", help="--compare: the short sweep's seeds (default 0)"
             )
             s.add_argument(
@@ -285,6 +292,7 @@ def _comparison(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
         side_seeds=args.side_seeds or (0, 1, 2),
         sweep_seeds=args.sweep_seeds or (0,),
         sweep_fraction=args.sweep_fraction,
+        arms=args.arms or cmp.SCHEDULE_ARMS,
     )
     if args.report_only:
         print(f"comparison: {cmp.comparison_report(cfg, args.out, d).resolve()}")

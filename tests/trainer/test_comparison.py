@@ -23,9 +23,10 @@ class FakeTrain:
     """Writes a finished run for ``cfg``: reward rising at p0 (lr / 1e-4) (1 - B / 2B*) per rollout
     (B* = 40), crashing after ``crash`` rollouts; config.json as the trainer writes it."""
 
-    def __init__(self, crash: int = 640):
+    def __init__(self, crash: int = 640, eval_every: int = 0):
         self.calls: list[str] = []
         self.crash = crash
+        self.eval_every = eval_every  # rollouts between held-out evals (0: none logged)
 
     def __call__(self, cfg, out_dir, *, schedule=None, policy=None):
         self.calls.append(str(out_dir))
@@ -42,6 +43,9 @@ class FakeTrain:
                 rew, ent = 0.02, 0.01
             rec = {"step": step, "samples": s, "batch": cfg.batch, "lr": cfg.base_lr, "reward_mean": rew}
             rec.update(entropy=ent, rollout_s=0.01 * cfg.batch, update_s=0.02)
+            if self.eval_every and (step == 1 or s // self.eval_every > (s - cfg.batch) // self.eval_every):
+                # held-out accuracy: the reward's curve without the format's head start, no crash
+                rec["eval_accuracy"] = round(0.9 * (1 - np.exp(-rate * s / 0.9)), 3)
             lines.append(json.dumps(rec))
         (out_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
         (out_dir / "config.json").write_text(json.dumps(cfg.to_dict()))
@@ -115,9 +119,45 @@ def test_comparison_resumes_in_chunks_and_writes_the_table(tmp_path, capsys):
     assert "| 3/3 |" in md  # the failures column
     v = res["versus"]
     assert v["planned vs best constant (rollouts)"]["n"] == 3
-    assert v["live vs best LR grid (best_reward)"]["verdict"] in ("beats", "loses to", "not separated from")
+    assert v["live vs best LR grid (best)"]["verdict"] in ("beats", "loses to", "not separated from")
     assert "- planned vs the best constant on rollouts" in md
     assert "Postponement of failure, planned vs constant B=" in md and "closed form" in md
+
+
+def test_the_table_reads_held_out_accuracy_and_prices_the_cost_to_target(tmp_path):
+    """Where every constant logged ``eval_accuracy`` the arms are read on it (target, best before
+    failure), and the cost to target is rollouts + rho x updates at the price fitted from the
+    constants' step times (rollout_s 0.01 s per rollout, update_s 0.02 s: rho = 2)."""
+    cfg = _cfg()
+    d = cmp.design(cfg, base_lr=1e-4, batches=BATCHES, seeds=(0, 1), grid_factors=(0.5,), arms=("planned",))
+    assert {s.arm for s in d.specs} == {"short", "constant", "grid", "planned"}
+    path = cmp.comparison(cfg, tmp_path, d, chunk_minutes=60, train=FakeTrain(crash=10**9, eval_every=256))
+    md = path.read_text()
+    res = json.loads((tmp_path / "compare.json").read_text())["lrs"]["0.0001"]
+    assert res["metric"] == "eval_accuracy" and "target held-out accuracy" in md
+    assert res["price"]["rollouts_per_update"] == pytest.approx(2.0, rel=1e-6)
+    assert "best held-out accuracy before failure" in md and "rho 2.0 [" in md
+    logged = [json.loads(x) for x in (tmp_path / "lr0.0001" / "sweep" / "b8-s0" / "metrics.jsonl").open()]
+    acc = [r["eval_accuracy"] for r in logged if "eval_accuracy" in r]
+    # evals 256 rollouts apart, a smoothing window of 82: the best is the best logged accuracy
+    assert res["measures"]["constant B=8"]["0"]["best"] == pytest.approx(max(acc))
+    for per in res["measures"].values():
+        for m in per.values():
+            if m["rollouts"] is not None:
+                assert m["cost"] == pytest.approx(m["rollouts"] + 2.0 * m["updates"], rel=1e-6)
+    with pytest.raises(ValueError, match="unknown arm"):
+        cmp.design(cfg, base_lr=1e-4, arms=("planned", "sgd"))
+
+
+def test_cli_arms_are_the_schedule_arms():
+    from rlvr_trainer.cli import build_parser
+
+    act = next(
+        a
+        for a in build_parser()._subparsers._group_actions[0].choices["evidence"]._actions
+        if a.dest == "arms"
+    )
+    assert tuple(act.choices) == cmp.SCHEDULE_ARMS
 
 
 def test_grid_points_and_decay_follow_the_plan():

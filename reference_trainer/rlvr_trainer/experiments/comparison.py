@@ -15,7 +15,12 @@ At each base LR (the scan's choice with ``seeds`` each, its side LRs with ``side
    **LR grid** at the plan's first batch (``grid_factors`` x the rule's LR there, and the LR the plan
    ends at); **LR decay** (cosine to 0 over the budget at the plan's first batch); a **linear batch
    ramp** over half the budget (:class:`~rlvr_schedule.policy.baselines.LinearRampSchedule`); the
-   **noise-scale** rule (:class:`~rlvr_schedule.policy.baselines.NoiseScaleAdaptiveSchedule`).
+   **noise-scale** rule (:class:`~rlvr_schedule.policy.baselines.NoiseScaleAdaptiveSchedule`);
+   ``arms`` picks which of these schedule arms run.
+
+Every arm is read on the progress clock's metric: held-out accuracy where every constant logged it
+(the trainer's ``eval_accuracy``), else the training reward; cost to target is ``rollouts + rho x
+updates`` at the price rho measured from the constants' step times (:class:`StepTimeFit`).
 
 Layout under ``out``: ``lr<L>/sweep/b<B>-s<seed>`` (constants, any base LR), ``lr<L>/short/b<B>-s<seed>``
 (the short sweep), ``lr<L>/<arm>/s<seed>`` (planned, live, decay, ramp, noise), ``lr<L>/plan.json``.
@@ -37,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr_schedule.clocks.progress import EVAL_METRIC, progress_metric
+from rlvr_schedule.policy.price import StepTimeFit
 from rlvr_trainer.config import TrainConfig
 from rlvr_trainer.experiments.rundirs import finished, read_run
 from rlvr_trainer.experiments.runs import policy_config, run_one
@@ -97,6 +104,7 @@ class Design:
     sweep_seeds: list[int]
     sweep_samples: int
     grid_factors: list[float]
+    arms: tuple[str, ...] = SCHEDULE_ARMS
     specs: list[RunSpec] = field(default_factory=list)
 
 
@@ -111,11 +119,15 @@ def design(
     sweep_seeds: Sequence[int] = (0,),
     sweep_fraction: float = 0.25,
     grid_factors: Sequence[float] = (0.25, 0.5, 2.0),
+    arms: Sequence[str] = SCHEDULE_ARMS,
 ) -> Design:
     """The run list: per LR, the short sweep, then constants, the LR grid (its points counted,
-    their LRs set once the plan is known), and the schedule arms, seed by seed."""
+    their LRs set once the plan is known), and the schedule ``arms``, seed by seed."""
     if not 0 < sweep_fraction <= 1:
         raise ValueError(f"sweep_fraction must be in (0, 1], got {sweep_fraction!r}")
+    unknown = [a for a in arms if a not in SCHEDULE_ARMS]
+    if unknown:
+        raise ValueError(f"unknown arm(s) {unknown} (choose from {', '.join(SCHEDULE_ARMS)})")
     lrs = [float(base_lr), *(float(x) for x in side_lrs if float(x) != float(base_lr))]
     d = Design(
         lrs=lrs,
@@ -125,6 +137,7 @@ def design(
         # at least 3 updates at the largest batch (what a fit needs), at most the budget
         sweep_samples=min(cfg.max_samples, max(3 * max(batches), int(cfg.max_samples * sweep_fraction))),
         grid_factors=[float(f) for f in grid_factors],
+        arms=tuple(a for a in SCHEDULE_ARMS if a in arms),
     )
     for lr in lrs:
         d.specs += [RunSpec(lr, "short", s, batch=b, run_lr=lr) for s in d.sweep_seeds for b in d.batches]
@@ -133,7 +146,7 @@ def design(
             d.specs += [RunSpec(lr, "constant", s, batch=b, run_lr=lr) for b in d.batches]
             d.specs += [RunSpec(lr, "grid", s, grid=f"x{f:g}") for f in d.grid_factors]
             d.specs.append(RunSpec(lr, "grid", s, grid="end"))
-            d.specs += [RunSpec(lr, a, s) for a in SCHEDULE_ARMS]
+            d.specs += [RunSpec(lr, a, s) for a in d.arms]
     return d
 
 
@@ -466,25 +479,36 @@ def _claim(out: Path, run_dir: Path) -> Iterator[bool]:
 # --- the table ------------------------------------------------------------------------------------
 
 
-def measure(run: Any, target: float, *, window: float | None = None) -> dict[str, Any]:
-    """Rollouts, updates and wall-clock (rollout + update seconds) to ``target`` on the core's
-    progress clock, best smoothed reward before failure, and the failure point (default detectors).
-    ``window``: the smoothing window in rollouts, the same for every arm (None: the clock's "auto",
-    ~2% of each run's own pre-failure part, which smooths a run that fails early less, so its
-    noise crosses the target sooner and peaks higher)."""
+def measure(
+    run: Any,
+    target: float,
+    *,
+    window: float | None = None,
+    metric: str = "reward_mean",
+    price: float | None = None,
+) -> dict[str, Any]:
+    """Rollouts, updates, cost (``rollouts + price x updates``; None without a price) and
+    wall-clock (rollout + update seconds) to ``target`` on the progress clock's ``metric``, the
+    best smoothed ``metric`` before failure (``best``), and the failure point (default detectors
+    on the training signals). ``window``: the smoothing window in rollouts, the same for every arm
+    (None: the clock's "auto", ~2% of each run's own pre-failure part, which smooths a run that
+    fails early less, so its noise crosses the target sooner and peaks higher)."""
     import numpy as np
 
     from rlvr_schedule.clocks import FailureClock, ProgressClock
+    from rlvr_schedule.policy.price import run_cost
 
     fail = FailureClock().fit(run).failure_samples_
-    pc = ProgressClock(target=target, smooth_rollouts=window).fit(run, failure_samples=fail)
-    m: dict[str, Any] = {"rollouts": None, "updates": None, "wall_s": None, "best_reward": pc.best_reward_}
-    m["failure"] = fail
+    pc = ProgressClock(target=target, smooth_rollouts=window, metric=metric).fit(run, failure_samples=fail)
+    m: dict[str, Any] = {"rollouts": None, "updates": None, "cost": None, "wall_s": None}
+    m.update(best=pc.best_reward_, failure=fail)
     if pc.reached_target_:
         samples = run.array("samples")
         k = min(int(np.searchsorted(samples, pc.samples_to_target_ - 1e-9, side="left")), len(samples) - 1)
         wall = np.nancumsum(run.array("rollout_s") + run.array("update_s"))
         m.update(rollouts=float(pc.samples_to_target_), updates=float(k + 1), wall_s=float(wall[k]))
+        if price is not None and _fin(price):
+            m["cost"] = run_cost(m["rollouts"], m["updates"], price)
     return m
 
 
@@ -512,11 +536,13 @@ def _cell(xs: Sequence[float | None], fmt: str = "{:,.0f}") -> str:
     return f"{fmt.format(mean)}{iv} ({n}/{len(xs)})"
 
 
+#: (key, format, which is better) of the measures, in the table's column order.
 METRICS = (
     ("rollouts", "{:,.0f}", min),
     ("updates", "{:,.0f}", min),
+    ("cost", "{:,.0f}", min),
     ("wall_s", "{:,.0f}", min),
-    ("best_reward", "{:.3f}", max),
+    ("best", "{:.3f}", max),
 )
 
 
@@ -563,19 +589,35 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
             md += [f"## base LR {lr:g}: no constant run yet", ""]
             continue
         window = SMOOTH_FRACTION * cfg.max_samples
-        target = _target(consts, window)
-        meas = {k: {seed: measure(r, target, window=window) for seed, r in v} for k, v in arms.items()}
+        metric = progress_metric(consts)
+        what = "held-out accuracy" if metric == EVAL_METRIC else "reward"
+        target = _target(consts, window, metric)
+        price = StepTimeFit.from_runs(consts, source=f"the constants' step times at base LR {lr:g}")
+        rho = price.price_ if _fin(price.price_) else None
+        meas = {
+            k: {seed: measure(r, target, window=window, metric=metric, price=rho) for seed, r in v}
+            for k, v in arms.items()
+        }
+        plo, phi = price.price_interval_
         rows = [
-            f"## base LR {lr:g}: target reward {target:.3f}",
+            f"## base LR {lr:g}: target {what} {target:.3f}",
             "",
-            f"Reward smoothed over {window:,.0f} rollouts in every arm; mean [95% t over seeds] (seeds "
-            "that reached the target / seeds run).",
+            f"Progress read on {what} ({metric}), smoothed over {window:,.0f} rollouts in every arm; "
+            "mean [95% t over seeds] (seeds that reached the target / seeds run). Cost to target: "
+            f"rollouts + rho x updates at the price measured from {price.source_}: rho "
+            + (
+                f"{rho:.1f} [{_num1(plo)}, {_num1(phi)}] rollouts per update."
+                if rho is not None
+                else f"not identified ({price.unidentified_}); no cost column."
+            )
+            + " The failure point is the training signals' (default detectors).",
             "",
             f"Plan (short sweep): {_stages(plan)}; closed-form postponement "
             f"{_num(plan.get('closed_form_postponement'))} rollouts.",
             "",
-            "| arm | rollouts to target | updates to target | wall-clock s to target | best reward before failure | failed |",
-            "|---|---|---|---|---|---|",
+            "| arm | rollouts to target | updates to target | cost to target | wall-clock s to target | "
+            f"best {what} before failure | failed |",
+            "|---|---|---|---|---|---|---|",
         ]
         for k, per in meas.items():
             ms = list(per.values())
@@ -588,7 +630,9 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
         rows += ["", *verdicts["lines"], "", _postponement(meas, plan, cfg.max_samples), ""]
         md += rows
         res["lrs"][f"{lr:g}"] = {
+            "metric": metric,
             "target": target,
+            "price": price.to_dict(),
             "plan": plan,
             "measures": meas,
             "versus": verdicts["table"],
@@ -601,14 +645,16 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
     return path
 
 
-def _target(consts: Sequence[Any], window: float) -> float:
+def _target(consts: Sequence[Any], window: float, metric: str = "reward_mean") -> float:
     """Half-way from the constants' initial reward (median) to the best pre-failure reward of any
     of them (:func:`~rlvr_schedule.clocks.fit_sweep`'s rule), both read with the same ``window``
     as the measures, so a constant that crashes early does not lift the target with its noise."""
     from rlvr_schedule.clocks import FailureClock, ProgressClock, default_target
 
     pcs = [
-        ProgressClock(smooth_rollouts=window).fit(r, failure_samples=FailureClock().fit(r).failure_samples_)
+        ProgressClock(smooth_rollouts=window, metric=metric).fit(
+            r, failure_samples=FailureClock().fit(r).failure_samples_
+        )
         for r in consts
     ]
     return float(default_target([p.initial_reward_ for p in pcs], [p.best_reward_ for p in pcs]))
@@ -626,6 +672,10 @@ def _stages(plan: dict[str, Any] | None) -> str:
 
 def _num(x: Any) -> str:
     return f"{x:,.0f}" if _fin(x) else "-"
+
+
+def _num1(x: Any) -> str:
+    return f"{x:.1f}" if _fin(x) else "-"
 
 
 def _versus(meas: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
