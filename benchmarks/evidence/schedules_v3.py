@@ -40,6 +40,7 @@ failures read from the runs' own signals.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -227,10 +228,12 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
     bstar = float(task_kw(name)["critical_batch"])
     F = float(task_kw(name)["failure_samples"])
     out: dict[str, Callable[[], Any]] = {}
-    for b in BATCHES:
-        for g in LR_GRID:
-            out[f"constant {b} x{g:g} LR"] = lambda b=b, g=g: (b, g * lr_for_batch(b, BASE, LR0))
-        out[f"decay {b}"] = lambda b=b: TwoClockScheduler(
+
+    def constant(b: int, g: float) -> tuple[int, float]:
+        return b, g * lr_for_batch(b, BASE, LR0)
+
+    def decay(b: int) -> BatchSchedule:
+        return TwoClockScheduler(
             PolicyConfig(
                 initial_batch=b,
                 base_batch=BASE,
@@ -240,6 +243,11 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
                 constraints=BatchConstraints(group_size=GROUP, min_batch=b, max_batch=b),
             )
         )
+
+    for b in BATCHES:
+        for g in LR_GRID:
+            out[f"constant {b} x{g:g} LR"] = functools.partial(constant, b, g)
+        out[f"decay {b}"] = functools.partial(decay, b)
     out["linear ramp"] = lambda: LinearRampSchedule(
         lo,
         lo,
@@ -269,10 +277,12 @@ def makers(name: str, clock: dict[str, Any]) -> dict[str, Callable[[], BatchSche
     out[POLICY] = lambda: v3(lo, hi, told, floor, **clock, **extra)
     if POLICY_MAKER is not None:
         out[POLICY] = lambda: POLICY_MAKER(name, clock)
+
+    def at_price(rho: float) -> BatchSchedule:
+        return v3(lo, hi, told, floor, **clock, **{**extra, "rollouts_per_update": rho})
+
     for rho in PRICES:
-        out[priced(rho)] = lambda rho=rho: v3(
-            lo, hi, told, floor, **clock, **{**extra, "rollouts_per_update": rho}
-        )
+        out[priced(rho)] = functools.partial(at_price, rho)
     if LEAN:  # the lean comparison only: the sweep's constants, v3 (forecast on) and the policy
         keep = (
             {f"constant {b} x1 LR" for b in BATCHES} | {"v3 two-clock", POLICY} | {priced(r) for r in PRICES}
