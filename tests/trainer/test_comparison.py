@@ -149,6 +149,33 @@ def test_the_table_reads_held_out_accuracy_and_prices_the_cost_to_target(tmp_pat
         cmp.design(cfg, base_lr=1e-4, arms=("planned", "sgd"))
 
 
+def test_a_run_that_fails_before_three_evaluations_is_measured_not_fatal():
+    """A grid point at a high LR can crash before its third held-out evaluation: it never reached
+    the target, its best is the best it logged before failing, and the table is still written."""
+    from rlvr_schedule.records import Run, StepRecord
+
+    recs = []
+    for step in range(1, 201):
+        s = step * 8
+        ok = s <= 600
+        extra = {"eval_accuracy": 0.25} if step in (1, 64) else {}
+        recs.append(
+            StepRecord(
+                step=step,
+                samples=s,
+                batch=8,
+                lr=1e-3,
+                reward_mean=0.3 if ok else 0.0,
+                entropy=0.5 if ok else 0.0,
+                extra=extra,
+            )
+        )
+    run = Run(recs, name="crashed")
+    m = cmp.measure(run, 0.5, window=80, metric="eval_accuracy", price=2.0)
+    assert m["failure"] is not None and m["failure"] < 1600
+    assert m["rollouts"] is None and m["cost"] is None and m["best"] == pytest.approx(0.25)
+
+
 def test_cli_arms_are_the_schedule_arms():
     from rlvr_trainer.cli import build_parser
 

@@ -499,8 +499,16 @@ def measure(
     from rlvr_schedule.policy.price import run_cost
 
     fail = FailureClock().fit(run).failure_samples_
-    pc = ProgressClock(target=target, smooth_rollouts=window, metric=metric).fit(run, failure_samples=fail)
     m: dict[str, Any] = {"rollouts": None, "updates": None, "cost": None, "wall_s": None}
+    try:
+        pc = ProgressClock(target=target, smooth_rollouts=window, metric=metric).fit(
+            run, failure_samples=fail
+        )
+    except ValueError:  # failed before 3 evaluations: never at the target, its best is what it logged
+        y = run.array(metric)
+        keep = np.isfinite(y) & (run.array("samples") <= (fail if fail is not None else np.inf))
+        m.update(best=float(y[keep].max()) if keep.any() else None, failure=fail)
+        return m
     m.update(best=pc.best_reward_, failure=fail)
     if pc.reached_target_:
         samples = run.array("samples")
