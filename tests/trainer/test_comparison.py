@@ -174,6 +174,8 @@ def test_a_run_that_fails_before_three_evaluations_is_measured_not_fatal():
     m = cmp.measure(run, 0.5, window=80, metric="eval_accuracy", price=2.0)
     assert m["failure"] is not None and m["failure"] < 1600
     assert m["rollouts"] is None and m["cost"] is None and m["best"] == pytest.approx(0.25)
+    # as a constant it has no curve for the target: left out, not fatal
+    assert np.isnan(cmp._target([run], 80, "eval_accuracy"))
 
 
 def test_cli_arms_are_the_schedule_arms():

@@ -656,15 +656,22 @@ def comparison_report(cfg: TrainConfig, out: str | Path, d: Design) -> Path:
 def _target(consts: Sequence[Any], window: float, metric: str = "reward_mean") -> float:
     """Half-way from the constants' initial reward (median) to the best pre-failure reward of any
     of them (:func:`~rlvr_schedule.clocks.fit_sweep`'s rule), both read with the same ``window``
-    as the measures, so a constant that crashes early does not lift the target with its noise."""
+    as the measures, so a constant that crashes early does not lift the target with its noise.
+    A constant that failed before its third evaluation has no curve and is left out (NaN if all did)."""
     from rlvr_schedule.clocks import FailureClock, ProgressClock, default_target
 
-    pcs = [
-        ProgressClock(smooth_rollouts=window, metric=metric).fit(
-            r, failure_samples=FailureClock().fit(r).failure_samples_
-        )
-        for r in consts
-    ]
+    pcs = []
+    for r in consts:
+        try:
+            pcs.append(
+                ProgressClock(smooth_rollouts=window, metric=metric).fit(
+                    r, failure_samples=FailureClock().fit(r).failure_samples_
+                )
+            )
+        except ValueError:
+            continue
+    if not pcs:
+        return math.nan
     return float(default_target([p.initial_reward_ for p in pcs], [p.best_reward_ for p in pcs]))
 
 
