@@ -277,3 +277,20 @@ def test_postponement_counts_a_planned_run_that_outlived_the_budget_as_censored(
     assert "both failed 0 (1/1)" in line
     assert "censored): > 12,448" in line and "> 12,742" not in line  # seed 2: the constant never failed
     assert "closed form 5,682" in line
+
+
+def test_postponement_falls_back_to_the_grid_end_point_when_no_constant_has_the_plans_batch():
+    """A plan at B=48 (not a sweep batch) that holds its LR: the grid's end point is that batch at
+    that LR, held, so it is the constant the postponement is measured against."""
+    plan = {"first_batch": 48, "first_lr": 9.8e-4, "end_lr": 9.8e-4, "closed_form_postponement": 464.0}
+    meas = {
+        "constant B=16": {0: {"failure": 900}},
+        "LR grid B=48, base LR 0.0008 (end)": {0: {"failure": 1000}, 1: {"failure": 1200}},
+        "planned": {0: {"failure": 1500}, 1: {"failure": None}},
+    }
+    line = cmp._postponement(meas, plan, 14336)
+    assert "planned vs B=48 held at the plan's LR" in line
+    assert "both failed 500 (1/1)" in line and "censored): > 13,136" in line
+    # a plan that cuts its LR: the end point runs at another LR, no stand-in
+    line = cmp._postponement(meas, {**plan, "end_lr": 4e-4}, 14336)
+    assert "vs constant B=48" in line and "both failed - (0/0)" in line

@@ -741,11 +741,20 @@ def _postponement(
 ) -> str:
     """Measured postponement of failure by the planned schedule: its failure point minus that of the
     constant at the plan's first batch (same seed, the constant failed), against the closed form.
-    Where the planned run did not fail within ``budget`` the postponement is censored: more than
-    ``budget`` minus the constant's failure point, listed apart."""
+    Where the sweep has no constant at that batch, the LR grid's "end" point stands in when the plan
+    holds its LR (then it is that batch at the plan's LR, held). Where the planned run did not fail
+    within ``budget`` the postponement is censored: more than ``budget`` minus the constant's failure
+    point, listed apart."""
     if not plan or "planned" not in meas:
         return "Postponement: -"
-    const = meas.get(f"constant B={plan['first_batch']}", {})
+    b1 = plan["first_batch"]
+    name = f"constant B={b1}"
+    const = meas.get(name, {})
+    held = plan.get("end_lr") is not None and math.isclose(plan["end_lr"], plan.get("first_lr", 0.0))
+    if not const and held:
+        end = [k for k in meas if k.startswith(f"LR grid B={b1},") and k.endswith("(end)")]
+        if end:
+            name, const = f"B={b1} held at the plan's LR (the grid's end point)", meas[end[0]]
     failed = {s: c["failure"] for s, c in const.items() if c["failure"] is not None and s in meas["planned"]}
     got = [
         meas["planned"][s]["failure"] - f
@@ -755,7 +764,7 @@ def _postponement(
     beyond = [budget - f for s, f in failed.items() if meas["planned"][s]["failure"] is None]
     cens = ", ".join(f"> {x:,.0f}" for x in beyond) if beyond else "none"
     return (
-        f"Postponement of failure, planned vs constant B={plan['first_batch']} (same seed, the constant "
+        f"Postponement of failure, planned vs {name} (same seed, the constant "
         f"failed): both failed {_cell(got)}; planned did not fail within the budget (censored): {cens}; "
         f"closed form {_num(plan.get('closed_form_postponement'))} rollouts."
     )
