@@ -49,7 +49,39 @@ __all__ = [
 ]
 
 
-class EntropyCollapse(Detector):
+class _EarlyLevel(Detector):
+    """A detector that judges its signal against the signal's early level: the median over the
+    first ``warmup_samples`` rollouts (and at least ``warmup`` records), the same stretch of
+    training at every batch. ``reference`` is NaN until the warm-up is over."""
+
+    def __init__(
+        self, patience: int, patience_samples: float = 0.0, *, warmup: int, warmup_samples: float
+    ) -> None:
+        super().__init__(patience, patience_samples)
+        if not warmup_samples >= 0:
+            raise ValueError(f"warmup_samples must be >= 0, got {warmup_samples}")
+        self.warmup, self.warmup_samples = max(1, int(warmup)), float(warmup_samples)
+        self._early: list[float] = []
+        self.reference = math.nan
+
+    def _learn_level(self, value: float, record: StepRecord) -> bool:
+        """Whether the early level was known before ``value``; if not, ``value`` joins the warm-up."""
+        if finite(self.reference):
+            return True
+        self._early.append(float(value))
+        if len(self._early) >= self.warmup and record.samples >= self.warmup_samples:
+            self.reference = float(np.median(self._early))
+        return False
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"early": list(self._early), "reference": finite_or_none(self.reference)}
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        self._early = [float(x) for x in state["early"]]
+        self.reference = float_or(state["reference"])
+
+
+class EntropyCollapse(_EarlyLevel):
     """Entropy below ``fraction`` of its early level or below the absolute ``floor``, whichever is
     higher. The early level is the median over the first ``warmup_samples`` rollouts (and at least
     ``warmup`` records): the same stretch of training at every batch. With no entropy left the
@@ -79,7 +111,7 @@ class EntropyCollapse(Detector):
         gate_drop: float = 0.2,
         deep_fraction: float | None = None,
     ) -> None:
-        super().__init__(patience, patience_samples)
+        super().__init__(patience, patience_samples, warmup=warmup, warmup_samples=warmup_samples)
         self.warning_only = bool(warning_only)
         if self.warning_only:
             self.kind = "warning"
@@ -98,12 +130,7 @@ class EntropyCollapse(Detector):
             raise ValueError("EntropyCollapse needs a fraction or a floor")
         if fraction is not None and not 0 < fraction < 1:
             raise ValueError(f"fraction must be in (0, 1), got {fraction}")
-        if not warmup_samples >= 0:
-            raise ValueError(f"warmup_samples must be >= 0, got {warmup_samples}")
-        self.fraction, self.floor, self.warmup = fraction, floor, max(1, int(warmup))
-        self.warmup_samples = float(warmup_samples)
-        self._early: list[float] = []
-        self.reference = math.nan
+        self.fraction, self.floor = fraction, floor
 
     @property
     def threshold(self) -> float:
@@ -141,10 +168,7 @@ class EntropyCollapse(Detector):
         h = record.entropy
         if not finite(h):
             return None, math.nan
-        if not finite(self.reference):
-            self._early.append(float(h))
-            if len(self._early) >= self.warmup and record.samples >= self.warmup_samples:
-                self.reference = float(np.median(self._early))
+        self._learn_level(h, record)  # the floor judges the warm-up records too
         hit = h < self.threshold
         self._streak_min = min(self._streak_min, float(h)) if hit else math.inf
         return hit, float(h)
@@ -157,8 +181,7 @@ class EntropyCollapse(Detector):
 
     def _extra_state(self) -> dict[str, Any]:
         return {
-            "early": list(self._early),
-            "reference": finite_or_none(self.reference),
+            **super()._extra_state(),
             "rw": list(self._rw),
             "med_peak": finite_or_none(self._med_peak),
             "gate_run": self._gate_run,
@@ -166,8 +189,7 @@ class EntropyCollapse(Detector):
         }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
-        self._early = [float(x) for x in state["early"]]
-        self.reference = float_or(state["reference"])
+        super()._load_extra(state)
         self._rw = deque((float(x) for x in state.get("rw", [])), maxlen=self.gate_records)
         self._med_peak = float_or(state.get("med_peak"), -math.inf)
         self._gate_run = int(state.get("gate_run", 0))
@@ -826,7 +848,7 @@ class LogProbMismatch(_WarningSpike):
     default_floor = 1e-6
 
 
-class EntropySurge(Detector):
+class EntropySurge(_EarlyLevel):
     """Warning: entropy ``ratio`` x above its early level (median of the first ``warmup_samples``
     rollouts) for ``patience`` records: the policy is coming apart (collapsing runs often
     show entropy blowing up while responses run to the length cap)."""
@@ -838,22 +860,16 @@ class EntropySurge(Detector):
     def __init__(
         self, ratio: float = 2.0, warmup: int = 3, patience: int = 3, warmup_samples: float = 512
     ) -> None:
-        super().__init__(patience)
+        super().__init__(patience, warmup=warmup, warmup_samples=warmup_samples)
         if not ratio > 1:
             raise ValueError(f"ratio must be > 1, got {ratio}")
-        self.ratio, self.warmup = float(ratio), max(1, int(warmup))
-        self.warmup_samples = float(warmup_samples)
-        self._early: list[float] = []
-        self.reference = math.nan
+        self.ratio = float(ratio)
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         h = record.entropy
         if not finite(h):
             return None, math.nan
-        if not finite(self.reference):
-            self._early.append(float(h))
-            if len(self._early) >= self.warmup and record.samples >= self.warmup_samples:
-                self.reference = float(np.median(self._early))
+        if not self._learn_level(h, record):
             return False, float(h)
         return h > self.ratio * self.reference, float(h)
 
@@ -863,15 +879,8 @@ class EntropySurge(Detector):
     def _describe(self, value: float) -> str:
         return f"entropy {value:.4g} above {self.ratio:g} x its early level {self.reference:.4g}"
 
-    def _extra_state(self) -> dict[str, Any]:
-        return {"early": list(self._early), "reference": finite_or_none(self.reference)}
 
-    def _load_extra(self, state: Mapping[str, Any]) -> None:
-        self._early = [float(x) for x in state["early"]]
-        self.reference = float_or(state["reference"])
-
-
-class ResponseLengthSurge(Detector):
+class ResponseLengthSurge(_EarlyLevel):
     """Warning: responses surging (mean length ``surge_ratio`` x its early level) or pinned at the
     length cap (mean length at ``pin_fraction`` of ``cap``, or a clipped/truncated fraction of
     ``clipped`` or more). ``cap`` defaults to the record's ``extra['response_length_cap']`` (or
@@ -892,15 +901,12 @@ class ResponseLengthSurge(Detector):
         patience: int = 3,
         warmup_samples: float = 512,
     ) -> None:
-        super().__init__(patience)
+        super().__init__(patience, warmup=warmup, warmup_samples=warmup_samples)
         if not surge_ratio > 1:
             raise ValueError(f"surge_ratio must be > 1, got {surge_ratio}")
         if not 0 < pin_fraction <= 1 or not 0 < clipped <= 1:
             raise ValueError("pin_fraction and clipped must be in (0, 1]")
         self.surge_ratio, self.pin_fraction, self.clipped, self.cap = surge_ratio, pin_fraction, clipped, cap
-        self.warmup, self.warmup_samples = max(1, int(warmup)), float(warmup_samples)
-        self._early: list[float] = []
-        self.reference = math.nan
         self._what = ""
         self._thr = math.nan
 
@@ -919,10 +925,7 @@ class ResponseLengthSurge(Detector):
             return True, float(n)
         if not finite(n):
             return False, clip
-        if not finite(self.reference):
-            self._early.append(float(n))
-            if len(self._early) >= self.warmup and record.samples >= self.warmup_samples:
-                self.reference = float(np.median(self._early))
+        if not self._learn_level(n, record):
             return False, float(n)
         if n > self.surge_ratio * self.reference:
             self._what = f"surged above {self.surge_ratio:g} x its early level"
@@ -938,15 +941,13 @@ class ResponseLengthSurge(Detector):
 
     def _extra_state(self) -> dict[str, Any]:
         return {
-            "early": list(self._early),
-            "reference": finite_or_none(self.reference),
+            **super()._extra_state(),
             "what": self._what,
             "thr": finite_or_none(self._thr),
         }
 
     def _load_extra(self, state: Mapping[str, Any]) -> None:
-        self._early = [float(x) for x in state["early"]]
-        self.reference = float_or(state["reference"])
+        super()._load_extra(state)
         self._what = str(state.get("what", ""))
         self._thr = float_or(state.get("thr"))
 
