@@ -20,7 +20,7 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 # How each later set was drawn, stated before any run on it.
 #
 # Set 2 (2026-12-05):
-# h1-h3 were run once on the first defaults (results/schedules_i20_heldout.md) and are part of the
+# h1-h3 were run once on the first defaults (results/schedules_fraction_heldout.md) and are part of the
 # tuning set since. h4-h6 and their seeds were committed before any further tuning and before anything
 # was run on them; they are run once, with the final defaults.
 #
@@ -32,7 +32,7 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 # batch-dependent clock (alpha 0.15) goes with the largest B* (h3's alpha 0.1 went with the middle one).
 #
 # Set 3 (2026-12-05, third round):
-# h1-h6 are part of the tuning set since their single runs (results/schedules_i20_heldout{,2}.md).
+# h1-h6 are part of the tuning set since their single runs (results/schedules_fraction_heldout{,2}.md).
 # h7-h9 and their seeds were committed before the third round's tuning and before anything was run on
 # them; they are run once, with the final defaults.
 #
@@ -47,7 +47,7 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 # hazard i. Every task has a batch-dependent clock, since alpha 0 was already used.
 #
 # Set 4 (2026-12-05, fourth round):
-# h7-h9 were run once on the unchanged defaults (results/schedules_i20_heldout3.md: 1 of 3) and are
+# h7-h9 were run once on the unchanged defaults (results/schedules_fraction_heldout3.md: 1 of 3) and are
 # part of the tuning set since, with 3a and h1-h6. h10-h12 and their seeds were committed before the
 # fourth round's tuning and before anything was run on them; they are run once, with the final
 # defaults.
@@ -62,7 +62,7 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 # drift (i+2) mod 3, alpha i, hazard (i+1) mod 3 (a permutation no earlier set used).
 #
 # Set 5 (2026-12-05, fifth round):
-# h10-h12 were run once on the fourth round's default (results/schedules_i20_heldout4.md: 1 of 3) and
+# h10-h12 were run once on the fourth round's default (results/schedules_fraction_heldout4.md: 1 of 3) and
 # are part of the tuning set since, with 3a and h1-h9. h13-h15 and their seeds were committed before
 # the fifth round's tuning and before anything was run on them; they are run once, with the final
 # defaults.
@@ -78,7 +78,7 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 # noise (i+1) mod 3, drift 2-i, alpha (i+1) mod 3, hazard 2-i (a permutation no earlier set used).
 #
 # Set 6 (2026-12-05):
-# h13-h15 were run once on the unchanged default (results/schedules_i20_heldout5.md: 1 of 3) and are
+# h13-h15 were run once on the unchanged default (results/schedules_fraction_heldout5.md: 1 of 3) and are
 # part of the tuning set since, with 3a and h1-h12. h16-h18 and their seeds were committed before the
 # round's tuning or analysis and before anything was run on them; they are run once, with the round's
 # final defaults.
@@ -95,7 +95,7 @@ __all__ = ["COLUMNS", "ROWS", "SEEDS", "SETS", "HELDOUT", "task_set"]
 # drift (i+1) mod 3, alpha (i+2) mod 3, hazard (i+1) mod 3 (a permutation no earlier set used).
 #
 # Set 7 (2026-12-05, after h16-h18):
-# h16-h18 were run once on the unchanged default (results/schedules_i20_heldout6.md: 0 of 3) and are
+# h16-h18 were run once on the unchanged default (results/schedules_fraction_heldout6.md: 0 of 3) and are
 # part of the tuning set since, with 3a and h1-h15. h19-h21 and their seeds were committed before the
 # round's design work and before anything was run on them; they are run once, with the round's
 # final defaults.

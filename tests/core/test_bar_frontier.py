@@ -1,4 +1,4 @@
-"""The hindsight frontier of issue 20's bar (benchmarks/evidence/bar_frontier.py): what it keeps and
+"""The hindsight frontier of the synthetic section 3a bar (benchmarks/evidence/bar_frontier.py): what it keeps and
 what it finds on two section 3a tasks whose answers differ."""
 
 from __future__ import annotations

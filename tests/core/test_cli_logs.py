@@ -106,7 +106,7 @@ def test_plan_on_logs_with_lr_warm_up_gives_sqrt_rule_lrs(
 ) -> None:
     """A 2048-rollout linear warm-up and a final linear decay logged on every run: the plan's first
     stage follows the square-root rule from the LR the smallest run trained at, within 20%, and its
-    failure switches hold that LR (issue 20: the live policy's rule at a switch)."""
+    failure switches hold that LR (the live policy's rule at a switch)."""
     runs = make_sweep([16, 32, 64, 128, 256], critical_batch=128, failure_samples=60_000, seed=1)
     paths, trained, first = [], {}, {}
     for run in runs:

@@ -1,6 +1,6 @@
 """A fixed smoothing window in rollouts (``ProgressClock(smooth_rollouts=...)``) for runs compared
 with each other: the "auto" window is 2% of a run's own pre-failure part, so a run that fails early
-is smoothed over fewer updates and its noise crosses the target sooner (seen in issue 24's
+is smoothed over fewer updates and its noise crosses the target sooner (seen in the RESULTS 3b
 comparison: the same seed's first 1,792 rollouts read 1,522 to target in the run that crashed at
 2,296 and 7,139 in the one that did not)."""
 

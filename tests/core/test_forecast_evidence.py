@@ -1,4 +1,4 @@
-"""FailureForecast's evidence and confidence conditions (issue 12): counted in rollouts."""
+"""FailureForecast's evidence and confidence conditions: counted in rollouts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The host's grid of runnable batches (issue 23): the merge into a schedule's constraints, its set-up
+"""The host's grid of runnable batches: the merge into a schedule's constraints, its set-up
 warnings, the snap of the stage in effect, and the driver's gate (only batches on the grid reach the
 host, the reason saying when one was snapped)."""
 

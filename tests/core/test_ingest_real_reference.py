@@ -1,4 +1,4 @@
-"""The product's reader against records copied by hand from the raw logs (issue 21).
+"""The product's reader against records copied by hand from the raw logs.
 
 Each row below was written by reading the raw file (``zcat FILE | sed -n 'Np'``), not by running the
 reader: the raw line number, the optimizer step and rollouts the log's own header and dicts imply,

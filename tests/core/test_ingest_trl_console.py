@@ -1,4 +1,4 @@
-"""TRL / transformers / Unsloth console logs as users' terminals leave them (issue 21).
+"""TRL / transformers / Unsloth console logs as users' terminals leave them.
 
 Each test writes a small log in the shape the real ones have (header or banner, tqdm bars with
 ``\\r``, metric dicts, the summary dict) and changes one thing.

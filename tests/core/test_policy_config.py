@@ -205,7 +205,7 @@ def test_numeric_coercion_follows_the_dataclass_fields():
 
 
 def test_a_v2_schedule_file_is_refused_naming_the_keys_to_give(tmp_path):
-    # the shipped two_clock.yaml of policy v2 (before issue 12), without comments,
+    # the shipped two_clock.yaml of policy v2 (before policy v3), without comments,
     # margin 2 -> 3 (a non-default); each removed key is named with what to give instead
     v2 = (
         "type: two_clock\ninitial_batch: auto\ncritical_batch: 1024\nsample_tolerance: 0.10\n"
@@ -237,7 +237,7 @@ def test_a_v2_schedule_file_is_refused_naming_the_keys_to_give(tmp_path):
 
 
 def _old_dump() -> dict:
-    """PolicyConfig().to_dict() as main wrote it before issue 12's items 3-4 (a checkpoint's config)."""
+    """PolicyConfig().to_dict() as policy v2 wrote it (a checkpoint's config)."""
     return {
         "initial_batch": "auto", "base_lr": 1e-6, "base_batch": None, "lr_rule": "sqrt", "growth": 2.0,
         "margin": None, "horizon_steps": None, "hysteresis": 3, "min_samples_between": 0, "max_stages": 16,

@@ -1,9 +1,9 @@
-"""The failure forecast on the recorded `make demo` runs (issue 12): no switch on a few hundred
+"""The failure forecast on the recorded `make demo` runs: no switch on a few hundred
 noisy rollouts, and still a switch before the one collapse the sweep saw.
 
 The demo's live policy once doubled the batch at 784 rollouts on "forecast failure in 578 samples
 < 2 x 10 x 32": a linear fit through 49 records of an early entropy transient (a 512-rollout LR
-warm-up, entropy 0.63 -> 0.3), extrapolated by a horizon counted in updates (policy v2's horizon trigger, removed in issue 20;
+warm-up, entropy 0.63 -> 0.3), extrapolated by a horizon counted in updates (policy v2's horizon trigger, since removed;
 its replay test went with it). The constants at the
 schedule's first stage (batch 16) never collapsed within the 14,336 rollouts; batch 8 (seed 0) did,
 at 10,824. Records: ``tests/data/demo`` (origin in its README).
@@ -116,7 +116,7 @@ def demo_failure_clock() -> dict:
 
 
 def test_the_sweep_failure_clock_switches_between_0_4f_and_its_lower_bound():
-    # issue 20: the live policy given the sweep's clocks (B* and the failure clock), as the demo does
+    # the live policy given the sweep's clocks (B* and the failure clock), as the demo does
     clock = demo_failure_clock()
     f, (lo, hi) = clock["failure_samples"], clock["failure_samples_interval"]
     # censoring the 7 runs that did not collapse lifts the pooled clock above the 3 failures (10.8k-11.3k):

@@ -1,8 +1,8 @@
-"""The schedules make the same decisions as when recorded, on recorded runs (issue 9).
+"""The schedules make the same decisions as when recorded, on recorded runs.
 
 ``tests/data/regression/*.json.gz`` hold the records and decisions of the synthetic section 3a
 closed-loop runs (``docs/RESULTS.md``): the two-clock policy v3 on four tasks x two seeds (recorded
-when issue 20 removed policy v2, whose recordings it could no longer replay), and the noise-scale
+when policy v2 was removed, whose recordings it could no longer replay), and the noise-scale
 and linear-ramp baselines on drift3 (recorded before the driver refactor); origin in
 ``tests/data/regression/README.md``. Replaying the records must give the same decisions, field
 for field, directly and through a :class:`~rlvr_schedule.driver.ScheduleDriver` (every recorded

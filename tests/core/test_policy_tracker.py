@@ -1,4 +1,4 @@
-"""The B* tracker (issue 12 item 2): a fitted B* rescaled to the policy's LR, an anchor at rollout 0
+"""The B* tracker: a fitted B* rescaled to the policy's LR, an anchor at rollout 0
 rather than the EMA's value when first ready, and a filter that moves down as well as up."""
 
 from __future__ import annotations

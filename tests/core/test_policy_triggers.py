@@ -1,4 +1,4 @@
-"""Each trigger of the two-clock policy alone (issue 20): a proposal with its reason, or None."""
+"""Each trigger of the two-clock policy alone: a proposal with its reason, or None."""
 
 from __future__ import annotations
 

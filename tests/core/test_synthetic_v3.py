@@ -1,4 +1,4 @@
-"""The v3 synthetic task (issue 12): entropy-driven failure clock, damped progress, crash hazard."""
+"""The v3 synthetic task: entropy-driven failure clock, damped progress, crash hazard."""
 
 from __future__ import annotations
 

@@ -165,7 +165,7 @@ TWO_CLOCK = {
     "failure_signal": "entropy",
     "failure_threshold": 0.5,  # an absolute collapse level
     "forecast_samples": 16,  # v3's forecast evidence in rollouts (default 2048)
-    "forecast": "on",  # the live forecast switches (issue 20: advisory by default)
+    "forecast": "on",  # the live forecast switches (advisory by default)
     "failure_exponent": 0.5,
     "failure_lr_exponent": 0.5,  # a square-root switch (policy v3's default holds the LR)
     "constraints": {"group_size": 4},

@@ -1,4 +1,4 @@
-"""Issue 24's comparison (``rlvr-trainer evidence --compare``): the run list, the chunked resume and
+"""The schedule comparison of RESULTS 3b (``rlvr-trainer evidence --compare``): the run list, the chunked resume and
 the table, on synthetic logs written by a stand-in for the trainer (no training, seconds)."""
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ def test_a_run_claimed_by_another_process_is_left_to_it(tmp_path, capsys):
 
 def test_postponement_counts_a_planned_run_that_outlived_the_budget_as_censored():
     """A planned run that never failed postponed the constant's failure by more than the rest of
-    the budget: listed as a lower bound, not dropped (issue 24: 2 of 3 seeds at base LR 4e-4)."""
+    the budget: listed as a lower bound, not dropped (2 of 3 seeds at base LR 4e-4 did)."""
     plan = {"first_batch": 8, "closed_form_postponement": 5682.0}
     meas = {
         "constant B=8": {0: {"failure": 1888}, 1: {"failure": 1592}, 2: {"failure": None}},

@@ -122,7 +122,7 @@ def test_a_finished_run_stays_finished_when_the_config_gains_a_field(tmp_path):
     old = tmp_path / "old"
     _finished_run(old, cfg, 64)
     saved = json.loads((old / "config.json").read_text())
-    del saved["overlap"]  # written before issue 13 added it
+    del saved["overlap"]  # written before the overlap measure existed
     (old / "config.json").write_text(json.dumps(saved))
     assert finished(old, cfg)
     assert not finished(old, cfg.replace(overlap=True))

@@ -167,7 +167,7 @@ def test_two_clock_switch_is_applied_through_the_driver():
         "hysteresis_samples": 1,
         "failure_threshold": 1.0,  # an absolute collapse level
         "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
-        "forecast": "on",  # the live forecast switches (issue 20: advisory by default)
+        "forecast": "on",  # the live forecast switches (advisory by default)
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
         "failure_lr_exponent": 0.5,
         "constraints": {"group_size": 4, "divisor": 8},
@@ -194,7 +194,7 @@ def test_unrunnable_two_clock_switch_is_held_by_the_scheduler():
         "hysteresis_samples": 1,
         "failure_threshold": 1.0,  # an absolute collapse level
         "forecast_samples": 16,  # v3's forecast evidence, in rollouts (default 2048): 2 records here
-        "forecast": "on",  # the live forecast switches (issue 20: advisory by default)
+        "forecast": "on",  # the live forecast switches (advisory by default)
         "failure_exponent": 0.5,  # alpha > 0: a square-root switch (q = 1/2) postpones the failure too
         "failure_lr_exponent": 0.5,
         "constraints": {"group_size": 4},

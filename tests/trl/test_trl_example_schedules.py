@@ -1,6 +1,6 @@
 """Every ``two_clock`` file in ``examples/schedules`` inside a real TRL ``GRPOTrainer``, on a host whose
 grid of runnable batches is multiples of 48 (24 completions per micro-step x 1 process x
-steps_per_generation 2), as a user runs them (issue 23).
+steps_per_generation 2), as a user runs them.
 
 The files' own constraints (whole groups, ``max_batch``) do not know the host's grid: the callback
 publishes it at train begin, and from then on every decided batch is runnable. The only knobs changed
