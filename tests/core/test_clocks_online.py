@@ -365,6 +365,23 @@ def test_warning_detectors_warn_with_why_and_resume(make) -> None:
     assert [x.to_dict() for x in b.warnings] == [x.to_dict() for x in ref.warnings]
 
 
+@pytest.mark.parametrize("make", [EntropyCollapse, EntropySurge, ResponseLengthSurge])
+def test_early_level_detectors_share_the_warm_up(make) -> None:
+    """The early level is the median of the first warmup_samples rollouts (and warmup records),
+    unknown before; a negative warm-up is refused."""
+    det = make(warmup=3, warmup_samples=200)
+    values = [1.0, 3.0, 2.0, 5.0, 4.0]  # a signal value per record, 64 rollouts per record
+    for i, v in enumerate(values[:3]):
+        det.update(
+            StepRecord(step=i + 1, samples=64 * (i + 1), batch=64, lr=1e-6, entropy=v, response_length=v)
+        )
+        assert math.isnan(det.reference)  # 3 records but only 192 rollouts
+    det.update(StepRecord(step=4, samples=256, batch=64, lr=1e-6, entropy=5.0, response_length=5.0))
+    assert det.reference == 2.5  # median of 1, 3, 2, 5
+    with pytest.raises(ValueError, match="warmup_samples"):
+        make(warmup_samples=-1)
+
+
 def test_kl_rising_from_zero_and_zero_grad_norms_are_no_failure() -> None:
     """KL 0.000 -> 0.009 as learning starts and grad norms logged as exactly 0 (rounded or skipped
     steps) gave false failures before; now at most warnings."""
