@@ -91,11 +91,15 @@ def scheduled_run(out: Path, *, resume: bool = False, steps: int = STEPS) -> Any
     return trainer
 
 
-def last_per_step(path: Path, kind: str | None = None) -> dict[int, dict[str, Any]]:
-    """The last complete JSONL row per step (a resumed run re-does the updates after its checkpoint)."""
+def last_per_step(path: Path, kind: str | None = None, offset: int = 0) -> dict[int, dict[str, Any]]:
+    """The last complete JSONL row per step (a resumed run re-does the updates after its checkpoint),
+    from byte ``offset`` on (the rows a later child appended)."""
     rows: dict[int, dict[str, Any]] = {}
     if path.exists():
-        for line in path.read_text().splitlines():
+        with path.open("rb") as f:
+            f.seek(offset)
+            text = f.read().decode(errors="replace")
+        for line in text.splitlines():
             try:
                 row = json.loads(line)
             except ValueError:

@@ -8,7 +8,6 @@ boundary, so some checkpoints hold a stage in effect *and* a pending one: the ha
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
@@ -91,23 +90,6 @@ def _cut_checkpoint(out: Path) -> bool:
     )
 
 
-def _steps_since(path: Path, offset: int) -> list[int]:
-    """The steps this child has measured: rows appended after ``offset`` (earlier children wrote the rest)."""
-    if not path.exists():
-        return []
-    with path.open("rb") as f:
-        f.seek(offset)
-        tail = f.read().decode(errors="replace")
-    return [int(r["step"]) for r in map(_row, tail.splitlines()) if r is not None]
-
-
-def _row(line: str) -> dict | None:
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None  # a line cut by the kill
-
-
 def test_sigkill_at_random_points_and_resume_matches_uninterrupted(reference, tmp_path):
     rng = random.Random(3)
     out = tmp_path / "killed"
@@ -118,7 +100,11 @@ def test_sigkill_at_random_points_and_resume_matches_uninterrupted(reference, tm
         p = _child(out, resume=attempt > 0)
         # wait for *this* child's own update `at` (not a row an earlier child left), so every kill lands
         # in a resumed run, after its "resume from" line, however slow or fast the machine is
-        while attempt < 3 and p.poll() is None and max(_steps_since(measured_log, offset), default=0) < at:
+        while (
+            attempt < 3
+            and p.poll() is None
+            and max(last_per_step(measured_log, offset=offset), default=0) < at
+        ):
             time.sleep(0.01)
         if attempt == 1:  # the second kill aims at a checkpoint write (if it catches one)
             t_end = time.monotonic() + 2.0
