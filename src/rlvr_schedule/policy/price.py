@@ -132,6 +132,18 @@ class StepTimeFit:
             var = (cov[1, 1] + rho * rho * cov[0, 0] - 2 * rho * cov[0, 1]) / (a * a)
             h = t_quantile(0.5 + self.level / 2, dof) * math.sqrt(max(var, 0.0))
             self.price_interval_ = (max(rho - h, 0.0), max(rho + h, 0.0))
+        # an update that costs no rollouts, or one whose interval admits that, says nothing: the
+        # cheapest batch at price 0 is the smallest, whatever the task
+        if c <= 0:
+            self.unidentified_ = (
+                f"per-update time not above 0 (fitted {c:.3g} s at {a:.3g} s/rollout): the step times "
+                "grow in proportion to the batch"
+            )
+        elif self.price_interval_[0] <= 0:
+            self.unidentified_ = (
+                f"measured {self.price_:.3g} rollouts/update, but its interval "
+                f"[{self.price_interval_[0]:.3g}, {self.price_interval_[1]:.3g}] spans 0"
+            )
         return self
 
     def to_dict(self) -> dict[str, Any]:

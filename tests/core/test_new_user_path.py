@@ -1,0 +1,37 @@
+"""What a new user meets first on the core's side: the sweep -> plan path on a short sweep, the
+example schedules from any directory, and B* from runs that never progressed."""
+
+from __future__ import annotations
+
+from rlvr_schedule.planner import plan_schedule
+from rlvr_schedule.policy.price import StepTimeFit
+from rlvr_schedule.synthetic import make_sweep
+
+
+def test_a_price_measured_as_0_is_not_identified():
+    # step times proportional to the batch: no per-update cost, so the fit's intercept is <= 0
+    b = [8, 8, 8, 16, 16, 16]
+    t = [0.8, 0.8, 0.79, 1.61, 1.6, 1.6]
+    fit = StepTimeFit().fit(b, t, "sweep")
+    assert fit.unidentified_ is not None and "not above 0" in fit.unidentified_
+
+
+def test_a_price_whose_interval_spans_0_is_not_identified():
+    # a small intercept buried in noise: the point estimate is positive, its interval is not
+    b = [8, 8, 8, 8, 16, 16, 16, 16]
+    t = [1.0, 1.6, 0.7, 1.3, 2.2, 1.7, 2.6, 1.9]
+    fit = StepTimeFit().fit(b, t, "sweep")
+    assert fit.price_ > 0 and fit.price_interval_[0] == 0.0
+    assert fit.unidentified_ is not None and "spans 0" in fit.unidentified_
+
+
+def test_plan_on_a_two_batch_sweep_proposes_only_whole_groups_and_says_why_the_default_price():
+    runs = make_sweep([8, 16], critical_batch=12, failure_samples=5000, seed=0)
+    for r in runs:  # step times proportional to the batch, as a tiny CPU model logs them
+        for rec in r.records:
+            rec.extra["step_time"] = 0.1 * rec.batch
+    plan = plan_schedule(runs)
+    assert plan.price["source"] == "default"
+    assert any("price not identified" in n and "not above 0" in n for n in plan.notes)
+    assert all(st.batch >= 8 and st.batch % 8 == 0 for st in plan.stages), [st.batch for st in plan.stages]
+    assert any("greatest common divisor" in n for n in plan.notes)
