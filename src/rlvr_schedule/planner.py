@@ -209,8 +209,7 @@ def plan_schedule(
             cons = BatchConstraints(
                 group_size=cons.group_size, min_batch=unit, max_batch=cons.max_batch, divisor=unit
             )
-            cfg = dataclasses.replace(cfg, constraints=cons, critical_batch=cfg.critical_batch)
-            assert cfg.critical_batch is not None
+            cfg = dataclasses.replace(cfg, constraints=cons)
             notes.append(
                 f"no group size stated: batches are multiples of {unit}, the greatest common divisor of "
                 "the sweep's batches (the host ran each); give --group-size to plan in other steps"
@@ -289,6 +288,7 @@ def plan_schedule(
                 f"first switch at {cfg.failure_clock_fraction:g} of its lower bound at the start (not before "
                 f"{cfg.failure_clock_floor:g} of the clock)"
             )
+    assert cfg.critical_batch is not None  # the replaces above change the constraints and the price only
     start_fraction = rules.operating_fraction_at(cfg, float(rules.known_critical_batch(cfg) or bstar))
     stages: list[Stage] = []
     starts = [(0.0, b_first, lr_first), *points]
