@@ -35,3 +35,16 @@ def test_plan_on_a_two_batch_sweep_proposes_only_whole_groups_and_says_why_the_d
     assert any("price not identified" in n and "not above 0" in n for n in plan.notes)
     assert all(st.batch >= 8 and st.batch % 8 == 0 for st in plan.stages), [st.batch for st in plan.stages]
     assert any("greatest common divisor" in n for n in plan.notes)
+
+
+def test_the_example_schedules_ship_with_the_package_and_load_from_a_path_or_a_mapping(tmp_path, monkeypatch):
+    from rlvr_schedule.examples import schedule_names, schedule_path
+    from rlvr_schedule.policy import load_schedule, read_config
+
+    monkeypatch.chdir(tmp_path)  # not the repository root
+    assert {"two_clock.yaml", "static_three_stage.yaml", "two_clock_auto.yaml"} <= set(schedule_names())
+    for name in schedule_names():
+        from_file = load_schedule(schedule_path(name))
+        from_dict = load_schedule(dict(read_config(schedule_path(name))))
+        assert type(from_dict) is type(from_file)
+        assert from_dict.current == from_file.current

@@ -128,10 +128,15 @@ def read_config(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def load_schedule(path: str | Path, *, plugins: PluginHost | None = None) -> BatchSchedule:
-    """A :class:`StaticSchedule` or :class:`TwoClockScheduler` from a YAML or JSON file.
+def load_schedule(
+    path: str | Path | Mapping[str, Any], *, plugins: PluginHost | None = None
+) -> BatchSchedule:
+    """A :class:`StaticSchedule` or :class:`TwoClockScheduler` from a YAML or JSON file, or from the
+    same config as a mapping (what the adapters' callbacks take too).
 
     ``plugins``: the two-clock policy also runs the plugins' failure detectors (fault-isolated)."""
+    if isinstance(path, Mapping):
+        return schedule_from_dict(path, source="<schedule mapping>", plugins=plugins)
     return schedule_from_dict(read_config(path), source=str(path), plugins=plugins)
 
 
