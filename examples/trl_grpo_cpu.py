@@ -9,6 +9,7 @@ optimizer and its scheduler. Records and decisions go to a JSONL file (``rlvr-sc
     python examples/trl_grpo_cpu.py                      # built-in two-stage schedule, 12 updates
     python examples/trl_grpo_cpu.py --schedule my.yaml   # any static or two_clock schedule file
     python examples/trl_grpo_cpu.py --resume             # continue from the last complete checkpoint
+    python examples/trl_grpo_cpu.py --schedule examples/schedules/trl_two_clock.yaml --advisory
 
 Rollout batches must be multiples of per-device batch x world x steps_per_generation (here 4 x 1 x 2).
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,12 @@ for _k, _v in {
     "OMP_NUM_THREADS": "1",
 }.items():
     os.environ.setdefault(_k, _v)
+
+# The console is the schedule's: its switch lines and the table below. Deprecation notices from
+# transformers and TRL's note on the vLLM version (this example samples with transformers) say
+# nothing about this run; every other warning (the schedule's set-up warnings included) stays.
+warnings.filterwarnings("ignore", category=FutureWarning)
+warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
 
 #: Two stages: 8 rollouts per update (2 prompts x 4) until 32 rollouts, then 16 at the sqrt-rule LR.
 DEFAULT_SCHEDULE = {"stages": [{"batch": 8, "lr": 1e-3, "until_samples": 32}, {"batch": 16, "lr": 1.414e-3}]}
@@ -84,10 +92,20 @@ def repeat_first_word(prompts: list[str], completions: list[str], **kwargs: Any)
 
 
 def build_trainer(
-    out: Path, *, schedule: Any, steps: int, prompts: int, save_steps: int, resume: bool = False
+    out: Path,
+    *,
+    schedule: Any,
+    steps: int,
+    prompts: int,
+    save_steps: int,
+    resume: bool = False,
+    advisory: bool = False,
 ) -> tuple[Any, Any]:
-    from transformers import PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast, PrinterCallback
+    from transformers.utils import logging as hf_logging
     from trl import GRPOConfig, GRPOTrainer
+
+    hf_logging.disable_progress_bar()  # weight loading and saving bars
 
     from rlvr_schedule.plugins import PluginHost
     from rlvr_schedule.plugins.sinks import JsonlSink
@@ -102,7 +120,7 @@ def build_trainer(
     data = prompt_dataset(prompts)
     host = PluginHost()
     host.register(JsonlSink(out / "schedule.jsonl"))
-    callback = RlvrScheduleCallback(schedule, plugins=host)
+    callback = RlvrScheduleCallback(schedule, plugins=host, apply=not advisory)
     args = GRPOConfig(
         output_dir=str(out / "run"),
         per_device_train_batch_size=4,
@@ -132,6 +150,7 @@ def build_trainer(
         processing_class=tok,
         callbacks=[callback],
     )
+    trainer.remove_callback(PrinterCallback)  # each update's log dict: the table after training has them
     return trainer, callback
 
 
@@ -162,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="resume from the last complete checkpoint in --out (one cut by a kill is skipped)",
     )
+    ap.add_argument(
+        "--advisory",
+        action="store_true",
+        help="decide and log every decision with its reason, change nothing (apply=False)",
+    )
     a = ap.parse_args(argv)
     out = a.out or Path(tempfile.mkdtemp(prefix="trl-grpo-cpu-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -174,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         steps=a.steps,
         prompts=a.prompts,
         save_steps=a.save_steps,
+        advisory=a.advisory,
     )
     trainer.train(resume_from_checkpoint=resume_point(out / "run") if a.resume else None)
     cb = find_callback(trainer)  # a resumed run holds a new instance rebuilt from the checkpoint

@@ -23,6 +23,10 @@ from typing import Any
 from rlvr_schedule.records import BatchSchedule, Stage
 
 __all__ = [
+    "HOST",
+    "HOST_KEYS",
+    "host_keys",
+    "with_host_values",
     "WATCH_KEYS",
     "ALARM_PREFIX",
     "keep_alarm_checkpoint",
@@ -98,6 +102,36 @@ def split_watch(schedule: Any) -> tuple[Any, dict[str, Any]]:
         if not isinstance(v, bool):
             raise ConfigError(f"must be true or false, got {v!r}", source=source, field=f"watch.{k}")
     return body, dict(group)
+
+
+#: A schedule value the host fills in at train start: its own rollouts per update
+#: (``initial_batch``, ``base_batch``) and learning rate (``base_lr``), so that the run starts where
+#: the host was set up to run.
+HOST = "host"
+HOST_KEYS = ("initial_batch", "base_batch", "base_lr")
+
+
+def host_keys(schedule: Any) -> tuple[Any, list[str]]:
+    """(the schedule, as a mapping where it names ``host`` values; those keys, in :data:`HOST_KEYS`)."""
+    d = schedule
+    if isinstance(schedule, (str, Path)):
+        from rlvr_schedule.policy import read_config
+
+        d = read_config(schedule)
+    if not isinstance(d, Mapping):
+        return schedule, []
+    keys = [k for k in HOST_KEYS if d.get(k) == HOST]
+    return (dict(d) if keys else schedule), keys
+
+
+def with_host_values(
+    spec: Mapping[str, Any], keys: Sequence[str], *, batch: int, lr: float
+) -> dict[str, Any]:
+    """``spec`` with its ``host`` values replaced by the host's batch and LR."""
+    out = dict(spec)
+    for k in keys:
+        out[k] = float(lr) if k == "base_lr" else int(batch)
+    return out
 
 
 def build_schedule(schedule: Any, *, plugins: Any = None) -> BatchSchedule:

@@ -70,9 +70,14 @@ def test_the_examples_are_there():
 
 @pytest.mark.parametrize("name", FILES + LAUNCHERS)
 def test_every_example_loads_without_a_warning(name, tmp_path):
+    from rlvr_schedule_adapters._common import host_keys, with_host_values
+
+    spec, keys = host_keys(_schedule_file(name, tmp_path))
+    if keys:  # what an adapter fills in at train start: the host's batch and LR
+        spec = with_host_values(spec, keys, batch=8, lr=1e-3)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a legacy key (sample_tolerance) warns: none is left
-        load_schedule(_schedule_file(name, tmp_path))
+        load_schedule(spec)
 
 
 @pytest.mark.parametrize(

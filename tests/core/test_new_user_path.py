@@ -44,6 +44,8 @@ def test_the_example_schedules_ship_with_the_package_and_load_from_a_path_or_a_m
     monkeypatch.chdir(tmp_path)  # not the repository root
     assert {"two_clock.yaml", "static_three_stage.yaml", "two_clock_auto.yaml"} <= set(schedule_names())
     for name in schedule_names():
+        if "host" in read_config(schedule_path(name)).values():
+            continue  # filled in by an adapter at train start (tests/trl)
         from_file = load_schedule(schedule_path(name))
         from_dict = load_schedule(dict(read_config(schedule_path(name))))
         assert type(from_dict) is type(from_file)

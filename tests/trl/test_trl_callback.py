@@ -188,6 +188,7 @@ def test_advisory_mode_decides_and_logs_but_the_trainer_runs_as_configured(tiny_
     # the schedule switched (at 32 rollouts) and said so on the console; the trainer kept its GA and LR
     assert [d.switched for d in cb.decisions].count(True) == 1 and cb.schedule.index == 1
     said = [ln for ln in capsys.readouterr().err.splitlines() if "advisory, not applied" in ln]
-    assert len(said) == 1 and "until_samples 32 reached" in said[0]
+    # what the first stage would change (the LR: 5e-4 set up, 1e-3 scheduled), then the switch
+    assert len(said) == 2 and "LR 0.0005 -> 0.001" in said[0] and "until_samples 32 reached" in said[1]
     assert m.completions == [8] * 8 and m.ga == [S] * 8 and m.lr == pytest.approx([5e-4] * 8)
     assert cb.samples == 64 and cb.errors == []

@@ -44,7 +44,12 @@ from rlvr_schedule_adapters.trl import RlvrScheduleCallback, ScheduleSetupWarnin
 pytestmark = pytest.mark.slow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "schedules"
-TWO_CLOCK = sorted(p.name for p in EXAMPLES.glob("*.yaml") if read_config(p).get("type") == "two_clock")
+#: (a file with ``host`` values starts at the Trainer's own batch: tests/trl/test_trl_new_user.py)
+TWO_CLOCK = sorted(
+    p.name
+    for p in EXAMPLES.glob("*.yaml")
+    if read_config(p).get("type") == "two_clock" and "host" not in read_config(p).values()
+)
 PER_DEVICE, S = 24, 2
 GRID = PER_DEVICE * S  # 48: the host's grid (one process)
 SCALED = {"estimate_samples": 480, "forecast_samples": 480, "rollouts_per_update": 20.5}  # the knobs changed

@@ -50,11 +50,13 @@ from rlvr_schedule_adapters._common import (
     ALARM_PREFIX,
     ScheduleSetupWarning,
     build_schedule,
+    host_keys,
     keep_alarm_checkpoint,
     scale_base_lr,
     schedule_spec,
     split_watch,
     warn_setup,
+    with_host_values,
 )
 from rlvr_schedule_adapters.trl.checks import check_plan
 from rlvr_schedule_adapters.trl.dashboard import Dashboard
@@ -75,6 +77,9 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["RlvrScheduleCallback", "find_callback"]
 
 log = logging.getLogger("rlvr_schedule.adapters.trl")
+
+#: A first stage moving the LR by more than this factor from the Trainer's is a set-up warning.
+LR_JUMP = 4.0
 
 #: Plugin hosts of live callbacks by name. On resume transformers builds a new instance from
 #: ``state()["args"]`` while the user's instance (same name, built in this process) is still alive:
@@ -164,6 +169,16 @@ class RlvrScheduleCallback(TrainerCallback, ExportableState):
         if checkpoint_on_alarm is None:
             checkpoint_on_alarm = watch.get("checkpoint_on_alarm")
         self.checkpoint_on_alarm = checkpoint_on_alarm
+        # ``host`` values (the Trainer's batch and LR) are filled in at train start; until then the
+        # schedule is built at the smallest runnable batch and LR 1 (never applied)
+        body, self._host_keys = host_keys(body)
+        self._host_body, self._watch_group = (body, watch) if self._host_keys else (None, watch)
+        if self._host_keys:
+            cons = body.get("constraints") if isinstance(body.get("constraints"), Mapping) else {}
+            low = int(cons.get("group_size") or 1) * int(cons.get("divisor") or 1)
+            body = with_host_values(
+                body, self._host_keys, batch=max(low, int(cons.get("min_batch") or 1)), lr=1.0
+            )
         self.schedule: BatchSchedule = build_schedule(body, plugins=self.host)
         self.driver = ScheduleDriver(
             self.schedule,
@@ -336,6 +351,10 @@ class RlvrScheduleCallback(TrainerCallback, ExportableState):
             per_step=int(args.per_device_train_batch_size) * int(args.world_size), accumulation_multiple=s
         )
         run.begin(unit, micro_per_epoch)
+        fresh = not (state.global_step > 0 and run.last_step > 0)
+        host = (int(unit.per_step) * ga0, float(args.learning_rate))
+        if self._host_keys and fresh:
+            self._adopt_host(*host)
         self._publish_grid(args)
         if self.measure_noise:
             self.micro_norm.setup(args, kwargs.get("model"))
@@ -385,9 +404,52 @@ class RlvrScheduleCallback(TrainerCallback, ExportableState):
             target = (
                 run.pending or self.wanted or (self.schedule.current.batch, float(self.schedule.current.lr))
             )
+            if fresh:
+                self._say_first_stage(host, (self.driver.snap(int(target[0])), float(target[1])))
             self.request(*target)
+        elif fresh:
+            first = (self.driver.snap(self.schedule.current.batch), float(self.schedule.current.lr))
+            self._say_first_stage(host, first)
         if self.check_setup and micro_per_epoch and not self.advisory:  # advisory: the plan is the user's
             self._check_plan(state, micro_per_epoch, ga0)
+
+    def _adopt_host(self, batch: int, lr: float) -> None:
+        """Build the schedule with the Trainer's batch and LR where it says ``host``."""
+        from rlvr_schedule.clocks.failure.alarms import CollapseWatch
+
+        assert self._host_body is not None
+        body = with_host_values(self._host_body, self._host_keys, batch=batch, lr=lr)
+        self.schedule = build_schedule(body, plugins=self.host)
+        self.driver.schedule = self.schedule
+        if self.driver.watch is not None:
+            self.driver.watch = CollapseWatch(clock=getattr(self.schedule, "clock", None))
+        self._spec = {**body, "watch": self._watch_group} if self._watch_group else body
+        self._host_keys, self._host_body = [], None
+
+    def _say_first_stage(self, host: tuple[int, float], first: tuple[int, float]) -> None:
+        """The schedule's first stage where it differs from the Trainer's set-up: one console line (in
+        advisory mode, what it would do), and a set-up warning when it moves the LR more than
+        :data:`LR_JUMP` x (a schedule written for another model or LR)."""
+        (hb, hlr), (b, lr) = host, first
+        if (hb, f"{hlr:.4g}") == (b, f"{lr:.4g}"):
+            return
+        mode = " (advisory, not applied)" if self.advisory else ""
+        why = getattr(self.schedule.current, "reason", "") or "the schedule's first stage"
+        moves = ([f"batch {hb} -> {b} rollouts/update"] if hb != b else []) + (
+            [f"LR {hlr:.3g} -> {lr:.3g}"] if f"{hlr:.4g}" != f"{lr:.4g}" else []
+        )
+        self._console(f"rlvr-schedule: from update 1, {' and '.join(moves)}{mode}: {why}")
+        ratio = max(lr / hlr, hlr / lr) if hlr > 0 and lr > 0 else 1.0
+        if ratio > LR_JUMP:
+            warn_setup(
+                [
+                    f"the schedule's first LR {lr:.3g} is {ratio:,.0f}x "
+                    f"{'below' if lr < hlr else 'above'} the Trainer's learning_rate {hlr:.3g}: a schedule "
+                    "written for another model or LR? Give its base_lr (or base_lr: host) for this run"
+                ],
+                framework="TRL",
+                stacklevel=5,
+            )
 
     def _check_lr_scheduler(self, args: Any) -> None:
         """The Trainer's LR scheduler multiplies the schedule's LR by its own factor each update: any
