@@ -50,3 +50,23 @@ def test_the_example_schedules_ship_with_the_package_and_load_from_a_path_or_a_m
         from_dict = load_schedule(dict(read_config(schedule_path(name))))
         assert type(from_dict) is type(from_file)
         assert from_dict.current == from_file.current
+
+
+def test_wandb_console_logs_are_named_by_their_run_id(tmp_path, capsys):
+    """Three ``wandb/run-*/files/output.log``: three runs named by id, not three named ``files``."""
+    import gzip
+    from pathlib import Path
+
+    from rlvr_schedule.cli import main
+    from rlvr_schedule.ingest import load_run
+
+    raw = Path(__file__).resolve().parents[1] / "data" / "real" / "runs" / "raw"
+    logs = []
+    for run_id, seed in (("a1b2c3d4", 42), ("e5f6g7h8", 43), ("i9j0k1l2", 44)):
+        log = tmp_path / "wandb" / f"run-20261207_101500-{run_id}" / "files" / "output.log"
+        log.parent.mkdir(parents=True)
+        log.write_bytes(gzip.decompress((raw / f"trl_exp1a_rho0p10_seed{seed}.log.gz").read_bytes()))
+        logs.append(log)
+    assert [load_run(p).name for p in logs] == ["run-a1b2c3d4", "run-e5f6g7h8", "run-i9j0k1l2"]
+    assert main(["fit", *map(str, logs), "--json"]) == 0
+    assert "run-a1b2c3d4" in capsys.readouterr().out

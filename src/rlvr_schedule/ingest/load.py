@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -276,9 +277,24 @@ def _stem(path: Path) -> str:
     return Path(name).stem
 
 
+#: A W&B run directory: ``[offline-]run-<date>_<time>-<run id>``.
+_WANDB_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-(?P<id>[A-Za-z0-9]+)$")
+
+
+def _wandb_file_run(path: Path) -> str | None:
+    """``run-<id>`` (the W&B reader's name) for a file in a W&B run's ``files/`` (its console
+    ``output.log``, ``wandb-summary.json``), where every run's file has the same name."""
+    if not path.is_file() or path.parent.name != "files":
+        return None
+    m = _WANDB_DIR.match(path.resolve().parent.parent.name)
+    return f"run-{m.group('id')}" if m else None
+
+
 def _run_name(path: Path, base: Path | None) -> str:
     if path.is_dir() and is_wandb_run(path):
         return path.resolve().name  # wandb/latest-run is offline-run-<date>-<id>
+    if _stem(path).lower() in GENERIC_STEMS and (wandb := _wandb_file_run(path)) is not None:
+        return wandb
     if base is not None and path != base:
         rel = path.relative_to(base)
         if path.is_file() and _stem(path).lower() in GENERIC_STEMS and len(rel.parts) > 1:
