@@ -70,3 +70,22 @@ def test_wandb_console_logs_are_named_by_their_run_id(tmp_path, capsys):
     assert [load_run(p).name for p in logs] == ["run-a1b2c3d4", "run-e5f6g7h8", "run-i9j0k1l2"]
     assert main(["fit", *map(str, logs), "--json"]) == 0
     assert "run-a1b2c3d4" in capsys.readouterr().out
+
+
+def test_no_critical_batch_from_runs_that_never_progressed(capsys):
+    """The two-run Unsloth console: one run with zero rate, one that "reached" its target at 0
+    rollouts; B* is not identified, with the reason."""
+    from pathlib import Path
+
+    from rlvr_schedule.cli import main
+    from rlvr_schedule.clocks import fit_sweep
+    from rlvr_schedule.ingest import load_runs
+
+    log = Path(__file__).resolve().parents[1] / "data" / "real" / "formats" / "unsloth_console"
+    fit = fit_sweep(load_runs(log))
+    assert fit.critical_batch != fit.critical_batch  # NaN: not identified
+    why = fit.unidentified()["critical_batch"]
+    assert "reached the target at 0 rollouts" in why and "no progress" in why
+    main(["fit", str(log)])
+    out = capsys.readouterr().out
+    assert "B*: not identified" in out and "(no interval)" not in out.splitlines()[0]

@@ -92,6 +92,9 @@ class SweepFit:
     failure_probability: float = math.nan
     metric: str = "reward_mean"
     diverging: list[str] = field(default_factory=list)
+    #: why ``critical_batch`` is not identified although the fit gave a number (None: it is, or the
+    #: fit gave none); see :func:`_progressed`
+    critical_batch_unidentified: str | None = None
 
     def failure_clock(self) -> dict[str, Any]:
         """The failure-clock knobs of :class:`~rlvr_schedule.policy.PolicyConfig` (JSON-ready;
@@ -114,7 +117,9 @@ class SweepFit:
     def unidentified(self) -> dict[str, str]:
         """Why ``critical_batch`` or ``failure_samples`` is not identified (by name; empty when both are)."""
         out: dict[str, str] = {}
-        if not finite(self.critical_batch):
+        if self.critical_batch_unidentified:
+            out["critical_batch"] = self.critical_batch_unidentified
+        elif not finite(self.critical_batch):
             reached = sorted({r.batch for r in self.runs if r.constant_batch and r.reached_target})
             if len(reached) < 2:
                 out["critical_batch"] = (
@@ -224,9 +229,11 @@ def fit_sweep(
                 divergence_signal=fc.divergence_.name if fc.diverging_ and fc.divergence_ else None,
             )
         )
+    why_not = _progressed(out) if finite(cbf.critical_batch_) else None
     return SweepFit(
-        critical_batch=cbf.critical_batch_,
-        critical_batch_interval=cbf.critical_batch_interval_,
+        critical_batch=nan if why_not else cbf.critical_batch_,
+        critical_batch_interval=(nan, nan) if why_not else cbf.critical_batch_interval_,
+        critical_batch_unidentified=why_not,
         rate_at_zero=cbf.rate_at_zero_,
         failure_samples=fsf.failure_samples_,
         failure_samples_interval=fsf.failure_samples_interval_,
@@ -242,4 +249,26 @@ def fit_sweep(
         failure_probability=fsf.failure_probability(budget_) if finite(budget_) else nan,
         metric=metric,
         diverging=[r.name for r in out if r.diverging],
+    )
+
+
+def _progressed(rows: Sequence[RunFit]) -> str | None:
+    """Why the runs cannot place B* (None when they can): the fall of per-rollout progress with the
+    batch needs constant-batch runs at two or more batches that progressed: a positive rate, and a
+    target not "reached" at 0 rollouts (a run that starts at the target measures nothing)."""
+    const = [r for r in rows if r.constant_batch]
+    if not const:
+        return None
+    moved = {r.batch for r in const if finite(r.rate) and r.rate > 0 and not r.samples_to_target == 0}
+    if len(moved) >= 2:
+        return None
+    idle = [
+        f"{r.name} (batch {r.batch}: "
+        + ("reached the target at 0 rollouts" if r.samples_to_target == 0 else "no progress")
+        + ")"
+        for r in const
+        if r.batch not in moved
+    ]
+    return f"needs runs at two or more batches that progressed; {len(moved)} did" + (
+        f", not {', '.join(idle)}" if idle else ""
     )
