@@ -146,8 +146,13 @@ def _load(args: argparse.Namespace, paths: Sequence[str] | None = None) -> list:
         info = training_lr(run)
         run.meta["lr_info"] = info
         lrs = run.array("lr")
-        if (lrs[~np.isnan(lrs)] <= 0).any() or not math.isfinite(info.lr):
-            zero = "LR 0 or below" if (lrs[~np.isnan(lrs)] <= 0).any() else "no LR"
+        lrs = lrs[~np.isnan(lrs)]
+        pos = np.flatnonzero(lrs > 0)
+        # 0 at the start (a warm-up from 0) or the end (a decay to 0) is an ordinary schedule; 0
+        # between positive LRs, or no positive LR at all, is a log that lost it
+        inner = bool(pos.size) and bool((lrs[pos[0] : pos[-1] + 1] <= 0).any())
+        if inner or not pos.size or not math.isfinite(info.lr):
+            zero = "LR 0 or below" if (lrs <= 0).any() else "no LR"
             warnings.warn(
                 f"{run.source or run.name}: run {run.name!r} logs {zero} on some records "
                 f"(lr after warm-up: {_fmt(info.lr)}); pass --base-lr if the log lost it",

@@ -3,6 +3,8 @@ example schedules from any directory, and B* from runs that never progressed."""
 
 from __future__ import annotations
 
+import pytest
+
 from rlvr_schedule.planner import plan_schedule
 from rlvr_schedule.policy.price import StepTimeFit
 from rlvr_schedule.synthetic import make_sweep
@@ -89,3 +91,22 @@ def test_no_critical_batch_from_runs_that_never_progressed(capsys):
     main(["fit", str(log)])
     out = capsys.readouterr().out
     assert "B*: not identified" in out and "(no interval)" not in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("lrs,warned", [((0.0, 1e-4, 1e-4, 5e-5, 0.0), False), ((1e-4, 0.0, 1e-4), True)])
+def test_a_decay_to_zero_lr_is_not_warned_about(tmp_path, capsys, lrs, warned):
+    """A warm-up from 0 and a decay to 0 are ordinary schedules; a 0 between positive LRs is not."""
+    from rlvr_schedule import cli
+    from rlvr_schedule.ingest import write_jsonl
+    from rlvr_schedule.records import StepRecord
+
+    n = 40
+    per = [lrs[min(i * len(lrs) // n, len(lrs) - 1)] for i in range(n)]
+    recs = [
+        StepRecord(step=i + 1, samples=8 * (i + 1), batch=8, lr=lr, reward_mean=0.01 * i)
+        for i, lr in enumerate(per)
+    ]
+    path = tmp_path / "run.jsonl"
+    write_jsonl(path, recs)
+    cli.main(["fit", str(path)])
+    assert ("pass --base-lr" in capsys.readouterr().err) is warned
