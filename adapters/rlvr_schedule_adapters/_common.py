@@ -23,6 +23,9 @@ from typing import Any
 from rlvr_schedule.records import BatchSchedule, Stage
 
 __all__ = [
+    "FRAMEWORKS",
+    "missing_framework",
+    "require_framework",
     "HOST",
     "HOST_KEYS",
     "host_keys",
@@ -40,6 +43,44 @@ __all__ = [
     "schedule_spec",
     "warn_setup",
 ]
+
+
+# --- frameworks ------------------------------------------------------------------------------
+#: Per adapter: the modules it needs (the framework and what its entry point imports) and the extra
+#: of this package that installs them.
+FRAMEWORKS: dict[str, tuple[tuple[str, ...], str]] = {
+    "trl": (("transformers", "trl"), "trl"),
+    "verl": (("verl", "hydra"), "verl"),
+    "openrlhf": (("openrlhf",), "openrlhf"),
+}
+
+
+def missing_framework(adapter: str) -> str | None:
+    """What to install for ``adapter`` ("trl", "verl", "openrlhf"), or None when it is installed."""
+    import importlib.util
+
+    modules, extra = FRAMEWORKS[adapter]
+    for m in modules:
+        try:
+            found = importlib.util.find_spec(m) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return (
+                f"the {adapter} adapter needs {m!r}, which is not installed: "
+                f'pip install -e ".[{extra}]" (from a clone; or pip install "rlvr-schedule[{extra}]")'
+            )
+    return None
+
+
+def require_framework(adapter: str) -> None:
+    """A launcher's check before it imports its framework: exit 2 naming the extra to install."""
+    import sys
+
+    said = missing_framework(adapter)
+    if said is not None:
+        print(f"rlvr-schedule: error: {said}", file=sys.stderr)
+        raise SystemExit(2)
 
 
 # --- schedules -------------------------------------------------------------------------------

@@ -34,6 +34,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in ("RlvrScheduleCallback", "find_callback"):
+        from rlvr_schedule_adapters._common import missing_framework
+
+        said = missing_framework("trl")
+        if said is not None:
+            raise ModuleNotFoundError(said)
         from rlvr_schedule_adapters.trl import callback
 
         return getattr(callback, name)
