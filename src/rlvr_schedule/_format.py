@@ -42,3 +42,26 @@ def column_formatter(header: str, values: Any) -> Any:
     if any(w in h for w in ("samples", "rollouts", "batch", "stage", "step")) and "from" not in h:
         return lambda v: "-" if v is None or not math.isfinite(float(v)) else f"{int(round(float(v))):,}"
     return lambda v: "-" if v is None or not math.isfinite(float(v)) else f"{float(v):.3g}"
+
+
+def plain_reason(reason: str) -> str:
+    """A decision's reason as one plain sentence for the console and the report: what triggered it
+    and how much of its clock is spent, without the arithmetic behind it (parentheses, and the
+    ``: batch x g, LR x g^q`` tail), which stays in the decision's JSON. Fractions read as percent."""
+    import re
+
+    out, depth = [], 0
+    for ch in reason:  # drop parenthesised arithmetic, nested or not
+        if ch == "(":
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+        elif not depth:
+            out.append(ch)
+    text = re.sub(r":\s*(batch x [^;]*|no larger batch or stage left[^;]*)", "", "".join(out))
+    text = re.sub(r"\s+([:;,])", r"\1", re.sub(r"\s+", " ", text)).strip().rstrip(":;,")
+
+    def pct(m: re.Match[str]) -> str:
+        return f"{float(m.group(1)):.0%} of"
+
+    return re.sub(r"\b(0\.\d+|1\.0+) of\b", pct, text) or reason

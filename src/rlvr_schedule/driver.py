@@ -48,6 +48,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from rlvr_schedule._format import plain_reason
 from rlvr_schedule.clocks import OnlineProgress
 from rlvr_schedule.records import Decision, StepRecord
 
@@ -175,7 +176,7 @@ class ScheduleDriver:
         mode = " (advisory, not applied)" if self.advisory else ""
         return (
             f"rlvr-schedule{mode}: step {d.step} ({d.samples:,} rollouts): now {d.batch} rollouts/update, "
-            f"lr {d.lr:.3g}: {d.reason}"
+            f"lr {d.lr:.3g}: {plain_reason(d.reason)}"
         )
 
     def _say(self, line: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_schedule._format import column_formatter
+from rlvr_schedule._format import column_formatter, plain_reason
 from rlvr_schedule._format import fmt as _fmt
 from rlvr_schedule.records import Run
 
@@ -611,7 +611,7 @@ def write_report(
                     st.get("batch"),
                     st.get("lr"),
                     st.get("until_samples"),
-                    *([st.get("reason") or ""] if why_col else []),
+                    *([plain_reason(st.get("reason") or "")] if why_col else []),
                 ]
                 for st in stages
             ],

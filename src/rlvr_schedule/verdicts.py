@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rlvr_schedule._format import plain_reason
+
 __all__ = ["verdicts", "progress_verdict", "failure_verdict", "lr_verdict", "lr_slope", "switch_verdict"]
 
 
@@ -183,7 +185,7 @@ def switch_verdict(decisions: Sequence[Mapping[str, Any]], failure_samples: floa
     path = f"batch {' / '.join(paths)}; " if paths else ""
     return (
         f"the schedule switched: yes, {runs_txt}{counts} ({path}first at {first} rollouts{tail}; "
-        f"{sw[0][0].get('reason', '')})"
+        f"{plain_reason(sw[0][0].get('reason', ''))})"
     )
 
 

@@ -110,3 +110,18 @@ def test_a_decay_to_zero_lr_is_not_warned_about(tmp_path, capsys, lrs, warned):
     write_jsonl(path, recs)
     cli.main(["fit", str(path)])
     assert ("pass --base-lr" in capsys.readouterr().err) is warned
+
+
+def test_a_switch_reason_is_one_plain_sentence_on_the_console_and_its_arithmetic_stays_in_the_json():
+    from rlvr_schedule.driver import ScheduleDriver
+    from rlvr_schedule.records import Decision
+
+    why = (
+        "failure clock: 0.89 of the rollouts left at the stage's start spent (>= 0.882; sweep's clock "
+        "17917, lower bound 9141.1; 1029.1 rollouts left at batch 104): batch x 1.23077, LR x 1.23077^0"
+    )
+    d = Decision(step=40, samples=17_917, batch=128, lr=4e-4, stage=1, switched=True, reason=why)
+    line = ScheduleDriver._switch_line(type("D", (), {"advisory": False})(), d)  # type: ignore[arg-type]
+    assert line.endswith("failure clock: 89% of the rollouts left at the stage's start spent"), line
+    assert "1.23077" not in line and "9141" not in line
+    assert d.to_dict()["reason"] == why  # the JSON keeps the arithmetic

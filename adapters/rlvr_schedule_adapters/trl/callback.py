@@ -434,7 +434,9 @@ class RlvrScheduleCallback(TrainerCallback, ExportableState):
         if (hb, f"{hlr:.4g}") == (b, f"{lr:.4g}"):
             return
         mode = " (advisory, not applied)" if self.advisory else ""
-        why = getattr(self.schedule.current, "reason", "") or "the schedule's first stage"
+        from rlvr_schedule._format import plain_reason
+
+        why = plain_reason(getattr(self.schedule.current, "reason", "") or "the schedule's first stage")
         moves = ([f"batch {hb} -> {b} rollouts/update"] if hb != b else []) + (
             [f"LR {hlr:.3g} -> {lr:.3g}"] if f"{hlr:.4g}" != f"{lr:.4g}" else []
         )
