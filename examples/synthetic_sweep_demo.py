@@ -70,7 +70,8 @@ def main() -> None:
     cli.main(["report", *paths, "--out", str(out / "report")])
     summary = json.loads((out / "report" / "summary.json").read_text())
     print(
-        f"\nfitted B* = {summary['fit']['critical_batch']}, failure samples = {summary['fit']['failure_samples']}"
+        f"\nfitted B* = {summary['fit']['critical_batch']:,.0f} rollouts/update, "
+        f"failure samples = {summary['fit']['failure_samples']:,.0f} rollouts"
     )
     print(f"report: {(out / 'report' / 'index.html').resolve()}")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,23 @@ def _colors(n: int) -> list[Any]:
     plt = _pyplot()
     cmap = plt.get_cmap("viridis")
     return [cmap(i / max(n - 1, 1)) for i in range(n)]
+
+
+def _count(v: Any) -> str:
+    """A count of rollouts (or an interval of them) as ``fit`` prints it: whole, with thousands
+    separators; '-' where missing."""
+    if isinstance(v, (list, tuple)):
+        return "-" if all(_count(x) == "-" for x in v) else "[" + ", ".join(_count(x) for x in v) + "]"
+    x = _num(v)
+    return f"{round(x):,}" if math.isfinite(x) else "-"
+
+
+def _bstar_why(fit: Any, fd: Mapping[str, Any]) -> str | None:
+    """Why the fit has no B* (None where it has one)."""
+    if math.isfinite(_num(fd.get("critical_batch"))):
+        return None
+    why = fit.unidentified() if callable(getattr(fit, "unidentified", None)) else {}
+    return why.get("critical_batch") or "too few runs at different batches"
 
 
 def _num(x: Any) -> float:
@@ -252,9 +269,11 @@ def plot_progress_vs_batch(
     interval: tuple[float, float] | None = None,
     rate_intervals: Sequence[Sequence[float | None] | None] | None = None,
     metric: str = "reward_mean",
+    unidentified: str | None = None,
 ) -> Path:
     """Per-rollout progress of each run (its 95% interval as an error bar, one colour per batch)
-    against the batch, with the fitted p0 max(0, 1 - B/2B*), B* and its interval."""
+    against the batch, with the fitted p0 max(0, 1 - B/2B*), B* and its interval; where B* is not
+    identified, a note on the plot says why (``unidentified``)."""
     plt = _pyplot()
     b = np.asarray([_num(v) for v in batches], dtype=float)
     r = np.asarray([_num(v) for v in rates], dtype=float)
@@ -287,7 +306,22 @@ def plot_progress_vs_batch(
             ax.axvspan(lo_b, hi_b, color="C3", alpha=0.12, label="B* 95% interval")
             ivtxt = f" [{lo_b:.0f}, {hi_b:.0f}]"
         ax.axvline(bstar, color="C3", ls="--", lw=1, label=f"B* = {bstar:.0f}{ivtxt}")
+    else:
+        import textwrap
+
+        ax.text(
+            0.03,
+            0.05,
+            textwrap.fill("B* not identified" + (f": {unidentified}" if unidentified else ""), 72),
+            transform=ax.transAxes,
+            ha="left",
+            va="bottom",
+            fontsize=7.5,
+            bbox={"facecolor": "white", "alpha": 0.9, "edgecolor": "0.7"},
+        )
     ax.set_xscale("log", base=2)
+    if len(ub) == 1:  # one batch: centred, not at the plot's edge
+        ax.set_xlim(ub[0] / 2, ub[0] * 2)
     ax.set_xlabel("rollout batch B (rollouts per update)")
     unit = "accuracy" if metric == EVAL_METRIC else "reward"
     ax.set_ylabel(f"progress ({unit} / rollout), 95% interval")
@@ -509,6 +543,7 @@ def write_report(
                 interval=fd.get("critical_batch_interval"),
                 rate_intervals=[r.get("rate_interval") for r in run_rows],
                 metric=metric,
+                unidentified=_bstar_why(fit, fd),
             ),
         ),
         (
@@ -567,9 +602,17 @@ def write_report(
         for r, lr in zip(run_rows, lrs, strict=True)
     ]
     md_runs, html_runs = _table(head, rows)
-    key = [
-        ("critical batch B* (rollouts/update)", fd.get("critical_batch"), fd.get("critical_batch_interval")),
-        ("failure samples (pooled)", fd.get("failure_samples"), fd.get("failure_samples_interval")),
+    key = [  # counts of rollouts as whole numbers, as fit prints them
+        (
+            "critical batch B* (rollouts/update)",
+            _count(fd.get("critical_batch")),
+            _count(fd.get("critical_batch_interval")),
+        ),
+        (
+            "failure samples (pooled)",
+            _count(fd.get("failure_samples")),
+            _count(fd.get("failure_samples_interval")),
+        ),
         (
             "failure exponent alpha (0 = sample clock)",
             fd.get("failure_exponent"),
@@ -584,6 +627,8 @@ def write_report(
         if metric == EVAL_METRIC
         else "Progress is read on the training reward (no held-out accuracy logged)."
     )
+    if (bstar_why := _bstar_why(fit, fd)) is not None:
+        how += f" B* is not identified: {bstar_why}."
     sections_md = [f"# {title}", ""]
     sections_html = [f"<h1>{html.escape(title)}</h1>"]
     # the first view: verdicts, the progress curves with failures marked, both clocks with their
@@ -752,13 +797,12 @@ def plot_cost_to_target(
             ax.plot(
                 grid, (c - grid) / price if price > 0 else np.full_like(grid, np.nan), color="0.8", lw=0.8
             )
-            ax.annotate(
-                f"{k:g}x",
-                (min(c, x_hi) * 0.98, max((c - min(c, x_hi) * 0.98) / max(price, 1e-12), 0)),
-                fontsize=7,
-                color="0.5",
-            )
-        colors = plt.get_cmap("tab20")(np.linspace(0, 1, max(len(points), 2)))
+            if price > 0:  # the label inside the axes, where the line leaves them (top or right)
+                x_at = min(max(c - price * 0.95 * y_hi, 0.0), 0.97 * x_hi)
+                y_at = (c - x_at) / price
+                if 0 <= y_at <= y_hi and x_at < c:
+                    ax.annotate(f"{k:g}x", (x_at, y_at), fontsize=7, color="0.45", ha="right", va="bottom")
+        colors = _colors(len(points))  # the report's palette, as in its other plots
         for i, (name, x, y) in enumerate(points):  # named in the legend: seeds of one batch sit close
             marker = "*" if i == cheapest else ("s" if name.startswith("plan") else "o")
             ax.scatter(

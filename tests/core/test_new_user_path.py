@@ -125,3 +125,27 @@ def test_a_switch_reason_is_one_plain_sentence_on_the_console_and_its_arithmetic
     assert line.endswith("failure clock: 89% of the rollouts left at the stage's start spent"), line
     assert "1.23077" not in line and "9141" not in line
     assert d.to_dict()["reason"] == why  # the JSON keeps the arithmetic
+
+
+def test_the_report_states_b_star_and_the_failure_clock_as_fit_prints_them(tmp_path, capsys):
+    """Counts of rollouts read the same in ``fit`` and in the report (whole numbers); a one-run
+    report says B* is not identified, and why."""
+    from rlvr_schedule.cli import main
+    from rlvr_schedule.ingest import write_jsonl
+
+    runs = make_sweep(
+        [16, 32, 64, 128], critical_batch=64, failure_samples=20_000, seed=0, max_samples=30_000
+    )
+    paths = []
+    for r in runs:
+        paths.append(str(tmp_path / f"{r.name}.jsonl"))
+        write_jsonl(paths[-1], r.records)
+    assert main(["fit", *paths]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("critical batch B*"))
+    bstar = line.split(": ", 1)[1].split(" (")[0]
+    assert main(["report", *paths, "--out", str(tmp_path / "r")]) == 0
+    md = (tmp_path / "r" / "index.md").read_text()
+    row = next(ln for ln in md.splitlines() if ln.startswith("| critical batch B*"))
+    assert row.split(" | ")[1] == bstar, (row, line)
+    assert main(["report", paths[0], "--out", str(tmp_path / "one")]) == 0
+    assert "B* is not identified" in (tmp_path / "one" / "index.md").read_text()
