@@ -193,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     install(walk, readme, a.torch_spec, a.with_vllm)
     vllm = (
         walk.run(
-            "probe", "python -c 'import vllm'", note="is vLLM installed? (decides what the trainer says)"
+            "probe",
+            "python -c 'import importlib.util as u, sys; sys.exit(u.find_spec(\"vllm\") is None)'",
+            note="is vLLM installed? (decides what the trainer says)",
         ).rc
         == 0
     )
@@ -245,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                 has(r"samples to target", "the per-run table"),
             ]
         if cmd.startswith("rlvr-schedule watch"):
-            checks += [has(r"^rlvr-schedule failure at step \d+", "a collapse raises an alarm line", "out")]
+            checks += [has(r"^rlvr-schedule failure at step \d+", "a collapse raises an alarm line", "err")]
         walk.run("2 logs", cmd, *checks)
 
     # --- 3. the reference trainer --------------------------------------------------------------
