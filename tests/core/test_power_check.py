@@ -37,7 +37,11 @@ def test_criterion_passes_under_the_theory_and_not_under_the_nulls(pilot):
     d = DESIGN
     theory = power(d, pilot, "theory", reps=8, n_boot=100)
     assert theory["all"] >= 0.75
-    for null, item in (("flat", "2. B* inside"), ("lr-free", "4. B* ~ 1/lr"), ("step-clock", "5. failure clock")):
+    for null, item in (
+        ("flat", "2. B* inside"),
+        ("lr-free", "4. B* ~ 1/lr"),
+        ("step-clock", "5. failure clock"),
+    ):
         p = power(d, pilot, null, reps=8, n_boot=100)
         assert p[item] <= 0.25 and p["all"] <= 0.25, null
 
