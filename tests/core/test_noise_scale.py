@@ -75,16 +75,22 @@ def test_cross_size_check_flags_small_batches_that_are_not_independent():
 
 
 def test_preconditioned_noise_scale_matches_its_closed_form():
+    """As the trainer's probe does it: Adam's v is the mean squared small-batch gradient over a
+    warm-up and the probe's own draws, D = 1 / sqrt(v); the estimate on D-scaled gradients covers
+    tr(D Sigma D) / |D G|^2 for that D."""
     model = _model(300.0)
-    rng = np.random.default_rng(7)
-    warm = model.gradient + model.noise(rng, 16, B_SMALL)  # Adam's v from 16 warm-up draws
-    d = 1.0 / (np.sqrt((warm**2).mean(axis=0)) + 1e-8)
-    true = closed_form_b_simple(model.gradient, model.noise_cov, d)
-    assert true != pytest.approx(300.0, rel=0.05)  # the preconditioner changes the noise scale
     cover = 0
     for seed in range(30):
-        ss, sb, _ = _draws(model, np.random.default_rng(100 + seed), precond=d)
-        e = noise_scale_from_draws(ss, sb, B_SMALL, B_SMALL * PER_UNIT, n_boot=400, seed=seed)
+        rng = np.random.default_rng(100 + seed)
+        warm = model.gradient + model.noise(rng, 8, B_SMALL)
+        g = (model.gradient + model.noise(rng, UNITS * PER_UNIT, B_SMALL)).reshape(UNITS, PER_UNIT, -1)
+        v = (np.sum(warm**2, axis=0) + np.sum(g**2, axis=(0, 1))) / (8 + UNITS * PER_UNIT)
+        d = 1.0 / np.sqrt(v)
+        true = closed_form_b_simple(model.gradient, model.noise_cov, d)
+        assert true != pytest.approx(300.0, rel=0.05)  # the preconditioner changes the noise scale
+        gp = g * d
+        big = gp.mean(axis=1)
+        e = noise_scale_from_draws((gp**2).sum(-1), (big**2).sum(-1), B_SMALL, B_SMALL * PER_UNIT, n_boot=400)
         cover += e.interval[0] <= true <= e.interval[1]
     assert cover >= 25
 
