@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_schedule.theory.noise_scale import noise_scale_from_draws, sweep_batches
+from rlvr_trainer.experiments.tables import jsonable
 
 __all__ = ["probe", "describe"]
 
@@ -261,15 +262,20 @@ def probe(
         "clipping": clip,
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "probe.json").write_text(json.dumps(result, indent=1, default=float))
+    # strict JSON: an open interval end (inf) and a missing value (NaN) are written as null
+    (out / "probe.json").write_text(json.dumps(jsonable(result), indent=1))
     (out / "probe.md").write_text(describe(result) + "\n")
     return result
 
 
+def _n(x: Any, missing: str) -> str:
+    return f"{x:,.0f}" if isinstance(x, (int, float)) and math.isfinite(x) else missing
+
+
 def _est(e: dict[str, Any]) -> str:
+    """``B [95%: lo, hi]``; an end that is not finite (null in probe.json) is open."""
     lo, hi = e["interval"]
-    hi_s = f"{hi:,.0f}" if math.isfinite(hi) else "open"
-    return f"{e['b_simple']:,.0f} rollouts [95%: {lo:,.0f}, {hi_s}]"
+    return f"{_n(e['b_simple'], 'inf')} rollouts [95%: {_n(lo, '-')}, {_n(hi, 'open')}]"
 
 
 def describe(r: dict[str, Any]) -> str:
