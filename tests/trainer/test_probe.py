@@ -68,3 +68,21 @@ def test_probe_command_writes_its_reading(tmp_path, capsys, tiny_model_dir):
 def test_probe_refuses_a_big_batch_that_is_not_a_multiple(tmp_path, capsys):
     assert main(["probe", "--out", str(tmp_path), "--small", "16", "--big", "24", "--rollout", "hf"]) == 2
     assert "big" in capsys.readouterr().err
+
+
+def test_probe_reads_a_checkpoint_s_weights(tmp_path, tiny_model_dir):
+    """--checkpoint probes a run's later weights: same draws' seed, other weights, other norms."""
+    run = tmp_path / "run"
+    common = ["--rollout", "hf", "--model", str(tiny_model_dir)]
+    # base LR 1e-2 without warm-up: two updates move the weights far enough to change every norm
+    train = ["train", "--out", str(run), "--batch", "16", "--max-samples", "32", "--base-lr", "1e-2"]
+    assert main([*train, "--set", "warmup_samples=0", "--no-progress", *common]) == 0
+    ckpt = run / "s0" / "checkpoint.pt"
+    assert ckpt.exists()
+    probe = ["probe", "--small", "8", "--big", "16", "--units", "2", "--warmup", "1", *common]
+    assert main([*probe, "--out", str(tmp_path / "start")]) == 0
+    assert main([*probe, "--out", str(tmp_path / "later"), "--checkpoint", str(ckpt)]) == 0
+    start = json.loads((tmp_path / "start" / "probe.json").read_text())
+    later = json.loads((tmp_path / "later" / "probe.json").read_text())
+    assert later["checkpoint"] == str(ckpt) and start["checkpoint"] is None
+    assert later["noise_scale"]["sq_small"] != pytest.approx(start["noise_scale"]["sq_small"], rel=1e-3)
