@@ -68,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--group-size", type=int)
         s.add_argument("--max-samples", type=int, help="rollout budget per run")
         s.add_argument("--model", help="Hugging Face model directory or hub id (cached locally)")
-        s.add_argument("--task", help="'arithmetic' or a local .jsonl/.parquet of GSM8K/MATH records")
+        s.add_argument(
+            "--task",
+            help="arithmetic, content, short-answer or a local .jsonl/.parquet of GSM8K/MATH records",
+        )
         s.add_argument("--rollout", choices=["vllm", "hf"], help="rollout engine (hf: transformers generate)")
         s.add_argument(
             "--overlap",
