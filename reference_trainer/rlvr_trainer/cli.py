@@ -5,6 +5,7 @@
     rlvr-trainer schedule --batch 16
     rlvr-trainer compare --out runs/cmp
     rlvr-trainer train --batch 32 --max-samples 2048
+    rlvr-trainer probe --out runs/probe          # the gradient noise scale at fixed weights (~1 min)
     rlvr-trainer evidence --out runs/evidence   # 3 LRs x 16x batches x 3 seeds + schedule; resumable chunks
     rlvr-trainer evidence --scan --out runs/scan   # 6 base LRs x 3 seeds at batch 8: in the regime?
     rlvr-trainer evidence --compare v2 --base-lr 1e-4 --lrs 5e-5 2e-4 --out runs/cmp   # the recipe vs baselines
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("schedule", "the two-clock policy live in the loop"),
         ("compare", "sweep, then the schedule seeded by the sweep's fit, then the report"),
         ("train", "one run at a constant batch"),
+        ("probe", "the gradient noise scale at fixed weights, and the sweep's batches it implies"),
         (
             "evidence",
             "the full experiment (sweeps at 3 base LRs x 3 seeds, schedule vs constants, "
@@ -66,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--group-size", type=int)
         s.add_argument("--max-samples", type=int, help="rollout budget per run")
         s.add_argument("--model", help="Hugging Face model directory or hub id (cached locally)")
-        s.add_argument("--task", help="'arithmetic' or a local .jsonl/.parquet of GSM8K/MATH records")
+        s.add_argument(
+            "--task",
+            help="arithmetic, content, short-answer or a local .jsonl/.parquet of GSM8K/MATH records",
+        )
         s.add_argument("--rollout", choices=["vllm", "hf"], help="rollout engine (hf: transformers generate)")
         s.add_argument(
             "--overlap",
@@ -111,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
                 help="a schedule file to run: a plan (rlvr-schedule plan --out) or a two_clock file "
                 "(default: the two-clock policy from this command's batch and LR)",
             )
+        if name == "probe":
+            _probe_args(s)
         if name in ("demo", "compare", "evidence"):
             s.add_argument(
                 "--report-only",
@@ -174,6 +181,15 @@ def build_parser() -> argparse.ArgumentParser:
                 help="stop starting runs after this long; run again to continue (default 45)",
             )
     return p
+
+
+def _probe_args(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--small", type=int, default=16, help="rollouts per small batch (default 16)")
+    s.add_argument("--big", type=int, default=128, help="rollouts per big batch, a multiple of --small (128)")
+    s.add_argument("--units", type=int, default=32, help="big batches drawn (default 32)")
+    s.add_argument("--warmup", type=int, default=8, help="small batches for Adam's second moment (8)")
+    s.add_argument("--checkpoint", type=Path, help="probe a run's checkpoint.pt instead of the start")
+    s.add_argument("--max-batch", type=int, help="the largest batch the machine runs (caps the range)")
 
 
 def _parse_value(v: str) -> Any:
@@ -510,6 +526,25 @@ def _train(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
     return 0
 
 
+def _probe(args: argparse.Namespace, cfg: Any, batches: list[int]) -> int:
+    from rlvr_trainer.experiments.probe import describe, probe
+
+    res = probe(
+        cfg.replace(seed=(args.seeds or [0])[0]),
+        args.out,
+        small=args.small,
+        big=args.big,
+        units=args.units,
+        warmup=args.warmup,
+        checkpoint=args.checkpoint,
+        batches=batches,
+        max_batch=args.max_batch,
+    )
+    print(describe(res))
+    print(f"probe: {(Path(args.out) / 'probe.json').resolve()}")
+    return 0
+
+
 #: What each subcommand runs (``evidence`` by its experiment): ``(args, config, sweep batches) -> exit code``.
 COMMANDS: dict[str, Callable[[argparse.Namespace, Any, list[int]], int]] = {
     "demo": _compare,
@@ -517,6 +552,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Any, list[int]], int]] = {
     "sweep": _sweep,
     "schedule": _schedule,
     "train": _train,
+    "probe": _probe,
     "evidence": _evidence,
     "evidence --scan": _scan,
     "evidence --compare": _comparison,

@@ -27,7 +27,10 @@ class TrainConfig:
     """Everything one GRPO run needs; JSON-able (stored in checkpoints)."""
 
     model: str | None = None  # HF directory; None = the embedded tiny model
-    task: str = "arithmetic"  # "arithmetic" or a local .jsonl/.parquet of GSM8K/MATH records
+    # "arithmetic", "content" (its answer's value scored, boxed or bare), "short-answer" (bare
+    # 1-3 token answers over a finite prompt set, exact expected reward; see rlvr_trainer.tasks)
+    # or a local .jsonl/.parquet of GSM8K/MATH records
+    task: str = "arithmetic"
     task_max_level: int | None = (
         1  # arithmetic only: 0 = one-digit sums, 1 = + two-digit + one-digit, None = all
     )
@@ -66,6 +69,12 @@ class TrainConfig:
     # the training task then leaves the held-out prompts out
     eval_every: int = 0
     eval_size: int = 64  # held-out prompts, one greedy answer each
+    # "linear": every eval_every rollouts; "log": at 0, eval_every x 2^(k/2) and the budget's end
+    eval_spacing: str = "linear"
+    eval_distinct: bool = False  # arithmetic: each held-out prompt once (content: always)
+    # the records' clip_would_act is 1 when the update's gradient norm exceeds this (how often a
+    # clip at this norm would act, also with clipping off: max_grad_norm 1e9)
+    clip_reference: float = 1.0
     rollout: str = "vllm"  # "vllm" or "hf"
     # the weights' and AdamW state's dtype: fp32 (bf16 weights lose Adam steps at small LRs)
     dtype: str = "float32"
@@ -142,6 +151,15 @@ class TrainConfig:
             isinstance(self.eval_size, int) and self.eval_size >= 1, "eval_size", "must be a positive integer"
         )
         need(self.warmup_samples >= 0, "warmup_samples", "must be >= 0")
+        need(self.eval_spacing in ("linear", "log"), "eval_spacing", "must be 'linear' or 'log'")
+        need(isinstance(self.eval_distinct, bool), "eval_distinct", "must be true or false")
+        need(self.max_grad_norm > 0, "max_grad_norm", "must be > 0 (1e9: clipping off)")
+        need(self.clip_reference > 0, "clip_reference", "must be > 0")
+        need(
+            self.task_max_level is None or self.task_max_level in range(5),
+            "task_max_level",
+            "must be 0-4 or null (all five levels)",
+        )
         need(self.checkpoint_every >= 0, "checkpoint_every", "must be >= 0")
         need(isinstance(self.overlap, bool), "overlap", "must be true or false")
         from rlvr_trainer.device import DEVICE_RE

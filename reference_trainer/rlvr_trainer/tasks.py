@@ -12,7 +12,7 @@ import json
 import random
 import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -32,6 +32,14 @@ __all__ = [
     "score",
     "SPLITS",
     "heldout",
+    "TASK_NAMES",
+    "SHORT_ANSWER",
+    "CONTENT",
+    "ShortAnswerTask",
+    "distinct_problems",
+    "bare_reward",
+    "content_reward",
+    "reward_for",
 ]
 
 #: ``"all"``: every prompt; ``"train"``: prompts outside the held-out set; ``"heldout"``: inside it.
@@ -255,5 +263,97 @@ def math_reward(completion: str, gold: str) -> float:
     return fast if fast is not None else verify_reward(completion, gold)
 
 
-def score(completions: Iterable[str], golds: Iterable[str]) -> list[float]:
-    return [math_reward(c, g) for c, g in zip(completions, golds, strict=True)]
+def score(
+    completions: Iterable[str], golds: Iterable[str], reward: Callable[[str, str], float] | None = None
+) -> list[float]:
+    """Rewards of ``completions`` against ``golds`` (``reward``: :func:`math_reward` by default)."""
+    fn = reward or math_reward
+    return [fn(c, g) for c, g in zip(completions, golds, strict=True)]
+
+
+# --- the opt-in tasks of the noise-scale experiment -------------------------------------------
+#: ``short-answer``: the arithmetic sums enumerated as a finite set of distinct prompts, answered
+#: bare in 1-3 tokens; reward 1 only for the exact answer string, so the expected reward over all
+#: prompts is computable exactly (:class:`rlvr_trainer.evaluation.ExactEval`).
+SHORT_ANSWER = "short-answer"
+#: ``content``: the arithmetic task with a reward on the answer's value alone, boxed or bare: the
+#: embedded model already writes an answer after ``=``, so the reward measures content, not format.
+CONTENT = "content"
+#: Task names the trainer knows (anything else is a path to a GSM8K/MATH file).
+TASK_NAMES = ("arithmetic", SHORT_ANSWER, CONTENT)
+
+#: Operand ranges of each arithmetic level, in ``_LEVELS``' order (for enumerating its prompts).
+_LEVEL_RANGES = (
+    (range(0, 10), "+", range(0, 10)),
+    (range(10, 100), "+", range(0, 10)),
+    (range(10, 100), "+", range(10, 100)),
+    (range(10, 100), "-", range(10, 100)),
+    (range(2, 10), "*", range(10, 100)),
+)
+
+
+@lru_cache(maxsize=16)
+def distinct_problems(max_level: int | None, split: str = "all") -> tuple[Problem, ...]:
+    """Every distinct ``a op b=`` prompt of levels ``0..max_level`` (None: all five) in ``split``,
+    in a fixed order; the answer is the bare value (``solution`` too). Levels 0-1: 1,000 prompts
+    with answers 0-108 (1-3 characters, one token each in the embedded tokenizer)."""
+    _check_split(split)
+    top = len(_LEVEL_RANGES) - 1 if max_level is None else max_level
+    if not 0 <= top < len(_LEVEL_RANGES):
+        raise ValueError(f"max_level must be in 0..{len(_LEVEL_RANGES) - 1} or None, got {max_level!r}")
+    out = []
+    for level, (ra, op, rb) in enumerate(_LEVEL_RANGES[: top + 1]):
+        for a in ra:
+            for b in rb:
+                v = a + b if op == "+" else a - b if op == "-" else a * b
+                prompt = f"{a}{op}{b}="
+                if split == "all" or heldout(prompt) == (split == "heldout"):
+                    out.append(Problem(prompt=prompt, answer=str(v), solution=str(v), level=level))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class ShortAnswerTask:
+    """Prompts drawn uniformly from the distinct prompts of levels ``0..max_level`` in ``split``
+    (problem ``i`` a pure function of ``(seed, i)``, as :class:`ArithmeticTask`'s)."""
+
+    seed: int = 0
+    max_level: int | None = 1
+    split: str = "all"
+
+    def __post_init__(self) -> None:
+        _check_split(self.split)
+
+    def problem(self, index: int) -> Problem:
+        pool = distinct_problems(self.max_level, self.split)
+        return pool[random.Random(self.seed * 1_000_003 + index).randrange(len(pool))]
+
+
+def bare_reward(completion: str, gold: str) -> float:
+    """1.0 when the completion is exactly the gold answer's text (no spaces, no box), else 0.0.
+
+    With the character tokenizer this is the event "the answer's tokens, then end of sequence"
+    (up to the never-trained special tokens, which decoding drops), whose probability the exact
+    evaluation computes."""
+    return 1.0 if completion == gold else 0.0
+
+
+def content_reward(completion: str, gold: str) -> float:
+    """1.0 when the completion's answer has the gold value, boxed or bare: the content of a single
+    ``\\boxed{..}`` when there is one, else the whole completion; integers compared by value."""
+    n = completion.count("\\boxed{")
+    if n > 1:
+        return 0.0
+    ans = _last_boxed(completion) if n == 1 else completion
+    if ans is None:
+        return 0.0
+    a, g = ans.strip(), gold.strip()
+    if _INT.fullmatch(a) and _INT.fullmatch(g):
+        return 1.0 if int(a) == int(g) else 0.0
+    return 1.0 if a and a == g else 0.0
+
+
+def reward_for(task: str) -> Callable[[str, str], float]:
+    """The reward function of a task name (:data:`TASK_NAMES`; a file or ``arithmetic``:
+    :func:`math_reward`, the boxed answer)."""
+    return {SHORT_ANSWER: bare_reward, CONTENT: content_reward}.get(task, math_reward)

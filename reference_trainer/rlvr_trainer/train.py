@@ -38,7 +38,7 @@ from rlvr_schedule.theory.scaling import lr_for_batch
 from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
 from rlvr_trainer.config import TrainConfig, make_optimizer
 from rlvr_trainer.device import resolve_compute_dtype, resolve_device, set_engine_env
-from rlvr_trainer.evaluation import HeldOutEval, training_task
+from rlvr_trainer.evaluation import make_evaluator, training_task
 from rlvr_trainer.grpo import (
     PackedBatch,
     UpdateResult,
@@ -49,7 +49,7 @@ from rlvr_trainer.grpo import (
     reference_logprobs,
 )
 from rlvr_trainer.rollout import Rollout, make_engine
-from rlvr_trainer.tasks import score
+from rlvr_trainer.tasks import reward_for, score
 from rlvr_trainer.timing import PartClock
 
 __all__ = ["Trainer", "initial_schedule"]
@@ -209,7 +209,8 @@ class Trainer:
             checkpoint_on_alarm=checkpoint_on_alarm,
         )
         self.optimizer = make_optimizer(cfg, self.model.parameters(), lr)
-        self.evaluator = HeldOutEval.from_config(cfg)  # greedy accuracy on held-out prompts, or None
+        # greedy accuracy on held-out prompts (short-answer: exact expected reward), or None
+        self.evaluator = make_evaluator(cfg, self.model, self.tokenizer)
         self.step = 0
         self.samples = 0
         self.next_problem = 0
@@ -385,6 +386,11 @@ class Trainer:
                 ev = self._evaluate(engine)
                 record = self.train_step(engine)
                 record.extra.update(ev)
+                if self.samples >= self.cfg.max_samples and self.evaluator and self.evaluator.final:
+                    # the budget's end (eval_spacing "log"): after the last update, in its record
+                    fin = self._evaluate(engine, force=True)
+                    record.extra.update({f"eval_final_{k[5:]}": v for k, v in fin.items()})
+                    record.extra["eval_final_samples"] = float(self.samples)
                 decision = self.driver.observe(record)  # observers, schedule, set_batch on a switch
                 mfh.write(record)
                 dfh.write(decision.to_dict())
@@ -405,10 +411,10 @@ class Trainer:
         self.save()
         return records
 
-    def _evaluate(self, engine) -> dict[str, float]:
+    def _evaluate(self, engine, *, force: bool = False) -> dict[str, float]:
         """Held-out accuracy before the next update when one is due (overlap mode: sampled by the
         policy itself, the engine process being busy with the next batch)."""
-        if self.evaluator is None or not self.evaluator.due(self.samples, self.batch):
+        if self.evaluator is None or not (force or self.evaluator.due(self.samples, self.batch)):
             return {}
         if self.cfg.overlap:
             from rlvr_trainer.rollout import HFEngine
@@ -559,7 +565,8 @@ class Trainer:
 
     def _rewards(self, problems: list, rollouts: list[Rollout]) -> torch.Tensor:
         golds = [p.answer for p in problems for _ in range(self.cfg.group_size)]
-        return torch.tensor(score([r.text for r in rollouts], golds), dtype=torch.float32)
+        rewards = score([r.text for r in rollouts], golds, reward_for(self.cfg.task))
+        return torch.tensor(rewards, dtype=torch.float32)
 
     def _pack(
         self,
@@ -646,6 +653,8 @@ class Trainer:
             micro_batch=upd.micro_batch,
             extra={
                 "lr_effective": lr * warm,
+                # 1 when a clip at clip_reference would act on this update (clipping on or off)
+                "clip_would_act": float(upd.grad_norm > cfg.clip_reference),
                 **_wall_times(clock.host_seconds(), generate_s),
                 # seconds per part of the span (CUDA: device time from CUDA events)
                 **{f"timing_s/{k}": v for k, v in clock.seconds().items()},

@@ -1,10 +1,11 @@
-"""Theory: LR scaling rules, the local quadratic model, McCandlish's noise scale, a noisy-quadratic simulator.
+"""Theory: LR scaling rules, the local quadratic model, McCandlish's noise scale (and its two-batch
+probe, ``noise_scale``), a noisy-quadratic simulator.
 
 numpy only. Each module's docstring gives its formulas and their sources
 (McCandlish et al. 2018, Malladi et al. 2022).
 """
 
-from rlvr_schedule.theory import mccandlish
+from rlvr_schedule.theory import mccandlish, noise_scale
 from rlvr_schedule.theory.mccandlish import (
     b_noise,
     b_simple,
@@ -33,6 +34,7 @@ __all__ = [
     "gradient_noise_from_two_batches",
     "lr_for_batch",
     "mccandlish",
+    "noise_scale",
     "progress_opt",
     "sgd_expected_decrease",
     "steps_for_samples",
