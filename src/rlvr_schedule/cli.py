@@ -29,6 +29,7 @@ from rlvr_schedule import __version__
 from rlvr_schedule._format import clean_json as _clean
 from rlvr_schedule._format import column_formatter as _column_formatter
 from rlvr_schedule._format import fmt as _fmt
+from rlvr_schedule.bounds import MAX_BATCH, WHY
 from rlvr_schedule.errors import ConfigError, RlvrScheduleError
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ def _batch_options(items: Sequence[str] | None) -> tuple[int | None, dict[str, i
             n = 0
         if n < 1:
             raise RlvrScheduleError(f"--batch {item!r}: expected N or LOG=N with N a whole number >= 1")
+        if n > MAX_BATCH:
+            raise RlvrScheduleError(f"--batch {item!r}: must be {WHY['batch']}")
         if sep:
             per_log[key] = n
         else:
@@ -458,6 +461,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schedule_batches(schedule: Any) -> list[int]:
+    """The batches a schedule names up front (a static one's stages; a policy's first batch)."""
+    stages = getattr(schedule, "stages", None)
+    if stages:
+        return [int(st.batch) for st in stages]
+    current = getattr(schedule, "current", None)
+    batch = getattr(current, "batch", None)
+    return [int(batch)] if isinstance(batch, (int, float)) and batch >= 1 else []
+
+
 def _schedule_for_simulation(args: argparse.Namespace, task: dict[str, Any]):
     if args.schedule:
         from rlvr_schedule.policy import load_schedule
@@ -533,9 +546,28 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     def env() -> SyntheticEnvironment:
         return SyntheticEnvironment(noise=args.noise, seed=args.seed, drift=args.drift, **task)
 
-    runs = [env().run(_schedule_for_simulation(args, task), args.max_samples)]
+    from rlvr_schedule.bounds import MAX_SIMULATE_UPDATES
+
+    schedule = _schedule_for_simulation(args, task)
+    smallest = min([*args.constant, int(task["base_batch"]), *_schedule_batches(schedule)])
+    updates = args.max_samples / smallest
+    if updates > MAX_SIMULATE_UPDATES:
+        raise RlvrScheduleError(
+            f"--max-samples {args.max_samples:g} is {updates:.3g} updates at batch {smallest}: at most "
+            f"{MAX_SIMULATE_UPDATES:,} updates a run are simulated (about 100 s each); lower --max-samples "
+            "or raise the smallest batch"
+        )
+    progress = updates * (1 + len(args.constant)) > 100_000  # a run of many seconds: say where it is
+    n_runs = 1 + len(args.constant)
+    if progress:
+        print(
+            f"simulate: run 1/{n_runs} (the schedule), up to {args.max_samples:g} rollouts", file=sys.stderr
+        )
+    runs = [env().run(schedule, args.max_samples)]
     runs[0].name = "schedule"
-    for b in args.constant:
+    for i, b in enumerate(args.constant, start=2):
+        if progress:
+            print(f"simulate: run {i}/{n_runs} (constant batch {b})", file=sys.stderr, flush=True)
         r = env().run_constant(b, args.max_samples)
         r.name = f"constant-{b}"
         runs.append(r)
@@ -729,9 +761,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
     import time
 
     from rlvr_schedule.ingest.follow import LogFollower
+    from rlvr_schedule.ingest.textio import check_regular
 
-    if not Path(args.log).exists():
-        raise RlvrScheduleError(f"{args.log}: no such file or directory")
+    check_regular(args.log)  # missing, a FIFO, a device, a symlink loop: refused before any read
     watch = _Watch()
     shown_warnings = 0
     failed = False
@@ -925,6 +957,52 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _batch_int(text: str) -> int:
+    """A batch option: a whole number of rollouts per update within :data:`bounds.MAX_BATCH`."""
+    v = _positive_int(text)
+    if v > MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"must be {WHY['batch']}, got {text!r}")
+    return v
+
+
+def _lr_float(text: str) -> float:
+    from rlvr_schedule.bounds import MAX_LR
+
+    v = _positive_float(text)
+    if v > MAX_LR:
+        raise argparse.ArgumentTypeError(f"must be {WHY['lr']}, got {text!r}")
+    return v
+
+
+def _samples_float(text: str) -> float:
+    from rlvr_schedule.bounds import MAX_SAMPLES
+
+    v = _positive_float(text)
+    if v > MAX_SAMPLES:
+        raise argparse.ArgumentTypeError(f"must be {WHY['samples']}, got {text!r}")
+    return v
+
+
+def _critical_batch_float(text: str) -> float:
+    v = _positive_float(text)
+    if v > MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"must be {WHY['batch']}, got {text!r}")
+    return v
+
+
+def _price_option(text: str) -> float:
+    """``--price``: an update's cost in rollouts. 0 is refused: it makes updates free, so every batch
+    above one rollout would cost time for nothing and the priced plan would be the smallest batch."""
+    v = _nonnegative_float(text)
+    if v == 0:
+        raise argparse.ArgumentTypeError(
+            "must be > 0: the price is what one update costs in rollouts (seconds per update / seconds "
+            "per rollout); 0 would make updates free and every plan the smallest batch (for a nearly "
+            "free update give a small number, e.g. 0.1)"
+        )
+    return v
+
+
 def _nonnegative_float(text: str) -> float:
     try:
         v = float(text)
@@ -1002,12 +1080,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp = logs_cmd("fit", "critical batch, failure samples and a per-run table")
     sp.add_argument("--json", action="store_true")
-    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
+    sp.add_argument("--price", type=_price_option, default=None, help=price_help)
     sp.set_defaults(func=cmd_fit)
 
     sp = logs_cmd("plan", "a multi-step schedule from sweep logs")
     sp.add_argument("--json", action="store_true")
-    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
+    sp.add_argument("--price", type=_price_option, default=None, help=price_help)
     sp.add_argument(
         "--group-size", type=_positive_int, default=None, help="rollouts per prompt; batches are multiples"
     )
@@ -1021,7 +1099,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_plan)
 
     sp = logs_cmd("report", "PNG plots and a summary page")
-    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
+    sp.add_argument("--price", type=_price_option, default=None, help=price_help)
     sp.add_argument("--out", required=True, help="output directory")
     sp.set_defaults(func=cmd_report)
 
@@ -1077,31 +1155,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--critical-batch",
-        type=float,
+        type=_critical_batch_float,
         default=None,
         help="the environment's critical batch at --lr, --base-batch (rollouts/update; default 256)",
     )
     sp.add_argument(
         "--failure-samples",
-        type=float,
+        type=_samples_float,
         default=None,
         help="rollouts until collapse (at every batch, under the sqrt rule; default 50,000)",
     )
-    sp.add_argument("--lr", type=_positive_float, default=1e-6, help="LR at --base-batch")
-    sp.add_argument("--base-batch", type=_positive_int, default=64)
+    sp.add_argument("--lr", type=_lr_float, default=1e-6, help="LR at --base-batch")
+    sp.add_argument("--base-batch", type=_batch_int, default=64)
     sp.add_argument(
         "--initial-batch",
-        type=_positive_int,
+        type=_batch_int,
         default=None,
         help="two-clock policy's first batch (default: auto, below the estimated critical batch)",
     )
     sp.add_argument("--noise", type=float, default=1.0, help="metric-noise multiplier (0: exact clocks)")
     sp.add_argument("--drift", type=float, default=0.0, help="critical batch growth with progress")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--max-samples", type=int, default=80_000)
+    sp.add_argument(
+        "--max-samples",
+        type=_samples_float,
+        default=80_000,
+        help="rollouts each simulated run consumes (at most 1,000,000 updates at the smallest batch)",
+    )
     sp.add_argument(
         "--constant",
-        type=int,
+        type=_batch_int,
         nargs="*",
         default=[16, 64, 256, 1024],
         help="constant batches to compare against",
@@ -1113,20 +1196,40 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Bad input exits 2 with one line per class of fault (the catalogue:
+    docs/cli_and_formats.md, "Errors"); a warning said again word for word is counted, not repeated."""
     args = build_parser().parse_args(argv)
+    said: dict[str, int] = {}
 
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"warning: {message}", file=sys.stderr)
+        text = str(message)
+        said[text] = said.get(text, 0) + 1
+        if said[text] == 1:
+            print(f"warning: {text}", file=sys.stderr)
+
+    def fail(message: str) -> int:
+        print(f"rlvr-schedule {args.command}: error: {message}", file=sys.stderr)
+        return 2
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.showwarning = show  # one line on stderr, also under a test's warning capture
-            return int(args.func(args) or 0)
-    except (RlvrScheduleError, OSError, ValueError) as exc:
-        # data errors (bad logs, files, numbers) exit 2 with the message, never a traceback
-        print(f"rlvr-schedule {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+            try:
+                return int(args.func(args) or 0)
+            finally:
+                repeated = sum(n - 1 for n in said.values())
+                if repeated:
+                    print(f"warning: {repeated} repeat(s) of the warnings above not shown", file=sys.stderr)
+    except (
+        RlvrScheduleError
+    ) as exc:  # bad logs, schedules, options (IngestError, ConfigError, a missing extra)
+        return fail(str(exc))
+    except OSError as exc:  # a file the system would not open or write (permissions, a full disk)
+        where = f"{exc.filename}: " if exc.filename else ""
+        return fail(f"{where}{exc.strerror or exc}")
+    except ValueError as exc:  # a number no reader checked (a library's own check)
+        return fail(f"invalid value: {exc}")
     except KeyboardInterrupt:  # pragma: no cover - watch stopped by hand
         return 130
 

@@ -62,16 +62,30 @@ class MappedMetrics:
     ``values`` maps canonical fields to floats (NaN where a non-finite value was logged);
     ``names`` says which logged name filled each field; ``unknown`` lists names neither an
     alias nor a known framework metric (kept in ``extra``); ``nonfinite`` the
-    ``(logged name, value)`` pairs that were set to NaN; ``non_numeric`` unknown names whose
-    value was not a number (dropped).
+    ``(logged name, value)`` pairs that were set to NaN (a null of a float field is one: null and
+    NaN are read alike); ``implausible`` the ``(logged name, value, why)`` of values beyond
+    :mod:`rlvr_schedule.bounds` (a reward or LR), also set to NaN; ``non_numeric`` unknown names
+    whose value was not a number (dropped).
     """
 
     values: dict[str, float] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
-    nonfinite: list[tuple[str, float]] = field(default_factory=list)
+    nonfinite: list[tuple[str, float | None]] = field(default_factory=list)
+    implausible: list[tuple[str, float, str]] = field(default_factory=list)
     non_numeric: list[str] = field(default_factory=list)
+
+
+def _implausible(fld: str, value: float) -> str | None:
+    """Why a canonical field's finite value is beyond belief (None: plausible)."""
+    from rlvr_schedule.bounds import MAX_ABS_REWARD, MAX_LR, WHY
+
+    if fld in ("reward_mean", "reward_std") and abs(value) > MAX_ABS_REWARD:
+        return WHY["reward"]
+    if fld == "lr" and (value > MAX_LR or value < 0):
+        return WHY["lr"] + " and not negative"
+    return None
 
 
 def map_metrics(
@@ -95,7 +109,10 @@ def map_metrics(
         name = str(raw_name)
         value = to_number(raw)
         hit = table.resolve(name)
-        if value is None:
+        if value is None and raw is None and hit is not None and hit[0] not in INT_FIELDS:
+            out.nonfinite.append((name, None))  # a null metric: missing, as NaN is
+            value = math.nan
+        elif value is None:
             if hit is not None and raw is not None and not (isinstance(raw, str) and not raw.strip()):
                 raise IngestError(f"value {raw!r} is not a number", source=source, line=line, field=name)
             if (
@@ -106,8 +123,11 @@ def map_metrics(
             ):
                 out.non_numeric.append(name)
             continue
-        if not math.isfinite(value):
+        elif not math.isfinite(value):
             out.nonfinite.append((name, value))
+            value = math.nan
+        elif hit is not None and (why := _implausible(hit[0], value)) is not None:
+            out.implausible.append((name, value, why))
             value = math.nan
         numeric[name] = value
         if hit is None:
@@ -140,7 +160,11 @@ def _as_int(value: float, fld: str, *, source: str | None, line: int | None, min
 
 
 def warn_nonfinite(
-    pairs: list[tuple[str, float]], *, source: str | None = None, line: int | None = None, stacklevel: int = 3
+    pairs: list[tuple[str, float | None]],
+    *,
+    source: str | None = None,
+    line: int | None = None,
+    stacklevel: int = 3,
 ) -> None:
     """One :class:`IngestWarning` per non-finite value, naming where and which field."""
     for name, value in pairs:

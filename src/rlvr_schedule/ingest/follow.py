@@ -15,11 +15,11 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 
-from rlvr_schedule.errors import IngestError
+from rlvr_schedule.errors import DamagedLogError, IngestError
 from rlvr_schedule.ingest.load import detect_format, load_run
 from rlvr_schedule.ingest.options import ReadOptions
-from rlvr_schedule.ingest.tb import event_files
-from rlvr_schedule.ingest.textio import is_gzip
+from rlvr_schedule.ingest.tb import event_files, is_event_file
+from rlvr_schedule.ingest.textio import check_regular, is_gzip
 from rlvr_schedule.ingest.wandb_run import wandb_run_file
 from rlvr_schedule.records import Run, StepRecord
 
@@ -60,11 +60,18 @@ class LogFollower:
             return run_file.stat().st_size
         if self.path.is_dir():
             return sum(f.stat().st_size for f in event_files(self.path))
-        return self.path.stat().st_size if self.path.exists() else -1
+        if not os.path.lexists(self.path):
+            return -1
+        return check_regular(self.path).st_size
 
     def _snapshot(self) -> Path:
         """The log up to its last complete line, as a file of the same name (for format detection)."""
-        if self.path.is_dir() or is_gzip(self.path) or self.path.suffix == ".wandb":
+        if (
+            self.path.is_dir()
+            or is_gzip(self.path)
+            or self.path.suffix == ".wandb"
+            or is_event_file(self.path)
+        ):
             return self.path  # event files, W&B run files and .gz are read whole (readers skip a torn tail)
         with open(self.path, "rb") as fh:
             data = fh.read()
@@ -92,6 +99,8 @@ class LogFollower:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 run = load_run(snap, name=self._name(), options=opts)
+        except DamagedLogError as exc:  # appending cannot mend it: stop, do not wait
+            raise DamagedLogError(str(exc).replace(str(snap), str(self.path))) from None
         except IngestError as exc:
             self.error = str(exc).replace(str(snap), str(self.path))
             return []

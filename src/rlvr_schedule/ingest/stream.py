@@ -58,6 +58,7 @@ class RecordStream:
         self._gap_derived: str | None = None
         self._skipped: list[str] = []  # rows without any canonical metric, not at the last step
         self._warned = False
+        self._rewinds: list[Any] | None = None  # after the first re-logged step: [more, last line, dropped]
         self._loc: str | None = self.source  # source of the row being appended (with its label)
         self.names: dict[str, str] = {}  # canonical field -> the logged name that first filled it
 
@@ -185,10 +186,15 @@ class RecordStream:
         return record
 
     def _as_int(self, value: float, line: int | None, fld: str, *, minimum: int) -> int:
+        from rlvr_schedule.bounds import MAX_BATCH, MAX_SAMPLES, WHY
+
         if not math.isfinite(value) or value != int(value):
             raise self._error(f"must be a whole number, got {value!r}", line, fld)
         if value < minimum:
             raise self._error(f"must be >= {minimum}, got {int(value)}", line, fld)
+        kind = "batch" if minimum == 1 else "samples"
+        if value > (MAX_BATCH if kind == "batch" else MAX_SAMPLES):
+            raise self._error(f"must be {WHY[kind]}, got {value!r}", line, fld)
         return int(value)
 
     def _at(self, i: int) -> str:
@@ -209,13 +215,19 @@ class RecordStream:
                 step_field,
             )
         n = len(self.records) - idx
-        warnings.warn(
-            f"{_where(self._loc, line)}: field {step_field!r}: step {step} logged again "
-            f"(first{self._at(idx)}; a resumed run?): keeping the later record(s), "
-            f"dropping {n} earlier one(s)",
-            IngestWarning,
-            stacklevel=4,
-        )
+        if self._rewinds is None:
+            self._rewinds = [0, line, 0]
+            warnings.warn(
+                f"{_where(self._loc, line)}: field {step_field!r}: step {step} logged again "
+                f"(first{self._at(idx)}; a resumed run?): keeping the later record(s), "
+                f"dropping {n} earlier one(s)",
+                IngestWarning,
+                stacklevel=4,
+            )
+        else:  # counted, said once at the end: a log written twice would warn once a record
+            self._rewinds[0] += 1
+            self._rewinds[1] = line
+            self._rewinds[2] += n
         del self.records[idx:]
         del self.lines[idx:]
         self.dropped += n
@@ -247,20 +259,23 @@ class RecordStream:
         for name, value in m.nonfinite:
             if name in int_names:
                 continue  # an error follows when the integer is read
-            seen = self._nonfinite.get(name)
-            if seen is None:
-                self._nonfinite[name] = [line, 1]
-                warnings.warn(
-                    f"{_where(self._loc, line)}: field {name!r}: non-finite value {value!r} set to NaN",
-                    IngestWarning,
-                    stacklevel=4,
-                )
-            else:
-                seen[1] += 1
+            what = "null value read as NaN" if value is None else f"non-finite value {value!r} set to NaN"
+            self._count_nonfinite(name, line, what)
+        for name, value, why in m.implausible:
+            self._count_nonfinite(name, line, f"implausible value {value!r} set to NaN (must be {why})")
         for name in m.unknown:
             self._unknown.setdefault(name)
         for name in m.non_numeric:
             self._non_numeric.setdefault(name)
+
+    def _count_nonfinite(self, name: str, line: int | None, what: str) -> None:
+        """The first missing (null, NaN, implausible) value of a field warned, the rest counted."""
+        seen = self._nonfinite.get(name)
+        if seen is None:
+            self._nonfinite[name] = [line, 1]
+            warnings.warn(f"{_where(self._loc, line)}: field {name!r}: {what}", IngestWarning, stacklevel=5)
+        else:
+            seen[1] += 1
 
     # -- finishing -----------------------------------------------------------------------
     def warn_pending(self) -> None:
@@ -284,7 +299,8 @@ class RecordStream:
         for name, (first, count) in self._nonfinite.items():
             if count > 1:
                 warnings.warn(
-                    f"{where}: field {name!r}: {count} non-finite values set to NaN (first at line {first})",
+                    f"{where}: field {name!r}: {count} non-finite values set to NaN (nulls and implausible "
+                    f"values counted with them; first at line {first})",
                     IngestWarning,
                     stacklevel=3,
                 )
@@ -297,6 +313,14 @@ class RecordStream:
             )
         if self._gap_derived:
             warnings.warn(self._gap_derived, IngestWarning, stacklevel=3)
+        if self._rewinds is not None and self._rewinds[0]:
+            more, last, dropped = self._rewinds
+            warnings.warn(
+                f"{_where(self.source, last)}: {more} more step(s) logged again after the first (the last "
+                f"here): each time the later record(s) kept, {dropped} earlier one(s) dropped",
+                IngestWarning,
+                stacklevel=3,
+            )
 
     def to_run(self, *, name: str | None = None, require_reward: bool = True) -> Run:
         """The validated :class:`Run`; errors when empty or (``require_reward``) without any reward."""

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr_schedule.errors import IngestError
+from rlvr_schedule.errors import IngestError, MissingExtraError
 
 __all__ = ["WandbRecords", "scan", "INSTALL_HINT", "PINNED"]
 
@@ -40,10 +40,8 @@ def _modules() -> tuple[Any, Any]:
     try:
         from wandb.proto import wandb_internal_pb2
         from wandb.sdk.internal import datastore
-    except ImportError as exc:
-        raise IngestError(
-            f"reading W&B run files needs the wandb package's record reader ({exc}): {INSTALL_HINT}"
-        ) from None
+    except ImportError:
+        raise MissingExtraError("reading W&B run files", "wandb", hint=INSTALL_HINT) from None
     return datastore, wandb_internal_pb2
 
 
