@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr_schedule.errors import IngestWarning
 from rlvr_schedule.bounds import MAX_ABS_REWARD, MAX_LR
+from rlvr_schedule.errors import IngestWarning
 from rlvr_schedule.ingest import read_csv, read_jsonl, write_jsonl
 from rlvr_schedule.records import METRIC_FIELDS, StepRecord
 
