@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr_schedule.bounds import MAX_ABS_REWARD, MAX_LR, WHY
 from rlvr_schedule.errors import IngestError, IngestWarning
 from rlvr_schedule.ingest.aliases import as_table, is_known_extra
 from rlvr_schedule.records import METRIC_FIELDS, StepRecord
@@ -77,15 +78,12 @@ class MappedMetrics:
     non_numeric: list[str] = field(default_factory=list)
 
 
-def _implausible(fld: str, value: float) -> str | None:
-    """Why a canonical field's finite value is beyond belief (None: plausible)."""
-    from rlvr_schedule.bounds import MAX_ABS_REWARD, MAX_LR, WHY
-
-    if fld in ("reward_mean", "reward_std") and abs(value) > MAX_ABS_REWARD:
-        return WHY["reward"]
-    if fld == "lr" and (value > MAX_LR or value < 0):
-        return WHY["lr"] + " and not negative"
-    return None
+#: field -> (lowest, highest, why) of :mod:`rlvr_schedule.bounds` (a log's reward and LR)
+_BOUNDED = (
+    ("reward_mean", -MAX_ABS_REWARD, MAX_ABS_REWARD, WHY["reward"]),
+    ("reward_std", -MAX_ABS_REWARD, MAX_ABS_REWARD, WHY["reward"]),
+    ("lr", 0.0, MAX_LR, WHY["lr"] + " and not negative"),
+)
 
 
 def map_metrics(
@@ -109,25 +107,23 @@ def map_metrics(
         name = str(raw_name)
         value = to_number(raw)
         hit = table.resolve(name)
-        if value is None and raw is None and hit is not None and hit[0] not in INT_FIELDS:
-            out.nonfinite.append((name, None))  # a null metric: missing, as NaN is
-            value = math.nan
-        elif value is None:
-            if hit is not None and raw is not None and not (isinstance(raw, str) and not raw.strip()):
-                raise IngestError(f"value {raw!r} is not a number", source=source, line=line, field=name)
-            if (
-                hit is None
-                and raw is not None
-                and not (isinstance(raw, str) and not raw.strip())
-                and not is_known_extra(name)
-            ):
-                out.non_numeric.append(name)
-            continue
+        if value is None:
+            if raw is None and hit is not None and hit[0] not in INT_FIELDS:
+                out.nonfinite.append((name, None))  # a null metric: missing, as NaN is
+                value = math.nan
+            else:
+                if hit is not None and raw is not None and not (isinstance(raw, str) and not raw.strip()):
+                    raise IngestError(f"value {raw!r} is not a number", source=source, line=line, field=name)
+                if (
+                    hit is None
+                    and raw is not None
+                    and not (isinstance(raw, str) and not raw.strip())
+                    and not is_known_extra(name)
+                ):
+                    out.non_numeric.append(name)
+                continue
         elif not math.isfinite(value):
             out.nonfinite.append((name, value))
-            value = math.nan
-        elif hit is not None and (why := _implausible(hit[0], value)) is not None:
-            out.implausible.append((name, value, why))
             value = math.nan
         numeric[name] = value
         if hit is None:
@@ -146,6 +142,12 @@ def map_metrics(
     for fld, (_, name) in best.items():
         out.values[fld] = numeric[name]
         out.names[fld] = name
+    values = out.values
+    for fld, low, high, why in _BOUNDED:
+        v = values.get(fld)
+        if v is not None and (v < low or v > high):  # NaN compares false: not implausible
+            out.implausible.append((out.names[fld], v, why))
+            values[fld] = math.nan
     return out
 
 

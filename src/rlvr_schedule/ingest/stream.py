@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from rlvr_schedule.bounds import MAX_BATCH, MAX_SAMPLES, WHY
 from rlvr_schedule.errors import IngestError, IngestWarning
 from rlvr_schedule.ingest.aliases import FIELD_ALIASES, as_table
 from rlvr_schedule.ingest.canonical import INT_FIELDS, build_record, map_metrics
@@ -186,14 +187,12 @@ class RecordStream:
         return record
 
     def _as_int(self, value: float, line: int | None, fld: str, *, minimum: int) -> int:
-        from rlvr_schedule.bounds import MAX_BATCH, MAX_SAMPLES, WHY
-
         if not math.isfinite(value) or value != int(value):
             raise self._error(f"must be a whole number, got {value!r}", line, fld)
         if value < minimum:
             raise self._error(f"must be >= {minimum}, got {int(value)}", line, fld)
-        kind = "batch" if minimum == 1 else "samples"
-        if value > (MAX_BATCH if kind == "batch" else MAX_SAMPLES):
+        if value > MAX_BATCH and (minimum == 1 or value > MAX_SAMPLES):
+            kind = "batch" if minimum == 1 else "samples"
             raise self._error(f"must be {WHY[kind]}, got {value!r}", line, fld)
         return int(value)
 
