@@ -220,9 +220,10 @@ def _yaml_loader():  # the SafeLoader, refusing a key given twice in one mapping
     class Loader(yaml.SafeLoader):
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             if isinstance(node, yaml.MappingNode):
-                self.flatten_mapping(node)  # merge keys (<<) first: what they bring may be overridden
                 seen: dict[Any, int] = {}
-                for key_node, _ in node.value:
+                for key_node, _ in node.value:  # the keys written here; a merge key's (<<) may be overridden
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
                     key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
                     if key in seen:
                         raise ConfigError(
