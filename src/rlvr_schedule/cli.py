@@ -768,6 +768,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
     shown_warnings = 0
     failed = False
     last_change = time.monotonic()
+    hooks = _HookRunner(args)
+    runs_seen = 0
     with LogFollower(args.log, _read_options(args, _batch_options(args.batch)[0])) as follower:
         while True:
             new = follower.poll()
@@ -776,13 +778,21 @@ def cmd_watch(args: argparse.Namespace) -> int:
             for w in follower.warnings[shown_warnings:]:
                 print(f"warning: {w}", file=sys.stderr)
             shown_warnings = len(follower.warnings)
+            hooks.poll()
+            if follower.deleted:
+                hooks.finish()
+                print(f"rlvr-schedule watch: {args.log} was deleted: exiting", file=sys.stderr)
+                return EXIT_DELETED
+            if follower.new_runs != runs_seen:  # a restart from step 1: the clocks start over
+                runs_seen = follower.new_runs
+                watch = _Watch()
             if new:
                 last_change = time.monotonic()
                 for i, rec in enumerate(new):
                     watch.update(rec)
                     for alarm in watch.raised:
                         failed |= alarm.kind == "failure"
-                        _on_alarm(args, alarm, rec)
+                        _on_alarm(args, alarm, rec, hooks)
                     if failed and args.exit_on_failure:
                         new = new[: i + 1]  # the state printed is the failure's
                         break
@@ -799,6 +809,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             time.sleep(args.interval)
             if failed and args.exit_on_failure:
                 break
+        hooks.finish()
         if watch.records == 0:
             raise RlvrScheduleError(follower.error or f"{args.log}: no records")
     if failed and args.exit_on_failure:
@@ -809,26 +820,70 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 #: ``watch --exit-on-failure``: the exit status once the failure clock fired (2 is bad input).
 EXIT_FAILURE = 3
+#: ``watch``: the exit status when the log was deleted (and not replaced by the next read).
+EXIT_DELETED = 4
 
 
-def _on_alarm(args: argparse.Namespace, alarm: WatchAlarm, rec: StepRecord) -> None:
-    """One raised alarm: a line on stderr, and ``--on-alarm CMD`` run with the alarm as JSON on stdin
-    (a command that fails or hangs is reported, never stops the watch)."""
-    import subprocess
+class _HookRunner:
+    """``--on-alarm CMD`` without blocking the watch: each alarm is queued and a worker thread runs
+    ``CMD`` in a shell, one alarm at a time in the order raised, with the alarm as JSON on stdin, while
+    the watch goes on reading. A command that exits non-zero or runs past ``--on-alarm-timeout`` (then
+    killed) is reported on stderr. At the end the watch waits for the queued commands, each at most
+    its timeout."""
 
+    def __init__(self, args: argparse.Namespace) -> None:
+        import queue
+
+        self.cmd: str = getattr(args, "on_alarm", None) or ""
+        self.timeout = float(getattr(args, "on_alarm_timeout", 30.0) or 30.0)
+        self.queue: queue.Queue[str | None] = queue.Queue()
+        self.thread: Any = None
+
+    def start(self, payload: str) -> None:
+        import threading
+
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._work, name="rlvr-on-alarm", daemon=True)
+            self.thread.start()
+        self.queue.put(payload)
+
+    def _work(self) -> None:
+        import subprocess
+
+        while (payload := self.queue.get()) is not None:
+            try:
+                done = subprocess.run(
+                    self.cmd, shell=True, input=payload, text=True, timeout=self.timeout, check=False
+                )
+            except subprocess.TimeoutExpired:
+                print(f"warning: --on-alarm command timed out after {self.timeout:g} s", file=sys.stderr)
+                continue
+            except OSError as exc:
+                print(f"warning: --on-alarm command could not start ({exc})", file=sys.stderr)
+                continue
+            if done.returncode != 0:
+                print(f"warning: --on-alarm command exited with status {done.returncode}", file=sys.stderr)
+
+    def poll(self) -> None:
+        """Nothing to do: the worker reports as commands end (kept for the loop's symmetry)."""
+
+    def finish(self) -> None:
+        if self.thread is None:
+            return
+        pending = self.queue.qsize() + 1
+        self.queue.put(None)
+        self.thread.join(timeout=pending * (self.timeout + 1))
+        self.thread = None
+
+
+def _on_alarm(args: argparse.Namespace, alarm: WatchAlarm, rec: StepRecord, hooks: _HookRunner) -> None:
+    """One raised alarm: a line on stderr, and ``--on-alarm CMD`` started with the alarm as JSON on
+    stdin (:class:`_HookRunner`: a command that fails or hangs is reported, never stops the watch)."""
     print(alarm.line(), file=sys.stderr, flush=True)
     if not args.on_alarm:
         return
     payload = json.dumps({**alarm.to_dict(), "log": str(args.log), "batch": rec.batch, "lr": rec.lr})
-    try:
-        done = subprocess.run(
-            args.on_alarm, shell=True, input=payload, text=True, timeout=args.on_alarm_timeout, check=False
-        )
-    except subprocess.TimeoutExpired:
-        print(f"warning: --on-alarm command timed out after {args.on_alarm_timeout:g} s", file=sys.stderr)
-        return
-    if done.returncode != 0:
-        print(f"warning: --on-alarm command exited with status {done.returncode}", file=sys.stderr)
+    hooks.start(payload)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

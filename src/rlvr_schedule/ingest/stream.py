@@ -59,6 +59,7 @@ class RecordStream:
         self._gap_derived: str | None = None
         self._skipped: list[str] = []  # rows without any canonical metric, not at the last step
         self._warned = False
+        self.restarted_at: int | None = None  # the line where the run started over from its first step
         self._rewinds: list[Any] | None = None  # after the first re-logged step: [more, last line, dropped]
         self._loc: str | None = self.source  # source of the row being appended (with its label)
         self.names: dict[str, str] = {}  # canonical field -> the logged name that first filled it
@@ -214,6 +215,8 @@ class RecordStream:
                 step_field,
             )
         n = len(self.records) - idx
+        if idx == 0:  # every record before logged again: the run restarted (a resumed run keeps some)
+            self.restarted_at = line
         if self._rewinds is None:
             self._rewinds = [0, line, 0]
             warnings.warn(
@@ -341,7 +344,10 @@ class RecordStream:
                 field="reward_mean",
             )
         self.warn_pending()
-        return Run(list(self.records), name=name or self.name, source=self.source)
+        run = Run(list(self.records), name=name or self.name, source=self.source)
+        if self.restarted_at is not None:
+            run.meta["restarted_at_line"] = self.restarted_at
+        return run
 
     def __repr__(self) -> str:
         return f"RecordStream({self.name!r}, {len(self.records)} records, source={self.source!r})"
