@@ -59,6 +59,7 @@ class RecordStream:
         self._gap_derived: str | None = None
         self._skipped: list[str] = []  # rows without any canonical metric, not at the last step
         self._warned = False
+        self._undo: dict[str, Any] | None = None  # a rewind not yet said (see _settle_rewind)
         self.restarted_at: int | None = None  # the line where the run started over from its first step
         self._rewinds: list[Any] | None = None  # after the first re-logged step: [more, last line, dropped]
         self._loc: str | None = self.source  # source of the row being appended (with its label)
@@ -203,6 +204,8 @@ class RecordStream:
 
     def _rewind_or_check(self, step: int, line: int | None, step_field: str) -> None:
         """Drop the records a resumed run re-logs; a step going back to an unseen value is an error."""
+        if self._undo is not None:
+            self._settle_rewind(step)
         last = self.last
         if last is None or step > last.step:
             return
@@ -215,24 +218,58 @@ class RecordStream:
                 step_field,
             )
         n = len(self.records) - idx
-        if idx == 0:  # every record before logged again: the run restarted (a resumed run keeps some)
-            self.restarted_at = line
-        if self._rewinds is None:
-            self._rewinds = [0, line, 0]
-            warnings.warn(
-                f"{_where(self._loc, line)}: field {step_field!r}: step {step} logged again "
-                f"(first{self._at(idx)}; a resumed run?): keeping the later record(s), "
-                f"dropping {n} earlier one(s)",
-                IngestWarning,
-                stacklevel=4,
-            )
-        else:  # counted, said once at the end: a log written twice would warn once a record
-            self._rewinds[0] += 1
-            self._rewinds[1] = line
-            self._rewinds[2] += n
+        self._settle_rewind(None)
+        msg = (
+            f"{_where(self._loc, line)}: field {step_field!r}: step {step} logged again "
+            f"(first{self._at(idx)}; a resumed run?): keeping the later record(s), "
+            f"dropping {n} earlier one(s)"
+        )
+        # said once the next record shows what it was: a resumed run, or one stray record (the steps
+        # then go on past those dropped, which are put back)
+        self._undo = {
+            "records": self.records[idx:],
+            "lines": self.lines[idx:],
+            "idx": idx,
+            "line": line,
+            "step": step,
+            "msg": msg,
+            "n": n,
+            "last": last.step,
+        }
         del self.records[idx:]
         del self.lines[idx:]
         self.dropped += n
+
+    def _settle_rewind(self, next_step: int | None) -> None:
+        """Decide a pending rewind: ``next_step`` past the dropped records' last step, one record after
+        it, means that record was a stray (skipped, the dropped records put back); else a resumed or
+        restarted run (warned, or counted after the first)."""
+        u, self._undo = self._undo, None
+        if u is None:
+            return
+        stray = next_step is not None and next_step > u["last"] and u["n"] > 1
+        if stray and len(self.records) == u["idx"] + 1:
+            self.records.pop()
+            self.lines.pop()
+            self.records.extend(u["records"])
+            self.lines.extend(u["lines"])
+            self.dropped -= u["n"]
+            warnings.warn(
+                f"{_where(self._loc, u['line'])}: a stray record: step {u['step']} between steps {u['last']} "
+                f"and {next_step} (the steps go on): skipped, the {u['n']} record(s) before it kept",
+                IngestWarning,
+                stacklevel=5,
+            )
+            return
+        if u["idx"] == 0:  # every record before logged again: the run restarted (a resumed run keeps some)
+            self.restarted_at = u["line"]
+        if self._rewinds is None:
+            self._rewinds = [0, u["line"], 0]
+            warnings.warn(u["msg"], IngestWarning, stacklevel=5)
+        else:  # counted, said once at the end: a log written twice would warn once a record
+            self._rewinds[0] += 1
+            self._rewinds[1] = u["line"]
+            self._rewinds[2] += u["n"]
 
     def _admit(
         self,
@@ -282,6 +319,7 @@ class RecordStream:
     # -- finishing -----------------------------------------------------------------------
     def warn_pending(self) -> None:
         """Emit the once-per-run warnings (unknown names, repeated non-finite values, gaps)."""
+        self._settle_rewind(None)
         if self._warned:
             return
         self._warned = True
