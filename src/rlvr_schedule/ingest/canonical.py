@@ -78,14 +78,6 @@ class MappedMetrics:
     non_numeric: list[str] = field(default_factory=list)
 
 
-#: field -> (lowest, highest, why) of :mod:`rlvr_schedule.bounds` (a log's reward and LR)
-_BOUNDED = (
-    ("reward_mean", -MAX_ABS_REWARD, MAX_ABS_REWARD, WHY["reward"]),
-    ("reward_std", -MAX_ABS_REWARD, MAX_ABS_REWARD, WHY["reward"]),
-    ("lr", 0.0, MAX_LR, WHY["lr"] + " and not negative"),
-)
-
-
 def map_metrics(
     metrics: Mapping[str, Any],
     aliases: Mapping[str, str] | None = None,
@@ -142,12 +134,15 @@ def map_metrics(
     for fld, (_, name) in best.items():
         out.values[fld] = numeric[name]
         out.names[fld] = name
-    values = out.values
-    for fld, low, high, why in _BOUNDED:
-        v = values.get(fld)
-        if v is not None and (v < low or v > high):  # NaN compares false: not implausible
-            out.implausible.append((out.names[fld], v, why))
-            values[fld] = math.nan
+    values = out.values  # the plausibility bounds; NaN compares false: not implausible
+    r = values.get("reward_mean")
+    if r is not None and not -MAX_ABS_REWARD <= r <= MAX_ABS_REWARD and r == r:
+        out.implausible.append((out.names["reward_mean"], r, WHY["reward"]))
+        values["reward_mean"] = math.nan
+    lr = values.get("lr")
+    if lr is not None and not 0.0 <= lr <= MAX_LR and lr == lr:
+        out.implausible.append((out.names["lr"], lr, WHY["lr"] + " and not negative"))
+        values["lr"] = math.nan
     return out
 
 
