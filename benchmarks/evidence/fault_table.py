@@ -1,5 +1,6 @@
 """Run every fault case of the core (``benchmarks/fixtures/faults.py``, asserted by
-tests/core/test_faults.py) and count outcomes.
+tests/core/test_faults.py, and the bad-input cases of ``benchmarks/fixtures/bad_inputs.py``, asserted
+by tests/core/test_bad_inputs.py) and count outcomes.
 
 Each case is a corrupt/truncated/NaN-laden log through the CLI, a raising plugin, an invalid
 schedule config or a foreign checkpoint state; its outcome is a clear error or a logged,
@@ -55,7 +56,44 @@ def main() -> None:
     e = sum(v for (_, k), v in counts.items() if k == "error")
     s = sum(v for (_, k), v in counts.items() if k == "survived")
     print(f"| all | {total} | {e} | {s} | {total - e - s} |")
+    bad_input_table()
     print(f"\n# wall time {time.perf_counter() - t0:.1f} s")
+
+
+def bad_input_table() -> None:
+    """The bad-input cases (``benchmarks/fixtures/bad_inputs.py``), each in a forked child under a
+    time limit and a memory cap, counted per fault class with the slowest case's time and the most
+    memory a case added."""
+    from benchmarks.fixtures.bad_inputs import CASES, CLASSES, problems, run_case
+
+    per: dict[str, list] = {c: [] for c in CLASSES}
+    for case in CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            res = run_case(case, Path(tmp))
+            bad = problems(case, res, Path(tmp))
+        got = "other" if bad else case.expect
+        per[case.cls].append((got, res.seconds, res.peak_mb, res.timed_out, "Traceback" in res.stderr))
+    print(
+        "\n| fault class | cases | clear error (exit 2) | located warning (exit 0) | traceback | hang | other "
+        "| slowest s | most MB |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    tot = Counter()
+    for cls, rows in per.items():
+        c = Counter(g for g, *_ in rows)
+        tb, hang = sum(r[4] for r in rows), sum(r[3] for r in rows)
+        tot.update(c)
+        tot["n"] += len(rows)
+        tot["tb"] += tb
+        tot["hang"] += hang
+        print(
+            f"| {cls} | {len(rows)} | {c['error']} | {c['survived']} | {tb} | {hang} | {c['other']} | "
+            f"{max(r[1] for r in rows):.2f} | {max(r[2] for r in rows):.0f} |"
+        )
+    print(
+        f"| **all** | **{tot['n']}** | **{tot['error']}** | **{tot['survived']}** | **{tot['tb']}** | "
+        f"**{tot['hang']}** | **{tot['other']}** | | |"
+    )
 
 
 if __name__ == "__main__":

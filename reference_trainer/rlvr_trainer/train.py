@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,16 @@ from rlvr_schedule.ingest import JsonlWriter
 from rlvr_schedule.plugins import PluginHost
 from rlvr_schedule.records import BatchSchedule, Stage, StepRecord
 from rlvr_schedule.theory.scaling import lr_for_batch
-from rlvr_trainer.checkpoint import load_checkpoint, save_checkpoint, set_rng_state, truncate_jsonl
+from rlvr_trainer.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    load_latest_checkpoint,
+    previous_path,
+    repair_torn_tail,
+    save_checkpoint,
+    set_rng_state,
+    truncate_jsonl,
+)
 from rlvr_trainer.config import TrainConfig, make_optimizer
 from rlvr_trainer.device import resolve_compute_dtype, resolve_device, set_engine_env
 from rlvr_trainer.evaluation import make_evaluator, training_task
@@ -219,6 +229,7 @@ class Trainer:
         self.metrics_path = self.out_dir / "metrics.jsonl"
         self.decisions_path = self.out_dir / "decisions.jsonl"
         self.checkpoint_path = self.out_dir / "checkpoint.pt"
+        self._saved_step: int | None = None  # the step checkpoint.pt was last saved at (this process)
         (self.out_dir / "config.json").write_text(json.dumps(self.cfg.to_dict(), indent=2))
 
     def _check_memory(self) -> None:
@@ -265,7 +276,12 @@ class Trainer:
         }
 
     def save(self) -> Path:
-        return save_checkpoint(self.checkpoint_path, self.state_dict())
+        """``checkpoint.pt`` at this step (once: the end of a run that just saved keeps the one before)."""
+        if self._saved_step == self.step and self.checkpoint_path.exists():
+            return self.checkpoint_path
+        path = save_checkpoint(self.checkpoint_path, self.state_dict())
+        self._saved_step = self.step
+        return path
 
     def save_at_alarm(self, alarms: list[Any], record: StepRecord) -> Path:
         """The driver's ``save`` at a raised alarm: a checkpoint of its own, with what it holds."""
@@ -278,14 +294,25 @@ class Trainer:
     def resume(self, path: str | Path | None = None) -> bool:
         """Continue from ``checkpoint.pt`` (or ``path``: an alarm checkpoint) if present (logs are cut
         back to its step)."""
-        path = Path(path) if path is not None else self.checkpoint_path
-        if not path.exists():
+        if path is not None:  # a named checkpoint (an alarm's): that one, or an error naming it
+            if not Path(path).exists():
+                return False
+            st = load_checkpoint(path)
+        elif self.checkpoint_path.exists() or previous_path(self.checkpoint_path).exists():
+            for p in (self.metrics_path, self.decisions_path):
+                repair_torn_tail(p)  # a torn last line: cut (warned, its bytes counted) before reading
+            st, used = load_latest_checkpoint(self.checkpoint_path)  # damaged: the one before it
+            if used != self.checkpoint_path and self.checkpoint_path.exists():  # set aside, so the next
+                aside = self.checkpoint_path.with_name(self.checkpoint_path.name + ".damaged")  # save keeps
+                os.replace(self.checkpoint_path, aside)  # the good one as .prev
+            st = self._consistent_with_log(st, used)
+        else:
             return False
-        st = load_checkpoint(path)
         self.model.load_state_dict(st["model"])  # copies into the device tensors
         self.optimizer.load_state_dict(st["optimizer"])
         self.schedule.load_state_dict(st["schedule"])
         self.step, self.samples, self.next_problem = st["step"], st["samples"], st["next_problem"]
+        self._saved_step = None
         self.set_batch(st["batch"], st["lr"])
         self.driver.in_effect, self.driver.samples = (int(st["batch"]), float(st["lr"])), int(st["samples"])
         set_rng_state(st["rng"])
@@ -305,6 +332,37 @@ class Trainer:
         truncate_jsonl(self.decisions_path, self.step)
         log.info("resumed %s at step %d (%d samples)", self.out_dir, self.step, self.samples)
         return True
+
+    def _consistent_with_log(self, st: dict, used: Path) -> dict:
+        """The checkpoint to resume from given the log: one whose step is past the log's last whole
+        record (that record torn after the save) would leave a gap, so the one before it is used."""
+        last = _last_step(self.metrics_path)
+        prev = previous_path(self.checkpoint_path)
+        if last is None or last >= st["step"] or used == prev or not prev.exists():
+            return st
+        try:
+            before = load_checkpoint(prev)
+        except CheckpointError:
+            before = None
+        if before is None or before["step"] > last:
+            log.warning(
+                "%s ends at step %d, before %s's step %d: the records between are missing",
+                self.metrics_path,
+                last,
+                used,
+                st["step"],
+            )
+            return st
+        log.warning(
+            "%s ends at step %d, before %s's step %d (its last record torn): resuming from %s (step %d)",
+            self.metrics_path,
+            last,
+            used,
+            st["step"],
+            prev,
+            before["step"],
+        )
+        return before
 
     # --- loop ----------------------------------------------------------------------------------
     def _engine(self):
@@ -687,3 +745,19 @@ class Trainer:
             attn[i, : len(s)] = 1
             mask[i, len(r.prompt_ids) - 1 : len(s) - 1] = 1.0
         return ids[:, :-1], attn[:, :-1], ids[:, 1:], mask
+
+
+def _last_step(path: Path) -> int | None:
+    """The step of a JSONL log's last record (None: no log, or no record)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - (1 << 16)))
+            lines = [ln for ln in fh.read().splitlines() if ln.strip()]
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return int(json.loads(line)["step"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return None

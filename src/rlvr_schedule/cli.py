@@ -29,6 +29,7 @@ from rlvr_schedule import __version__
 from rlvr_schedule._format import clean_json as _clean
 from rlvr_schedule._format import column_formatter as _column_formatter
 from rlvr_schedule._format import fmt as _fmt
+from rlvr_schedule.bounds import MAX_BATCH, WHY
 from rlvr_schedule.errors import ConfigError, RlvrScheduleError
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ def _batch_options(items: Sequence[str] | None) -> tuple[int | None, dict[str, i
             n = 0
         if n < 1:
             raise RlvrScheduleError(f"--batch {item!r}: expected N or LOG=N with N a whole number >= 1")
+        if n > MAX_BATCH:
+            raise RlvrScheduleError(f"--batch {item!r}: must be {WHY['batch']}")
         if sep:
             per_log[key] = n
         else:
@@ -463,6 +466,16 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schedule_batches(schedule: Any) -> list[int]:
+    """The batches a schedule names up front (a static one's stages; a policy's first batch)."""
+    stages = getattr(schedule, "stages", None)
+    if stages:
+        return [int(st.batch) for st in stages]
+    current = getattr(schedule, "current", None)
+    batch = getattr(current, "batch", None)
+    return [int(batch)] if isinstance(batch, (int, float)) and batch >= 1 else []
+
+
 def _schedule_for_simulation(args: argparse.Namespace, task: dict[str, Any]):
     if args.schedule:
         from rlvr_schedule.policy import load_schedule
@@ -538,9 +551,28 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     def env() -> SyntheticEnvironment:
         return SyntheticEnvironment(noise=args.noise, seed=args.seed, drift=args.drift, **task)
 
-    runs = [env().run(_schedule_for_simulation(args, task), args.max_samples)]
+    from rlvr_schedule.bounds import MAX_SIMULATE_UPDATES
+
+    schedule = _schedule_for_simulation(args, task)
+    smallest = min([*args.constant, int(task["base_batch"]), *_schedule_batches(schedule)])
+    updates = args.max_samples / smallest
+    if updates > MAX_SIMULATE_UPDATES:
+        raise RlvrScheduleError(
+            f"--max-samples {args.max_samples:g} is {updates:.3g} updates at batch {smallest}: at most "
+            f"{MAX_SIMULATE_UPDATES:,} updates a run are simulated (about 100 s each); lower --max-samples "
+            "or raise the smallest batch"
+        )
+    progress = updates * (1 + len(args.constant)) > 100_000  # a run of many seconds: say where it is
+    n_runs = 1 + len(args.constant)
+    if progress:
+        print(
+            f"simulate: run 1/{n_runs} (the schedule), up to {args.max_samples:g} rollouts", file=sys.stderr
+        )
+    runs = [env().run(schedule, args.max_samples)]
     runs[0].name = "schedule"
-    for b in args.constant:
+    for i, b in enumerate(args.constant, start=2):
+        if progress:
+            print(f"simulate: run {i}/{n_runs} (constant batch {b})", file=sys.stderr, flush=True)
         r = env().run_constant(b, args.max_samples)
         r.name = f"constant-{b}"
         runs.append(r)
@@ -734,13 +766,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
     import time
 
     from rlvr_schedule.ingest.follow import LogFollower
+    from rlvr_schedule.ingest.textio import check_regular
 
-    if not Path(args.log).exists():
-        raise RlvrScheduleError(f"{args.log}: no such file or directory")
+    check_regular(args.log)  # missing, a FIFO, a device, a symlink loop: refused before any read
     watch = _Watch()
     shown_warnings = 0
     failed = False
     last_change = time.monotonic()
+    hooks = _HookRunner(args)
+    runs_seen = 0
     with LogFollower(args.log, _read_options(args, _batch_options(args.batch)[0])) as follower:
         while True:
             new = follower.poll()
@@ -749,13 +783,21 @@ def cmd_watch(args: argparse.Namespace) -> int:
             for w in follower.warnings[shown_warnings:]:
                 print(f"warning: {w}", file=sys.stderr)
             shown_warnings = len(follower.warnings)
+            hooks.poll()
+            if follower.deleted:
+                hooks.finish()
+                print(f"rlvr-schedule watch: {args.log} was deleted: exiting", file=sys.stderr)
+                return EXIT_DELETED
+            if follower.new_runs != runs_seen:  # a restart from step 1: the clocks start over
+                runs_seen = follower.new_runs
+                watch = _Watch()
             if new:
                 last_change = time.monotonic()
                 for i, rec in enumerate(new):
                     watch.update(rec)
                     for alarm in watch.raised:
                         failed |= alarm.kind == "failure"
-                        _on_alarm(args, alarm, rec)
+                        _on_alarm(args, alarm, rec, hooks)
                     if failed and args.exit_on_failure:
                         new = new[: i + 1]  # the state printed is the failure's
                         break
@@ -772,6 +814,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             time.sleep(args.interval)
             if failed and args.exit_on_failure:
                 break
+        hooks.finish()
         if watch.records == 0:
             raise RlvrScheduleError(follower.error or f"{args.log}: no records")
     if failed and args.exit_on_failure:
@@ -782,26 +825,70 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 #: ``watch --exit-on-failure``: the exit status once the failure clock fired (2 is bad input).
 EXIT_FAILURE = 3
+#: ``watch``: the exit status when the log was deleted (and not replaced by the next read).
+EXIT_DELETED = 4
 
 
-def _on_alarm(args: argparse.Namespace, alarm: WatchAlarm, rec: StepRecord) -> None:
-    """One raised alarm: a line on stderr, and ``--on-alarm CMD`` run with the alarm as JSON on stdin
-    (a command that fails or hangs is reported, never stops the watch)."""
-    import subprocess
+class _HookRunner:
+    """``--on-alarm CMD`` without blocking the watch: each alarm is queued and a worker thread runs
+    ``CMD`` in a shell, one alarm at a time in the order raised, with the alarm as JSON on stdin, while
+    the watch goes on reading. A command that exits non-zero or runs past ``--on-alarm-timeout`` (then
+    killed) is reported on stderr. At the end the watch waits for the queued commands, each at most
+    its timeout."""
 
+    def __init__(self, args: argparse.Namespace) -> None:
+        import queue
+
+        self.cmd: str = getattr(args, "on_alarm", None) or ""
+        self.timeout = float(getattr(args, "on_alarm_timeout", 30.0) or 30.0)
+        self.queue: queue.Queue[str | None] = queue.Queue()
+        self.thread: Any = None
+
+    def start(self, payload: str) -> None:
+        import threading
+
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._work, name="rlvr-on-alarm", daemon=True)
+            self.thread.start()
+        self.queue.put(payload)
+
+    def _work(self) -> None:
+        import subprocess
+
+        while (payload := self.queue.get()) is not None:
+            try:
+                done = subprocess.run(
+                    self.cmd, shell=True, input=payload, text=True, timeout=self.timeout, check=False
+                )
+            except subprocess.TimeoutExpired:
+                print(f"warning: --on-alarm command timed out after {self.timeout:g} s", file=sys.stderr)
+                continue
+            except OSError as exc:
+                print(f"warning: --on-alarm command could not start ({exc})", file=sys.stderr)
+                continue
+            if done.returncode != 0:
+                print(f"warning: --on-alarm command exited with status {done.returncode}", file=sys.stderr)
+
+    def poll(self) -> None:
+        """Nothing to do: the worker reports as commands end (kept for the loop's symmetry)."""
+
+    def finish(self) -> None:
+        if self.thread is None:
+            return
+        pending = self.queue.qsize() + 1
+        self.queue.put(None)
+        self.thread.join(timeout=pending * (self.timeout + 1))
+        self.thread = None
+
+
+def _on_alarm(args: argparse.Namespace, alarm: WatchAlarm, rec: StepRecord, hooks: _HookRunner) -> None:
+    """One raised alarm: a line on stderr, and ``--on-alarm CMD`` started with the alarm as JSON on
+    stdin (:class:`_HookRunner`: a command that fails or hangs is reported, never stops the watch)."""
     print(alarm.line(), file=sys.stderr, flush=True)
     if not args.on_alarm:
         return
     payload = json.dumps({**alarm.to_dict(), "log": str(args.log), "batch": rec.batch, "lr": rec.lr})
-    try:
-        done = subprocess.run(
-            args.on_alarm, shell=True, input=payload, text=True, timeout=args.on_alarm_timeout, check=False
-        )
-    except subprocess.TimeoutExpired:
-        print(f"warning: --on-alarm command timed out after {args.on_alarm_timeout:g} s", file=sys.stderr)
-        return
-    if done.returncode != 0:
-        print(f"warning: --on-alarm command exited with status {done.returncode}", file=sys.stderr)
+    hooks.start(payload)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -930,6 +1017,52 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _batch_int(text: str) -> int:
+    """A batch option: a whole number of rollouts per update within :data:`bounds.MAX_BATCH`."""
+    v = _positive_int(text)
+    if v > MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"must be {WHY['batch']}, got {text!r}")
+    return v
+
+
+def _lr_float(text: str) -> float:
+    from rlvr_schedule.bounds import MAX_LR
+
+    v = _positive_float(text)
+    if v > MAX_LR:
+        raise argparse.ArgumentTypeError(f"must be {WHY['lr']}, got {text!r}")
+    return v
+
+
+def _samples_float(text: str) -> float:
+    from rlvr_schedule.bounds import MAX_SAMPLES
+
+    v = _positive_float(text)
+    if v > MAX_SAMPLES:
+        raise argparse.ArgumentTypeError(f"must be {WHY['samples']}, got {text!r}")
+    return v
+
+
+def _critical_batch_float(text: str) -> float:
+    v = _positive_float(text)
+    if v > MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"must be {WHY['batch']}, got {text!r}")
+    return v
+
+
+def _price_option(text: str) -> float:
+    """``--price``: an update's cost in rollouts. 0 is refused: it makes updates free, so every batch
+    above one rollout would cost time for nothing and the priced plan would be the smallest batch."""
+    v = _nonnegative_float(text)
+    if v == 0:
+        raise argparse.ArgumentTypeError(
+            "must be > 0: the price is what one update costs in rollouts (seconds per update / seconds "
+            "per rollout); 0 would make updates free and every plan the smallest batch (for a nearly "
+            "free update give a small number, e.g. 0.1)"
+        )
+    return v
+
+
 def _nonnegative_float(text: str) -> float:
     try:
         v = float(text)
@@ -1007,12 +1140,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp = logs_cmd("fit", "critical batch, failure samples and a per-run table")
     sp.add_argument("--json", action="store_true")
-    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
+    sp.add_argument("--price", type=_price_option, default=None, help=price_help)
     sp.set_defaults(func=cmd_fit)
 
     sp = logs_cmd("plan", "a multi-step schedule from sweep logs")
     sp.add_argument("--json", action="store_true")
-    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
+    sp.add_argument("--price", type=_price_option, default=None, help=price_help)
     sp.add_argument(
         "--group-size", type=_positive_int, default=None, help="rollouts per prompt; batches are multiples"
     )
@@ -1026,7 +1159,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_plan)
 
     sp = logs_cmd("report", "PNG plots and a summary page")
-    sp.add_argument("--price", type=_nonnegative_float, default=None, help=price_help)
+    sp.add_argument("--price", type=_price_option, default=None, help=price_help)
     sp.add_argument("--out", required=True, help="output directory")
     sp.set_defaults(func=cmd_report)
 
@@ -1082,31 +1215,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument(
         "--critical-batch",
-        type=float,
+        type=_critical_batch_float,
         default=None,
         help="the environment's critical batch at --lr, --base-batch (rollouts/update; default 256)",
     )
     sp.add_argument(
         "--failure-samples",
-        type=float,
+        type=_samples_float,
         default=None,
         help="rollouts until collapse (at every batch, under the sqrt rule; default 50,000)",
     )
-    sp.add_argument("--lr", type=_positive_float, default=1e-6, help="LR at --base-batch")
-    sp.add_argument("--base-batch", type=_positive_int, default=64)
+    sp.add_argument("--lr", type=_lr_float, default=1e-6, help="LR at --base-batch")
+    sp.add_argument("--base-batch", type=_batch_int, default=64)
     sp.add_argument(
         "--initial-batch",
-        type=_positive_int,
+        type=_batch_int,
         default=None,
         help="two-clock policy's first batch (default: auto, below the estimated critical batch)",
     )
     sp.add_argument("--noise", type=float, default=1.0, help="metric-noise multiplier (0: exact clocks)")
     sp.add_argument("--drift", type=float, default=0.0, help="critical batch growth with progress")
     sp.add_argument("--seed", type=int, default=0)
-    sp.add_argument("--max-samples", type=int, default=80_000)
+    sp.add_argument(
+        "--max-samples",
+        type=_samples_float,
+        default=80_000,
+        help="rollouts each simulated run consumes (at most 1,000,000 updates at the smallest batch)",
+    )
     sp.add_argument(
         "--constant",
-        type=int,
+        type=_batch_int,
         nargs="*",
         default=[16, 64, 256, 1024],
         help="constant batches to compare against",
@@ -1118,20 +1256,40 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Bad input exits 2 with one line per class of fault (the catalogue:
+    docs/cli_and_formats.md, "Errors"); a warning said again word for word is counted, not repeated."""
     args = build_parser().parse_args(argv)
+    said: dict[str, int] = {}
 
     def show(message, category, filename, lineno, file=None, line=None):
-        print(f"warning: {message}", file=sys.stderr)
+        text = str(message)
+        said[text] = said.get(text, 0) + 1
+        if said[text] == 1:
+            print(f"warning: {text}", file=sys.stderr)
+
+    def fail(message: str) -> int:
+        print(f"rlvr-schedule {args.command}: error: {message}", file=sys.stderr)
+        return 2
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("default")
             warnings.showwarning = show  # one line on stderr, also under a test's warning capture
-            return int(args.func(args) or 0)
-    except (RlvrScheduleError, OSError, ValueError) as exc:
-        # data errors (bad logs, files, numbers) exit 2 with the message, never a traceback
-        print(f"rlvr-schedule {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+            try:
+                return int(args.func(args) or 0)
+            finally:
+                repeated = sum(n - 1 for n in said.values())
+                if repeated:
+                    print(f"warning: {repeated} repeat(s) of the warnings above not shown", file=sys.stderr)
+    except (
+        RlvrScheduleError
+    ) as exc:  # bad logs, schedules, options (IngestError, ConfigError, a missing extra)
+        return fail(str(exc))
+    except OSError as exc:  # a file the system would not open or write (permissions, a full disk)
+        where = f"{exc.filename}: " if exc.filename else ""
+        return fail(f"{where}{exc.strerror or exc}")
+    except ValueError as exc:  # a number no reader checked (a library's own check)
+        return fail(f"invalid value: {exc}")
     except KeyboardInterrupt:  # pragma: no cover - watch stopped by hand
         return 130
 

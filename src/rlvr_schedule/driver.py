@@ -124,6 +124,7 @@ class ScheduleDriver:
         self.advisory = bool(advisory)
         self.strict = bool(plugins.strict if strict is None and plugins is not None else strict)
         self.faults: list[tuple[str, str, BaseException]] = plugins.faults if plugins is not None else []
+        self._traced: set[tuple[str, str]] = set()  # (who, where) whose traceback was logged
         self.in_effect: tuple[int, float] | None = _pair(in_effect)
         self.samples = 0  # rollouts consumed, the last observed update included
         self.last_step: int | None = None
@@ -360,18 +361,26 @@ class ScheduleDriver:
             return
         try:
             getattr(self.plugins.hook, hook)(**kwargs)  # each implementation is fault-isolated
-        except Exception as exc:  # a hook wrapper that raised
+        except (Exception, SystemExit) as exc:  # a hook wrapper that raised or called sys.exit
             self._fault("<hook>", hook, exc)
 
     def _fault(self, who: str, where: str, exc: BaseException) -> None:
+        """One ERROR line per fault; its traceback once per (who, where), at DEBUG after that."""
         if self.strict:
             raise exc
+        first = (who, where) not in self._traced
+        self._traced.add((who, where))
         log.error(
-            "rlvr-schedule: %s raised in %s; training continues at the stage in effect",
+            "rlvr-schedule: %s raised in %s (%s: %s); training continues at the stage in effect%s",
             who,
             where,
-            exc_info=exc,
+            type(exc).__name__,
+            exc,
+            "" if first else " (traceback at DEBUG)",
+            exc_info=exc if first else None,
         )
+        if not first:
+            log.debug("rlvr-schedule: %s in %s", who, where, exc_info=exc)
         self.faults.append((who, where, exc))
 
     # --- the user's dashboard --------------------------------------------------------------------

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["RlvrScheduleError", "IngestError", "IngestWarning", "ConfigError"]
+__all__ = [
+    "RlvrScheduleError",
+    "IngestError",
+    "DamagedLogError",
+    "IngestWarning",
+    "ConfigError",
+    "MissingExtraError",
+]
 
 
 class RlvrScheduleError(Exception):
@@ -31,8 +38,21 @@ class IngestError(RlvrScheduleError, ValueError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class DamagedLogError(IngestError):
+    """A log whose written part is damaged (a corrupt line, a line too long, a FIFO or device, a
+    symlink loop): appending cannot mend it, so ``watch`` stops at once instead of waiting."""
+
+
 class IngestWarning(UserWarning):
     """Something in a log was skipped or repaired; the message says where and what."""
+
+
+class MissingExtraError(IngestError, ImportError):
+    """An optional reader's package is not installed; the message names the extra to install."""
+
+    def __init__(self, what: str, extra: str, *, source: str | None = None, hint: str | None = None) -> None:
+        hint = hint or f"pip install 'rlvr-schedule[{extra}]'"
+        IngestError.__init__(self, f"{what} needs the {extra} extra: {hint}", source=source)
 
 
 class ConfigError(RlvrScheduleError, ValueError):

@@ -11,12 +11,17 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rlvr_schedule.bounds import MAX_ABS_REWARD, MAX_LR
 from rlvr_schedule.errors import IngestWarning
 from rlvr_schedule.ingest import read_csv, read_jsonl, write_jsonl
 from rlvr_schedule.records import METRIC_FIELDS, StepRecord
 
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 metric = st.one_of(st.just(math.nan), finite)
+# rewards and LRs within the plausibility bounds (rlvr_schedule.bounds): beyond them a reader sets
+# the value to NaN with a warning, which test_implausible_values_read_as_nan asserts
+reward = st.floats(-MAX_ABS_REWARD, MAX_ABS_REWARD)
+lr = st.floats(0.0, MAX_LR)
 extra_names = st.sampled_from(["x_a", "x_b", "team/score_raw", "eval/acc"])
 
 
@@ -31,14 +36,16 @@ def runs(draw) -> list[StepRecord]:
         batch = draw(st.integers(1, 4096))
         samples += draw(st.integers(1, 10_000))
         metrics = {f: draw(metric) for f in METRIC_FIELDS}
+        for f in ("reward_mean", "reward_std"):
+            metrics[f] = draw(st.one_of(st.just(math.nan), reward))
         if i == 0:
-            metrics["reward_mean"] = draw(finite)  # a run needs some reward
+            metrics["reward_mean"] = draw(reward)  # a run needs some reward
         out.append(
             StepRecord(
                 step=step,
                 samples=samples,
                 batch=batch,
-                lr=draw(st.one_of(st.just(math.nan), finite)),
+                lr=draw(st.one_of(st.just(math.nan), lr)),
                 micro_batch=draw(st.one_of(st.none(), st.integers(1, 512))),
                 extra=draw(st.dictionaries(extra_names, finite, max_size=3)),
                 **metrics,
@@ -72,3 +79,28 @@ def test_csv_write_read_round_trip(records: list[StepRecord]) -> None:
             w.writerows({k: repr(v) for k, v in row.items()} for row in rows)
         run = read_csv(path)
     assert [r.to_dict() for r in run] == rows
+
+
+def test_implausible_values_read_as_nan(tmp_path) -> None:
+    """A reward or LR beyond its bound is a missing value with a located warning, as a NaN is; a
+    null reward too (null and NaN alike)."""
+    import json
+
+    import pytest
+
+    from rlvr_schedule.errors import IngestWarning
+
+    rows = [{"step": i, "batch": 8, "lr": 1e-6, "reward_mean": 0.1 * i} for i in range(1, 6)]
+    rows[1]["reward_mean"] = 1e30
+    rows[2]["lr"] = 1e7
+    rows[3]["reward_mean"] = None
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.warns(IngestWarning) as rec:
+        run = read_jsonl(p)
+    msgs = " | ".join(str(w.message) for w in rec)
+    assert f"{p}:2: field 'reward_mean': implausible value 1e+30" in msgs
+    assert f"{p}:3: field 'lr': implausible value 10000000.0" in msgs
+    assert "2 non-finite values" in msgs  # the null: counted with the first
+    assert [math.isnan(r.reward_mean) for r in run.records] == [False, True, False, True, False]
+    assert math.isnan(run.records[2].lr)

@@ -278,3 +278,18 @@ def test_rows_without_any_metric_are_skipped_with_one_warning(tmp_path: Path) ->
     with pytest.warns(IngestWarning, match=r"e.jsonl:2: 2 row\(s\) without any reward"):
         run = read_jsonl(_jsonl(tmp_path / "e.jsonl", rows))
     assert [r.step for r in run] == [1, 2]
+
+
+def test_a_stray_record_is_skipped_not_read_as_a_resumed_run(tmp_path):
+    """Steps 1..30, a stray step-1 record, then 31..40: the steps go on past those a resume would
+    drop, so the stray is skipped (one warning) and the 30 records before it are kept."""
+    import json
+
+    from rlvr_schedule.ingest import read_jsonl
+
+    rows = [{"step": i, "samples": 8 * i, "reward_mean": 0.01 * i} for i in range(1, 41)]
+    p = tmp_path / "r.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows[:30] + rows[:1] + rows[30:]))
+    with pytest.warns(IngestWarning, match=r"r.jsonl:31: a stray record: step 1 between steps 30 and 31"):
+        run = read_jsonl(p)
+    assert [r.step for r in run.records] == list(range(1, 41))

@@ -183,3 +183,23 @@ def test_a_verl_run_takes_its_batch_from_the_nested_config(tmp_path: Path) -> No
     assert [r.step for r in run.records] == [1, 2, 3, 4, 5] and run.batch == 64
     assert run.meta["batch_source"] == "W&B config: train_batch_size 16 x rollout.n 4"
     assert [r.reward_mean for r in run.records] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+
+
+def test_a_cut_run_file_is_named_as_truncated(loop_run: Path, tmp_path: Path) -> None:
+    """A .wandb file cut mid-file (a bad copy, a full disk) reads the rows before the cut, with a
+    warning that says the file is truncated and where; not a bare count of the rows left."""
+    import shutil
+
+    from rlvr_schedule.errors import IngestWarning
+    from rlvr_schedule.ingest.wandb_run import wandb_run_file
+
+    cut = tmp_path / loop_run.name
+    shutil.copytree(loop_run, cut)
+    f = wandb_run_file(cut)
+    assert f is not None
+    f.write_bytes(f.read_bytes()[: f.stat().st_size * 2 // 3])
+    with pytest.warns(IngestWarning, match=r"truncated: the run file ends inside a record at byte \d+"):
+        try:
+            load_run(cut)
+        except IngestError:
+            pass  # too few rows left to be a run: the warning came first

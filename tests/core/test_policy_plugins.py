@@ -183,7 +183,11 @@ class ToyDetector:
 
     def update(self, record):
         self.n += 1
-        return "alarm" if record.reward_mean < 0.1 else None
+        if record.reward_mean >= 0.1:
+            return None
+        from rlvr_schedule.clocks.failure.base import Alarm
+
+        return Alarm(self.name, record.step, record.samples, record.reward_mean, "")  # None or an alarm
 
     def state_dict(self):
         return {"n": self.n}

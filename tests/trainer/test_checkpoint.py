@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 import random
+import re
 
 import numpy as np
 import pytest
@@ -15,6 +16,9 @@ from rlvr_trainer.checkpoint import (
     CheckpointError,
     convert_legacy_checkpoint,
     load_checkpoint,
+    load_latest_checkpoint,
+    previous_path,
+    repair_torn_tail,
     save_checkpoint,
     set_rng_state,
     truncate_jsonl,
@@ -136,6 +140,59 @@ def test_truncate_jsonl_keeps_steps_up_to_the_checkpoint(tmp_path):
     )
     truncate_jsonl(p, 3)
     assert [json.loads(x)["step"] for x in p.read_text().splitlines()] == [1, 2, 3]
+
+
+def test_a_save_keeps_the_checkpoint_before_it(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(path, {"samples": 8})
+    assert not previous_path(path).exists()
+    save_checkpoint(path, {"samples": 16})
+    assert load_checkpoint(previous_path(path))["samples"] == 8 and load_checkpoint(path)["samples"] == 16
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda b: b"", "empty checkpoint (0 bytes"),
+        (lambda b: b[: len(b) // 2], "damaged checkpoint: truncated or corrupt"),
+        (lambda b: bytes(range(256)) * 16, "not a checkpoint"),
+    ],
+    ids=["zero_bytes", "cut_mid_file", "random_bytes"],
+)
+def test_a_damaged_checkpoint_is_named_and_the_one_before_it_is_used(tmp_path, caplog, damage, says):
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(path, {"samples": 8, "step": 1})
+    save_checkpoint(path, {"samples": 16, "step": 2})
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(
+        CheckpointError, match=re.escape(f"{path.name}: {says}")
+    ):  # one line, no traceback of torch's
+        load_checkpoint(path)
+    with caplog.at_level("WARNING"):
+        state, used = load_latest_checkpoint(path)
+    assert used == previous_path(path) and state["samples"] == 8
+    assert says in caplog.text and "resuming from the checkpoint before it" in caplog.text
+    previous_path(path).write_bytes(b"")
+    with pytest.raises(CheckpointError, match="and the one before it: .*empty"):
+        load_latest_checkpoint(path)
+
+
+def test_a_torn_last_line_is_cut_with_its_bytes_counted(tmp_path, caplog):
+    from rlvr_trainer.config import TrainConfig
+    from rlvr_trainer.experiments.rundirs import finished
+
+    p = tmp_path / "metrics.jsonl"
+    whole = "".join(json.dumps({"step": i, "samples": 8 * i}) + "\n" for i in range(1, 4))
+    torn = '{"step": 4, "sam'
+    p.write_text(whole + torn)
+    cfg = TrainConfig(max_samples=24)
+    (tmp_path / "config.json").write_text(cfg.json())
+    with caplog.at_level("WARNING"):
+        assert finished(tmp_path, cfg)  # read after the repair: no JSONDecodeError
+    assert p.read_text() == whole and f"{len(torn)} bytes dropped" in caplog.text
+    p.write_text(whole + '{"step": 4, "samples": 3\n')  # torn, then a newline written (not JSON)
+    assert repair_torn_tail(p) == len('{"step": 4, "samples": 3\n') and p.read_text() == whole
+    assert repair_torn_tail(p) == 0
 
 
 def test_character_tokenizer_round_trips_task_text():

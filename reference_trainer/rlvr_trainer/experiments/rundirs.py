@@ -1,6 +1,8 @@
 """A run directory (``metrics.jsonl``, ``config.json``, ...) as the harness sees it: its records
 read back through the core's reader, and whether it finished, so that a finished run is reused
-instead of trained again."""
+instead of trained again. A torn last line of ``metrics.jsonl`` (a disk-full or power cut mid-write)
+is cut, with a warning counting its bytes, before either reads the file: the run then resumes from
+its checkpoint instead of failing on the line."""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ def read_run(out_dir: str | Path, name: str | None = None, *, schedule: bool = F
 
     from rlvr_schedule.errors import IngestWarning
     from rlvr_schedule.ingest import load_run
+    from rlvr_trainer.checkpoint import repair_torn_tail
 
     out_dir = Path(out_dir)
+    repair_torn_tail(out_dir / "metrics.jsonl")
     with warnings.catch_warnings():  # our timing extras are expected, not a sign of a mis-mapped log
         warnings.filterwarnings("ignore", message=".*unknown metrics kept in extra", category=IngestWarning)
         run = load_run(out_dir / "metrics.jsonl", name=name or out_dir.name)
@@ -43,5 +47,8 @@ def finished(out_dir: Path, cfg: TrainConfig) -> bool:
         return False
     if json.loads(saved.json()) != json.loads(cfg.json()):
         return False
+    from rlvr_trainer.checkpoint import repair_torn_tail
+
+    repair_torn_tail(p)
     lines = [ln for ln in p.read_text().splitlines() if ln.strip()]
     return bool(lines) and json.loads(lines[-1]).get("samples", 0) >= cfg.max_samples

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rlvr_schedule.bounds import MAX_ABS_REWARD, MAX_LR, WHY
 from rlvr_schedule.errors import IngestError, IngestWarning
 from rlvr_schedule.ingest.aliases import as_table, is_known_extra
 from rlvr_schedule.records import METRIC_FIELDS, StepRecord
@@ -62,15 +63,18 @@ class MappedMetrics:
     ``values`` maps canonical fields to floats (NaN where a non-finite value was logged);
     ``names`` says which logged name filled each field; ``unknown`` lists names neither an
     alias nor a known framework metric (kept in ``extra``); ``nonfinite`` the
-    ``(logged name, value)`` pairs that were set to NaN; ``non_numeric`` unknown names whose
-    value was not a number (dropped).
+    ``(logged name, value)`` pairs that were set to NaN (a null of a float field is one: null and
+    NaN are read alike); ``implausible`` the ``(logged name, value, why)`` of values beyond
+    :mod:`rlvr_schedule.bounds` (a reward or LR), also set to NaN; ``non_numeric`` unknown names
+    whose value was not a number (dropped).
     """
 
     values: dict[str, float] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)
-    nonfinite: list[tuple[str, float]] = field(default_factory=list)
+    nonfinite: list[tuple[str, float | None]] = field(default_factory=list)
+    implausible: list[tuple[str, float, str]] = field(default_factory=list)
     non_numeric: list[str] = field(default_factory=list)
 
 
@@ -96,17 +100,21 @@ def map_metrics(
         value = to_number(raw)
         hit = table.resolve(name)
         if value is None:
-            if hit is not None and raw is not None and not (isinstance(raw, str) and not raw.strip()):
-                raise IngestError(f"value {raw!r} is not a number", source=source, line=line, field=name)
-            if (
-                hit is None
-                and raw is not None
-                and not (isinstance(raw, str) and not raw.strip())
-                and not is_known_extra(name)
-            ):
-                out.non_numeric.append(name)
-            continue
-        if not math.isfinite(value):
+            if raw is None and hit is not None and hit[0] not in INT_FIELDS:
+                out.nonfinite.append((name, None))  # a null metric: missing, as NaN is
+                value = math.nan
+            else:
+                if hit is not None and raw is not None and not (isinstance(raw, str) and not raw.strip()):
+                    raise IngestError(f"value {raw!r} is not a number", source=source, line=line, field=name)
+                if (
+                    hit is None
+                    and raw is not None
+                    and not (isinstance(raw, str) and not raw.strip())
+                    and not is_known_extra(name)
+                ):
+                    out.non_numeric.append(name)
+                continue
+        elif not math.isfinite(value):
             out.nonfinite.append((name, value))
             value = math.nan
         numeric[name] = value
@@ -126,6 +134,15 @@ def map_metrics(
     for fld, (_, name) in best.items():
         out.values[fld] = numeric[name]
         out.names[fld] = name
+    values = out.values  # the plausibility bounds; NaN compares false: not implausible
+    r = values.get("reward_mean")
+    if r is not None and not -MAX_ABS_REWARD <= r <= MAX_ABS_REWARD and r == r:
+        out.implausible.append((out.names["reward_mean"], r, WHY["reward"]))
+        values["reward_mean"] = math.nan
+    lr = values.get("lr")
+    if lr is not None and not 0.0 <= lr <= MAX_LR and lr == lr:
+        out.implausible.append((out.names["lr"], lr, WHY["lr"] + " and not negative"))
+        values["lr"] = math.nan
     return out
 
 
@@ -140,7 +157,11 @@ def _as_int(value: float, fld: str, *, source: str | None, line: int | None, min
 
 
 def warn_nonfinite(
-    pairs: list[tuple[str, float]], *, source: str | None = None, line: int | None = None, stacklevel: int = 3
+    pairs: list[tuple[str, float | None]],
+    *,
+    source: str | None = None,
+    line: int | None = None,
+    stacklevel: int = 3,
 ) -> None:
     """One :class:`IngestWarning` per non-finite value, naming where and which field."""
     for name, value in pairs:

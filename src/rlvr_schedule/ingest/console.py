@@ -73,16 +73,11 @@ _VAL_PREFIXES = ("val-core/", "val-aux/", "val/", "test_score/")
 def _lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, str, str]]:
     """``(line number, Ray prefix, text)`` with colour codes removed. Lines end at ``\n`` only, so
     the numbers are those of ``grep -n`` and editors; tqdm's ``\r`` redraws stay in the line."""
-    try:
-        with open_text(path, newline="\n") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                text = _ANSI.sub("", raw.rstrip("\r\n"))
-                prefix, rest = split_ray_prefix(text)
-                yield lineno, prefix, rest
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from exc
-    except EOFError as exc:
-        raise IngestError(f"truncated gzip file ({exc})", source=str(path)) from exc
+    with open_text(path, newline="\n") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            text = _ANSI.sub("", raw.rstrip("\r\n"))
+            prefix, rest = split_ray_prefix(text)
+            yield lineno, prefix, rest
 
 
 def parse_verl_step_line(text: str) -> tuple[int, dict[str, Any]] | None:

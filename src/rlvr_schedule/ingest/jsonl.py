@@ -2,6 +2,8 @@
 
 A run killed mid-write leaves a truncated last line: it is skipped with an :class:`IngestWarning`.
 A bad line anywhere else means the file is damaged: :class:`IngestError` with its line number.
+A value nested more deeply than Python's parser goes (about a thousand levels; no log nests more
+than a few) is such a bad line, named, not a ``RecursionError``.
 Lines with a string ``"kind"`` other than ``"record"`` (the JSONL sink's decisions) are skipped.
 A ``.json`` file holding one JSON document is also read: a list of metric dicts, or an object
 with a ``log_history`` list (HF Trainer's ``trainer_state.json``).
@@ -16,22 +18,29 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlvr_schedule.errors import IngestError, IngestWarning
+from rlvr_schedule.errors import DamagedLogError, IngestError, IngestWarning
 from rlvr_schedule.ingest.options import ReadOptions, apply_options, describe_sources
 from rlvr_schedule.ingest.stream import RecordStream
-from rlvr_schedule.ingest.textio import logical_suffix, open_text
+from rlvr_schedule.ingest.textio import LogText, logical_suffix
 from rlvr_schedule.records import Run
 
 __all__ = ["read_jsonl", "iter_jsonl_rows", "iter_json_document_rows"]
 
+#: The most characters of a whole-file JSON document (``trainer_state.json``: about 600 bytes an
+#: entry, so some 400,000 logged steps); a larger one is refused before it is parsed.
+MAX_DOCUMENT_CHARS = 256 * 2**20
+
 
 def iter_json_document_rows(path: str | os.PathLike[str]) -> list[tuple[str, dict[str, Any]]] | None:
     """``(label, dict)`` rows of a whole-file JSON list / ``log_history``; None if not such a file."""
+    with LogText(path) as fh:
+        text = fh.read(MAX_DOCUMENT_CHARS)
     try:
-        with open_text(path) as fh:
-            doc = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError, EOFError):
+        doc = json.loads(text)
+    except json.JSONDecodeError:
         return None
+    except RecursionError:
+        raise IngestError("JSON nested too deeply to read", source=str(path)) from None
     key = ""
     if isinstance(doc, dict) and isinstance(doc.get("log_history"), list):
         doc, key = doc["log_history"], "log_history"
@@ -49,29 +58,28 @@ def iter_jsonl_rows(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[st
     """``(line number, object)`` for each record line of a JSONL file (1-based line numbers)."""
     source = str(path)
     pending: tuple[int, str] | None = None  # an unparsable line: fatal unless it is the last one
-    try:
-        with open_text(path) as fh:
-            for lineno, text in enumerate(fh, start=1):
-                if not text.strip():
-                    continue
-                if pending is not None:
-                    bad_line, err = pending
-                    raise IngestError(f"not valid JSON ({err})", source=source, line=bad_line)
-                try:
-                    obj = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    pending = (lineno, exc.msg)
-                    continue
-                if not isinstance(obj, dict):
-                    raise IngestError(
-                        f"expected a JSON object, got {type(obj).__name__}", source=source, line=lineno
-                    )
-                kind = obj.get("kind")
-                if isinstance(kind, str) and kind != "record":
-                    continue
-                yield lineno, obj
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source) from exc
+    with LogText(path) as fh:
+        for lineno, text in enumerate(fh, start=1):
+            if not text.strip():
+                continue
+            if pending is not None:
+                bad_line, err = pending
+                raise DamagedLogError(f"not valid JSON ({err})", source=source, line=bad_line)
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                pending = (lineno, exc.msg)
+                continue
+            except RecursionError:
+                raise DamagedLogError("JSON nested too deeply to read", source=source, line=lineno) from None
+            if not isinstance(obj, dict):
+                raise IngestError(
+                    f"expected a JSON object, got {type(obj).__name__}", source=source, line=lineno
+                )
+            kind = obj.get("kind")
+            if isinstance(kind, str) and kind != "record":
+                continue
+            yield lineno, obj
     if pending is not None:
         warnings.warn(
             f"{source}:{pending[0]}: truncated last line skipped ({pending[1]}; a run killed mid-write?)",

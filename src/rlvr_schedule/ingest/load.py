@@ -36,7 +36,7 @@ from rlvr_schedule.ingest.csv_log import csv_header, is_wandb_chart_header, read
 from rlvr_schedule.ingest.jsonl import read_jsonl
 from rlvr_schedule.ingest.options import ReadOptions
 from rlvr_schedule.ingest.tb import event_files, is_event_file, read_tensorboard
-from rlvr_schedule.ingest.textio import logical_suffix, read_head
+from rlvr_schedule.ingest.textio import LogText, check_regular, logical_suffix, read_head
 from rlvr_schedule.ingest.wandb_run import is_wandb_run, read_wandb_run
 from rlvr_schedule.records import Run
 
@@ -134,8 +134,7 @@ FORMATS: dict[str, Format] = {
 def detect_format(path: str | os.PathLike[str]) -> str:
     """The :data:`FORMATS` name for one file or run directory (raises :class:`IngestError`)."""
     p = Path(path)
-    if not p.exists():
-        raise IngestError("no such file or directory", source=str(p))
+    check_regular(p)  # missing, a FIFO, a device, a symlink loop: each its own error
     if p.is_dir():
         if event_files(p):
             return "tensorboard"
@@ -158,6 +157,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             return "trainer-state"
         return "jsonl"
     if not head.strip():
+        _raise_read_fault(p)
         raise IngestError("empty file", source=str(p))
     if _is_record_jsonl(head):
         return "jsonl"
@@ -169,10 +169,19 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "jsonl"
     if "," in head.splitlines()[0] and len(head.splitlines()) > 1:
         return "csv"
+    _raise_read_fault(p)
     raise IngestError(
         f"unknown log format (suffix {suffix or 'none'!r}); name it with --format ({', '.join(FORMATS)})",
         source=str(p),
     )
+
+
+def _raise_read_fault(p: Path) -> None:
+    """A file no reader recognises: if reading it fails (a cut gzip stream, an endless line, bytes
+    that are not UTF-8), that fault is the error, not "unknown format"."""
+    with LogText(p) as fh:
+        for _ in fh:
+            pass
 
 
 def _is_record_jsonl(head: str) -> bool:
@@ -229,11 +238,19 @@ def find_runs(path: str | os.PathLike[str]) -> list[Path]:
             continue
         for f in sorted(files):
             link = rp / f
-            if link.is_symlink() and link.resolve().is_relative_to(p.resolve()):
+            if link.is_symlink() and _resolves_into(link, p):
                 continue  # a link into the tree (W&B's debug.log): its target is found, or not a run
             if f.lower().removesuffix(".gz").endswith(suffixes) and not _is_settings_json(rp / f):
                 found.append(rp / f)
     return found
+
+
+def _resolves_into(link: Path, root: Path) -> bool:
+    """A link whose target lies in ``root``; a loop or a dangling link is kept (reading names it)."""
+    try:
+        return link.resolve(strict=True).is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
 
 
 #: The log of a run directory as ``rlvr-trainer`` writes it (beside config.json, decisions.jsonl): in a
@@ -346,6 +363,7 @@ def load_run(
     A directory holding exactly one run (e.g. HF Trainer's ``runs/<date>/``) is read as that run.
     """
     p = Path(path)
+    check_regular(p)
     if p.is_dir() and not event_files(p) and not is_wandb_run(p):
         runs = find_runs(p)
         if len(runs) == 1:
@@ -378,12 +396,14 @@ def load_runs(
     seen: dict[Path, str] = {}
     for path in paths:
         base = Path(path)
+        check_regular(base)
         members = find_runs(base)
         if not members:
             raise IngestError(
                 "no logs found (JSONL, CSV, console logs or TensorBoard event files)", source=str(base)
             )
         for member in members:
+            check_regular(member)
             key = member.resolve()
             if key in seen:
                 raise IngestError(

@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from rlvr_schedule.bounds import MAX_BATCH, MAX_SAMPLES, WHY
 from rlvr_schedule.errors import IngestError, IngestWarning
 from rlvr_schedule.ingest.aliases import FIELD_ALIASES, as_table
 from rlvr_schedule.ingest.canonical import INT_FIELDS, build_record, map_metrics
@@ -58,6 +59,9 @@ class RecordStream:
         self._gap_derived: str | None = None
         self._skipped: list[str] = []  # rows without any canonical metric, not at the last step
         self._warned = False
+        self._undo: dict[str, Any] | None = None  # a rewind not yet said (see _settle_rewind)
+        self.restarted_at: int | None = None  # the line where the run started over from its first step
+        self._rewinds: list[Any] | None = None  # after the first re-logged step: [more, last line, dropped]
         self._loc: str | None = self.source  # source of the row being appended (with its label)
         self.names: dict[str, str] = {}  # canonical field -> the logged name that first filled it
 
@@ -189,6 +193,9 @@ class RecordStream:
             raise self._error(f"must be a whole number, got {value!r}", line, fld)
         if value < minimum:
             raise self._error(f"must be >= {minimum}, got {int(value)}", line, fld)
+        if value > MAX_BATCH and (minimum == 1 or value > MAX_SAMPLES):
+            kind = "batch" if minimum == 1 else "samples"
+            raise self._error(f"must be {WHY[kind]}, got {value!r}", line, fld)
         return int(value)
 
     def _at(self, i: int) -> str:
@@ -197,6 +204,8 @@ class RecordStream:
 
     def _rewind_or_check(self, step: int, line: int | None, step_field: str) -> None:
         """Drop the records a resumed run re-logs; a step going back to an unseen value is an error."""
+        if self._undo is not None:
+            self._settle_rewind(step)
         last = self.last
         if last is None or step > last.step:
             return
@@ -209,16 +218,58 @@ class RecordStream:
                 step_field,
             )
         n = len(self.records) - idx
-        warnings.warn(
+        self._settle_rewind(None)
+        msg = (
             f"{_where(self._loc, line)}: field {step_field!r}: step {step} logged again "
             f"(first{self._at(idx)}; a resumed run?): keeping the later record(s), "
-            f"dropping {n} earlier one(s)",
-            IngestWarning,
-            stacklevel=4,
+            f"dropping {n} earlier one(s)"
         )
+        # said once the next record shows what it was: a resumed run, or one stray record (the steps
+        # then go on past those dropped, which are put back)
+        self._undo = {
+            "records": self.records[idx:],
+            "lines": self.lines[idx:],
+            "idx": idx,
+            "line": line,
+            "step": step,
+            "msg": msg,
+            "n": n,
+            "last": last.step,
+        }
         del self.records[idx:]
         del self.lines[idx:]
         self.dropped += n
+
+    def _settle_rewind(self, next_step: int | None) -> None:
+        """Decide a pending rewind: ``next_step`` past the dropped records' last step, one record after
+        it, means that record was a stray (skipped, the dropped records put back); else a resumed or
+        restarted run (warned, or counted after the first)."""
+        u, self._undo = self._undo, None
+        if u is None:
+            return
+        stray = next_step is not None and next_step > u["last"] and u["n"] > 1
+        if stray and len(self.records) == u["idx"] + 1:
+            self.records.pop()
+            self.lines.pop()
+            self.records.extend(u["records"])
+            self.lines.extend(u["lines"])
+            self.dropped -= u["n"]
+            warnings.warn(
+                f"{_where(self._loc, u['line'])}: a stray record: step {u['step']} between steps {u['last']} "
+                f"and {next_step} (the steps go on): skipped, the {u['n']} record(s) before it kept",
+                IngestWarning,
+                stacklevel=5,
+            )
+            return
+        if u["idx"] == 0:  # every record before logged again: the run restarted (a resumed run keeps some)
+            self.restarted_at = u["line"]
+        if self._rewinds is None:
+            self._rewinds = [0, u["line"], 0]
+            warnings.warn(u["msg"], IngestWarning, stacklevel=5)
+        else:  # counted, said once at the end: a log written twice would warn once a record
+            self._rewinds[0] += 1
+            self._rewinds[1] = u["line"]
+            self._rewinds[2] += u["n"]
 
     def _admit(
         self,
@@ -247,24 +298,28 @@ class RecordStream:
         for name, value in m.nonfinite:
             if name in int_names:
                 continue  # an error follows when the integer is read
-            seen = self._nonfinite.get(name)
-            if seen is None:
-                self._nonfinite[name] = [line, 1]
-                warnings.warn(
-                    f"{_where(self._loc, line)}: field {name!r}: non-finite value {value!r} set to NaN",
-                    IngestWarning,
-                    stacklevel=4,
-                )
-            else:
-                seen[1] += 1
+            what = "null value read as NaN" if value is None else f"non-finite value {value!r} set to NaN"
+            self._count_nonfinite(name, line, what)
+        for name, value, why in m.implausible:
+            self._count_nonfinite(name, line, f"implausible value {value!r} set to NaN (must be {why})")
         for name in m.unknown:
             self._unknown.setdefault(name)
         for name in m.non_numeric:
             self._non_numeric.setdefault(name)
 
+    def _count_nonfinite(self, name: str, line: int | None, what: str) -> None:
+        """The first missing (null, NaN, implausible) value of a field warned, the rest counted."""
+        seen = self._nonfinite.get(name)
+        if seen is None:
+            self._nonfinite[name] = [line, 1]
+            warnings.warn(f"{_where(self._loc, line)}: field {name!r}: {what}", IngestWarning, stacklevel=5)
+        else:
+            seen[1] += 1
+
     # -- finishing -----------------------------------------------------------------------
     def warn_pending(self) -> None:
         """Emit the once-per-run warnings (unknown names, repeated non-finite values, gaps)."""
+        self._settle_rewind(None)
         if self._warned:
             return
         self._warned = True
@@ -284,7 +339,8 @@ class RecordStream:
         for name, (first, count) in self._nonfinite.items():
             if count > 1:
                 warnings.warn(
-                    f"{where}: field {name!r}: {count} non-finite values set to NaN (first at line {first})",
+                    f"{where}: field {name!r}: {count} non-finite values set to NaN (nulls and implausible "
+                    f"values counted with them; first at line {first})",
                     IngestWarning,
                     stacklevel=3,
                 )
@@ -297,6 +353,14 @@ class RecordStream:
             )
         if self._gap_derived:
             warnings.warn(self._gap_derived, IngestWarning, stacklevel=3)
+        if self._rewinds is not None and self._rewinds[0]:
+            more, last, dropped = self._rewinds
+            warnings.warn(
+                f"{_where(self.source, last)}: {more} more step(s) logged again after the first (the last "
+                f"here): each time the later record(s) kept, {dropped} earlier one(s) dropped",
+                IngestWarning,
+                stacklevel=3,
+            )
 
     def to_run(self, *, name: str | None = None, require_reward: bool = True) -> Run:
         """The validated :class:`Run`; errors when empty or (``require_reward``) without any reward."""
@@ -318,7 +382,10 @@ class RecordStream:
                 field="reward_mean",
             )
         self.warn_pending()
-        return Run(list(self.records), name=name or self.name, source=self.source)
+        run = Run(list(self.records), name=name or self.name, source=self.source)
+        if self.restarted_at is not None:
+            run.meta["restarted_at_line"] = self.restarted_at
+        return run
 
     def __repr__(self) -> str:
         return f"RecordStream({self.name!r}, {len(self.records)} records, source={self.source!r})"

@@ -1,6 +1,9 @@
 """TensorBoard event files: scalars per step, read with tensorboard's own event-file loader.
 
-tensorboard is imported here, lazily (``pip install tensorboard``). Event files of one directory
+tensorboard is imported here, lazily (``pip install 'rlvr-schedule[tensorboard]'``); without it a
+TensorBoard log is an error that names the extra. A record that fails its checksum is an error
+naming the file and the byte offset of the record; a file that ends inside a record (a run still
+writing, or a cut copy) keeps the records before it, with a warning naming the offset. Event files of one directory
 are read in name order (their names start with the creation time). A later file that logs a tag
 at a step seen before (a resumed run) replaces that tag's values from that step on, with one
 warning; writers of different tags into one directory (a trainer and this library's sink) merge.
@@ -14,7 +17,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from rlvr_schedule.errors import IngestError, IngestWarning
+from rlvr_schedule.errors import DamagedLogError, IngestError, IngestWarning, MissingExtraError
 from rlvr_schedule.ingest.options import ReadOptions, apply_options, describe_sources
 from rlvr_schedule.ingest.stream import RecordStream
 from rlvr_schedule.records import Run
@@ -38,23 +41,63 @@ def event_files(path: str | os.PathLike[str]) -> list[Path]:
     return sorted(f for f in p.iterdir() if f.is_file() and is_event_file(f))
 
 
-def _loader():
+def _loader(path: Path):
     try:
         from tensorboard.backend.event_processing import event_file_loader
         from tensorboard.util import tensor_util
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "reading TensorBoard event files needs tensorboard: pip install tensorboard"
-        ) from exc
+    except ImportError:
+        raise MissingExtraError("reading TensorBoard event files", "tensorboard", source=str(path)) from None
     return event_file_loader, tensor_util
+
+
+def _events(path: Path, event_file_loader) -> Iterator:
+    """The events of one file; damage named with the byte offset of the record it hits.
+
+    tensorboard's own loader stops silently at a bad record (it is made to tail live files), which
+    would read a corrupt file as a short one: its record iterator is used directly instead."""
+    make = getattr(event_file_loader, "_make_tf_record_iterator", None)
+    if make is None:  # pragma: no cover - another tensorboard: its loader, without damage reports
+        yield from event_file_loader.LegacyEventFileLoader(str(path)).Load()
+        return
+    from tensorboard.compat.proto import event_pb2
+
+    size = path.stat().st_size
+    offset = 0  # each record: 8-byte length, 4-byte CRC, data, 4-byte CRC
+    it = make(str(path))
+    while True:
+        try:
+            data = next(it)
+        except StopIteration:
+            return
+        except Exception as exc:  # noqa: BLE001 - tensorboard's DataLossError (no stable import path)
+            if "DataLoss" not in type(exc).__name__:
+                raise
+            if "truncat" in str(exc).lower() or size - offset < 16:
+                warnings.warn(
+                    f"{path}: truncated: the file ends inside the record at byte {offset} (of {size}; a run "
+                    "still writing, or a cut copy): read the records before it",
+                    IngestWarning,
+                    stacklevel=4,
+                )
+                return
+            raise DamagedLogError(
+                f"corrupt event record at byte {offset} of {size} (failed its checksum)", source=str(path)
+            ) from None
+        try:
+            event = event_pb2.Event.FromString(data)
+        except Exception:  # noqa: BLE001 - protobuf's DecodeError
+            raise DamagedLogError(
+                f"corrupt event record at byte {offset} (not an event)", source=str(path)
+            ) from None
+        offset += len(data) + 16
+        yield event
 
 
 def _file_scalars(path: Path) -> Iterator[tuple[str, int, float]]:
     """``(tag, step, value)`` for every scalar in one event file, in file order."""
-    event_file_loader, tensor_util = _loader()
+    event_file_loader, tensor_util = _loader(path)
     scalar_tags: set[str] = set()  # TF2 writers put the plugin name on a tag's first value only
-    loader = event_file_loader.LegacyEventFileLoader(str(path))
-    for event in loader.Load():
+    for event in _events(path, event_file_loader):
         if not event.HasField("summary"):
             continue
         for value in event.summary.value:

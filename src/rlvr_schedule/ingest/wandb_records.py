@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr_schedule.errors import IngestError
+from rlvr_schedule.errors import IngestError, MissingExtraError
 
 __all__ = ["WandbRecords", "scan", "INSTALL_HINT", "PINNED"]
 
@@ -34,16 +34,15 @@ class WandbRecords:
     output: list[str] = field(default_factory=list)  # console lines the run printed (stdout, stderr)
     run_id: str | None = None
     torn: bool = False  # the file ends inside a record (still being written, or cut)
+    torn_at: int = -1  # the byte offset of that record (where known)
 
 
 def _modules() -> tuple[Any, Any]:
     try:
         from wandb.proto import wandb_internal_pb2
         from wandb.sdk.internal import datastore
-    except ImportError as exc:
-        raise IngestError(
-            f"reading W&B run files needs the wandb package's record reader ({exc}): {INSTALL_HINT}"
-        ) from None
+    except ImportError:
+        raise MissingExtraError("reading W&B run files", "wandb", hint=INSTALL_HINT) from None
     return datastore, wandb_internal_pb2
 
 
@@ -69,12 +68,21 @@ def scan(path: str | os.PathLike[str]) -> WandbRecords:
     except (AssertionError, OSError, ValueError) as exc:
         raise IngestError(f"not a W&B run file ({exc})", source=str(path)) from None
     partial = ""
+
+    def _at() -> int:
+        fp = getattr(ds, "_fp", None)
+        try:
+            return int(fp.tell()) if fp is not None else -1
+        except (OSError, ValueError):
+            return -1
+
     try:
         while True:
+            at = _at()
             try:
                 data = ds.scan_data()
             except (AssertionError, ValueError, IndexError):
-                out.torn = True
+                out.torn, out.torn_at = True, at
                 break
             if data is None:
                 break
@@ -82,7 +90,7 @@ def scan(path: str | os.PathLike[str]) -> WandbRecords:
             try:
                 rec.ParseFromString(data)
             except Exception:  # protobuf's DecodeError: a record cut short
-                out.torn = True
+                out.torn, out.torn_at = True, at
                 break
             kind = rec.WhichOneof("record_type")
             if kind == "history":

@@ -21,11 +21,12 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rlvr_schedule.errors import IngestError
+from rlvr_schedule.errors import IngestError, IngestWarning
 from rlvr_schedule.ingest.options import ReadOptions, apply_options, describe_sources, warn_batch_conflict
 from rlvr_schedule.ingest.stream import RecordStream
 from rlvr_schedule.ingest.wandb_records import WandbRecords, scan
@@ -189,6 +190,14 @@ def read_wandb_run(
     if file is None:
         raise IngestError("no W&B run file (run-<id>.wandb) here", source=str(p))
     records = scan(file)
+    if records.torn:
+        at = f" at byte {records.torn_at}" if records.torn_at >= 0 else ""
+        warnings.warn(
+            f"{file}: truncated: the run file ends inside a record{at} (of {file.stat().st_size} bytes; a run "
+            f"still writing, or a cut copy): read the {len(records.history)} history row(s) before it",
+            IngestWarning,
+            stacklevel=2,
+        )
     run_name = name or _name(p, records)
     stream = RecordStream(name=run_name, source=str(p), aliases=aliases)
     rows = [(k, row) for k, row in enumerate(records.history, start=1) if _is_update(row, stream.aliases)]

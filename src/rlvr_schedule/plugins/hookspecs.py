@@ -4,8 +4,9 @@ Plugins are plain modules or classes with functions marked ``@hookimpl`` (see
 :data:`rlvr_schedule.plugins.hookimpl`) and are found through the entry-point group
 ``rlvr_schedule``. :class:`~rlvr_schedule.driver.ScheduleDriver` calls the observer hooks around
 each schedule step; hosts apply decisions through the driver's ``apply`` callback, not a hook. A
-plugin that raises is logged with its traceback and skipped (``strict=True`` on the plugin
-manager re-raises, for tests); a raising failure detector holds the stage on that record.
+plugin that raises (or calls ``sys.exit``) is logged, one line a fault with its traceback once, and
+skipped (``strict=True`` on the plugin manager re-raises, for tests); a raising failure detector holds
+the stage on that record, and one that faults on 20 records in a row is taken out.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ def rlvr_schedule_metric_aliases() -> Mapping[str, str]:
 
 @hookspec
 def rlvr_schedule_failure_detectors() -> list[Any]:
-    """Return extra failure detectors (objects with ``name``, ``update(record)`` and
-    ``state_dict()``/``load_state_dict()``) that the failure clock runs beside the built-in ones."""
+    """Return a list of extra failure detectors (objects with ``name``, ``update(record)`` and
+    ``state_dict()``/``load_state_dict()``) that the failure clock runs beside the built-in ones.
+    ``update`` returns None or an alarm (an object with ``name`` and ``message``, such as
+    :class:`~rlvr_schedule.clocks.failure.base.Alarm`); any other return is a fault, not an alarm."""
     raise NotImplementedError  # a specification: pluggy calls the implementations
 
 

@@ -2,10 +2,19 @@
 
 pluggy stops a hook call at the first exception; a host's training run must not. Every hook
 implementation registered on a :class:`PluginHost` is wrapped once, at registration, so that a
-raising plugin is logged with its traceback, recorded in :attr:`PluginHost.faults` and skipped
+raising plugin (also one calling ``sys.exit``) is recorded in :attr:`PluginHost.faults` and skipped
 (``strict=True`` re-raises, for tests). Hooks are then called through pluggy's own hook relay
 (``host.pm.hook.<name>(...)``), so hook wrappers, ``tryfirst``/``trylast`` and call monitoring
 (``pm.add_hookcall_monitoring``) work as pluggy documents them.
+
+Each fault is one ERROR line naming the plugin (its registered name; a plugin registered without
+one by its module or class name) and the hook; its traceback is logged once per plugin and hook,
+at DEBUG after that, so a plugin failing on every record does not flood the log. What a hook or a
+detector returns is checked: a detectors hook must return a list of objects with ``update``, a
+detector's ``update`` None or an alarm (``name`` and ``message``); anything else is a fault. A
+detector that faults on :data:`MAX_DETECTOR_FAULTS` records in a row is taken out, with one warning
+saying what the schedule loses (a faulted record holds the stage, so one faulting on every record
+would hold it for ever).
 """
 
 from __future__ import annotations
@@ -19,11 +28,36 @@ import pluggy
 
 from rlvr_schedule.plugins import hookspecs
 
-__all__ = ["ENTRY_POINT_GROUP", "DetectorFault", "IsolatedDetector", "PluginHost", "get_plugin_host"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "MAX_DETECTOR_FAULTS",
+    "DetectorFault",
+    "IsolatedDetector",
+    "PluginHost",
+    "get_plugin_host",
+]
 
 log = logging.getLogger("rlvr_schedule.plugins")
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT
+
+#: Records in a row on which a plugin detector may fault before it is taken out. Each faulted record
+#: holds the stage (its alarm may be missing); 20 records is long enough to ride out a transient fault
+#: (a missing metric for a few updates), short enough that a broken detector does not pin the stage.
+MAX_DETECTOR_FAULTS = 20
+
+
+def plugin_label(plugin: Any, registered: str) -> str:
+    """A plugin's name for messages: its registered name, or (registered without one, which pluggy
+    names by a bare number) its module or class name."""
+    if not registered.isdigit():
+        return registered
+    name = getattr(plugin, "__name__", None) or type(plugin).__qualname__
+    return f"{name} (registered without a name)"
+
+
+class _BadReturn(Exception):
+    """A hook implementation returned what its hook does not take."""
 
 
 class PluginHost:
@@ -34,6 +68,7 @@ class PluginHost:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.faults: list[tuple[str, str, BaseException]] = []
+        self._traced: set[tuple[str, str]] = set()  # (plugin, hook) whose traceback was logged
         if load_entrypoints:
             try:
                 self.pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
@@ -58,10 +93,27 @@ class PluginHost:
         self.pm.unregister(plugin)
 
     def fault(self, plugin: str, where: str, exc: BaseException) -> None:
-        """Record and log a fault (``strict``: re-raise it)."""
+        """Record and log a fault: one line; its traceback the first time for this plugin and hook,
+        at DEBUG after that (``strict``: re-raise it)."""
         if self.strict:
             raise exc
-        log.error("plugin %r raised in %s; keeping the current stage", plugin, where, exc_info=exc)
+        what = f"exited (sys.exit({exc.code!r}))" if isinstance(exc, SystemExit) else "raised"
+        detail = f"{type(exc).__name__}: {exc}" if not isinstance(exc, (SystemExit, _BadReturn)) else str(exc)
+        if isinstance(exc, _BadReturn):
+            what = "returned a wrong type"
+        first = (plugin, where) not in self._traced
+        self._traced.add((plugin, where))
+        log.error(
+            "plugin %r %s in %s (%s); skipped, the run goes on%s",
+            plugin,
+            what,
+            where,
+            detail,
+            "" if first else " (traceback at DEBUG)",
+            exc_info=exc if first and not isinstance(exc, _BadReturn) else None,
+        )
+        if not first:
+            log.debug("plugin %r in %s", plugin, where, exc_info=exc)
         self.faults.append((plugin, where, exc))
 
     def _isolate(self) -> None:
@@ -74,15 +126,20 @@ class PluginHost:
                     continue
                 # pluggy types HookImpl.function Final (its own field); replacing the callable is
                 # the one way to isolate each implementation's faults, which pluggy has no hook for
-                guarded = self._guard(impl.function, impl.plugin_name, caller.name)
+                guarded = self._guard(impl.function, plugin_label(impl.plugin, impl.plugin_name), caller.name)
                 impl.function = guarded  # type: ignore[misc]
 
     def _guard(self, fn: Any, plugin: str, hook_name: str) -> Any:
+        check = _RETURN_CHECKS.get(hook_name)
+
         @functools.wraps(fn)
         def guarded(*args: Any, **kwargs: Any) -> Any:
             try:
-                return fn(*args, **kwargs)
-            except Exception as exc:
+                out = fn(*args, **kwargs)
+                if check is not None and out is not None:
+                    check(out)
+                return out
+            except (Exception, SystemExit) as exc:  # sys.exit in a plugin must not stop the run
                 self.fault(plugin, hook_name, exc)
                 return None
 
@@ -109,8 +166,34 @@ class PluginHost:
         fault-isolated the same way (their ``update`` cannot raise into the host)."""
         out: list[IsolatedDetector] = []
         for group in self.call("rlvr_schedule_progress_estimators"):
-            out.extend(IsolatedDetector(e, self) for e in (group or []))
+            out.extend(IsolatedDetector(e, self, alarms=False) for e in (group or []))
         return out
+
+
+def _check_detectors(out: Any) -> None:
+    if not isinstance(out, (list, tuple)):
+        raise _BadReturn(f"returned {type(out).__name__} {out!r:.60}, expected a list of detectors")
+    for d in out:
+        if not callable(getattr(d, "update", None)):
+            raise _BadReturn(
+                f"returned a list holding {type(d).__name__} {d!r:.60}: a detector has update(record)"
+            )
+
+
+def _check_aliases(out: Any) -> None:
+    from collections.abc import Mapping
+
+    if not isinstance(out, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in out.items()
+    ):
+        raise _BadReturn(f"returned {type(out).__name__} {out!r:.60}, expected a mapping of names to fields")
+
+
+_RETURN_CHECKS = {
+    "rlvr_schedule_failure_detectors": _check_detectors,
+    "rlvr_schedule_progress_estimators": _check_detectors,
+    "rlvr_schedule_metric_aliases": _check_aliases,
+}
 
 
 @dataclass(frozen=True)
@@ -125,23 +208,46 @@ class DetectorFault:
 
 class IsolatedDetector:
     """A plugin's failure detector (or progress estimator) whose ``update`` cannot raise into the
-    schedule or host: an exception is recorded on the host (``strict`` re-raises) and comes back as a
-    :class:`DetectorFault` value."""
+    schedule or host: an exception (``sys.exit`` too) or a return that is neither None nor an alarm
+    is recorded on the host (``strict`` re-raises) and comes back as a :class:`DetectorFault`
+    value; after :data:`MAX_DETECTOR_FAULTS` faulted records in a row the detector is taken out
+    (``update`` returns None), with one warning."""
 
-    def __init__(self, detector: Any, host: PluginHost) -> None:
+    def __init__(self, detector: Any, host: PluginHost, *, alarms: bool = True) -> None:
         self.detector = detector
         self.name = str(getattr(detector, "name", None) or type(detector).__name__)
         self._host = host
+        self._alarms = alarms  # a failure detector returns alarms; a progress estimator anything
+        self.faults_in_a_row = 0
+        self.taken_out = False
 
     def update(self, record: Any) -> Any:
+        if self.taken_out:
+            return None
         try:
-            return self.detector.update(record)
-        except Exception as exc:
+            out = self.detector.update(record)
+            if self._alarms and out is not None and not (hasattr(out, "name") and hasattr(out, "message")):
+                raise _BadReturn(
+                    f"update returned {type(out).__name__} {out!r:.60}, expected None or an alarm"
+                )
+        except (Exception, SystemExit) as exc:
             self._host.fault(self.name, "update", exc)
+            self.faults_in_a_row += 1
+            if self.faults_in_a_row >= MAX_DETECTOR_FAULTS:
+                self.taken_out = True
+                log.warning(
+                    "plugin detector %r faulted on %d records in a row: taken out. The schedule loses its "
+                    "alarms (it no longer switches on them) and stops holding the stage on its faults; the "
+                    "built-in detectors go on",
+                    self.name,
+                    self.faults_in_a_row,
+                )
             return DetectorFault(self.name, f"{type(exc).__name__}: {exc}")
+        self.faults_in_a_row = 0
+        return out
 
     def __getattr__(self, attr: str) -> Any:  # state_dict / load_state_dict when the detector has them
-        if attr.startswith("__") or attr in ("detector", "_host"):
+        if attr.startswith("__") or attr in ("detector", "_host", "_alarms"):
             raise AttributeError(attr)
         return getattr(self.detector, attr)
 

@@ -22,7 +22,10 @@ Two kinds, told apart by ``type`` (default: "static" when ``stages`` is present)
 
 Every invalid case raises :class:`~rlvr_schedule.errors.ConfigError` naming the file and the
 field (``stages[1].until_samples``). Numbers written as strings (YAML 1.1 reads ``1e-6`` as a
-string) are accepted; counts must be integral.
+string) are accepted; counts must be integral. A key given twice in one mapping is an error naming
+both lines (YAML and JSON would otherwise keep the last silently); YAML merge keys (``<<: *base``)
+are not duplicates. A schedule file is a regular file of at most :data:`MAX_SCHEDULE_BYTES` (a FIFO,
+a device or a larger file is refused before it is parsed).
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from rlvr_schedule.plugins import PluginHost
 
 __all__ = ["load_schedule", "read_config", "schedule_from_dict"]
+
+#: A schedule is a few hundred bytes; 1 MiB leaves room for any hand-written or generated one.
+MAX_SCHEDULE_BYTES = 2**20
 
 TYPES = ("static", "two_clock")
 _STATIC_KEYS = ("type", "stages", "constraints", "base_lr", "base_batch", "lr_rule")
@@ -78,14 +84,44 @@ _FLOAT_FIELDS |= OLD_FLOATS
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
+#: Keys bounded by :mod:`rlvr_schedule.bounds` (a batch, an LR) in any schedule file.
+_BATCH_KEYS = frozenset(
+    {
+        "batch",
+        "initial_batch",
+        "base_batch",
+        "critical_batch",
+        "fallback_batch",
+        "failure_batch",
+        "max_batch",
+        "min_batch",
+        "group_size",
+        "divisor",
+    }
+)
+_LR_KEYS = frozenset({"lr", "base_lr", "critical_batch_lr", "failure_lr"})
+
+
+def _bounded(key: str, value: Any, field: str, source: str | None) -> None:
+    from rlvr_schedule.bounds import MAX_BATCH, MAX_LR, WHY
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if key in _BATCH_KEYS and value > MAX_BATCH:
+        raise ConfigError(f"must be {WHY['batch']}, got {value!r}", source=source, field=field)
+    if key in _LR_KEYS and value > MAX_LR:
+        raise ConfigError(f"must be {WHY['lr']}, got {value!r}", source=source, field=field)
+
+
 def _coerce(key: str, value: Any, field: str, source: str | None) -> Any:
-    """Numeric strings to numbers; integral floats to ints for count fields."""
+    """Numeric strings to numbers; integral floats to ints for count fields; bounds checked."""
     if (
         isinstance(value, str)
         and (key in _INT_FIELDS or key in _FLOAT_FIELDS)
         and _NUMBER.match(value.strip())
     ):
         value = float(value)
+    _bounded(key, value, field, source)
     if key in _INT_FIELDS and isinstance(value, float):
         if not (math.isfinite(value) and value == int(value)):
             raise ConfigError(f"must be an integer, got {value!r}", source=source, field=field)
@@ -99,30 +135,146 @@ def _coerce_map(d: Mapping[str, Any], prefix: str, source: str | None) -> dict[s
     return {k: _coerce(k, v, prefix + str(k), source) for k, v in d.items()}
 
 
+def _read_text(p: Path) -> str:
+    """The file's text: a regular file, at most MAX_SCHEDULE_BYTES, UTF-8 (else ConfigError)."""
+    from rlvr_schedule.errors import IngestError
+    from rlvr_schedule.ingest.textio import check_regular
+
+    src = str(p)
+    try:
+        check_regular(p, "schedule")
+        if p.is_dir():
+            raise ConfigError("is a directory, not a schedule file", source=src)
+        with open(p, "rb") as fh:
+            raw = fh.read(MAX_SCHEDULE_BYTES + 1)
+    except IngestError as exc:
+        raise ConfigError(
+            f"cannot read schedule file: {str(exc).removeprefix(src + ': ')}", source=src
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read schedule file: {exc.strerror or exc}", source=src) from None
+    if len(raw) > MAX_SCHEDULE_BYTES:
+        raise ConfigError(f"larger than {MAX_SCHEDULE_BYTES} bytes: not a schedule file", source=src)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=f"{src}:{line}"
+        ) from None
+
+
+def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [k for k, _ in pairs]
+    dup = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    if dup is not None:
+        raise _DuplicateKey(dup)
+    return dict(pairs)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _json_duplicate_lines(text: str) -> tuple[str, int, int] | None:
+    """``(key, first line, second line)`` of the first key given twice in one JSON object."""
+    stack: list[dict[str, int]] = []
+    i, n, line = 0, len(text), 1
+    expect_key = False
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+        elif c == "{":
+            stack.append({})
+            expect_key = True
+        elif c == "}":
+            stack.pop() if stack else None
+        elif c == "[":
+            stack.append({"": -1})  # a list: no keys
+            expect_key = False
+        elif c == "]":
+            stack.pop() if stack else None
+        elif c == ",":
+            expect_key = bool(stack) and "" not in stack[-1]
+        elif c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            word = text[i + 1 : j]
+            if expect_key and stack:
+                if word in stack[-1]:
+                    return word, stack[-1][word], line
+                stack[-1][word] = line
+            expect_key = False
+            line += text.count("\n", i, j)
+            i = j
+        i += 1
+    return None
+
+
+def _yaml_loader():  # the SafeLoader, refusing a key given twice in one mapping
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, _ in node.value:  # the keys written here; a merge key's (<<) may be overridden
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+                    if key in seen:
+                        raise ConfigError(
+                            f"key {key!r} given twice (lines {seen[key]} and {key_node.start_mark.line + 1}; "
+                            "YAML would keep the last silently)",
+                            source=f"{self.name}:{key_node.start_mark.line + 1}",
+                        )
+                    seen[key] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return Loader
+
+
 def read_config(path: str | Path) -> dict[str, Any]:
     """Parse a YAML (``.yaml``/``.yml``) or JSON file into a mapping; errors say file and line."""
     p = Path(path)
     src = str(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read schedule file: {exc.strerror or exc}", source=src) from exc
+    text = _read_text(p)
     if p.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_json_pairs)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"invalid JSON: {exc.msg} (column {exc.colno})", source=f"{src}:{exc.lineno}"
             ) from exc
+        except RecursionError:
+            raise ConfigError("JSON nested too deeply to read", source=src) from None
+        except _DuplicateKey as exc:
+            dup_at = _json_duplicate_lines(text)
+            key, first, second = dup_at if dup_at is not None else (exc.key, 0, 0)
+            lines = f"lines {first} and {second}; " if first else ""
+            raise ConfigError(
+                f"key {key!r} given twice ({lines}JSON would keep the last silently)",
+                source=f"{src}:{second}" if second else src,
+            ) from None
     else:
         import yaml  # lazy: the core imports with numpy alone
 
         try:
-            data = yaml.safe_load(text)
+            loader = _yaml_loader()(text)
+            loader.name = src
+            try:
+                data = loader.get_single_data()
+            finally:
+                loader.dispose()
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"{src}:{mark.line + 1}" if mark is not None else src
             raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", source=where) from exc
+        except RecursionError:
+            raise ConfigError("YAML nested too deeply to read", source=src) from None
     if not isinstance(data, dict):
         raise ConfigError(f"the top level must be a mapping, got {type(data).__name__}", source=src)
     return data

@@ -389,8 +389,12 @@ class PolicyConfig:
         num("failure_clock_floor", zero=True, most=1, why="a part of the pooled clock")
         if self.forecast not in FORECAST_MODES:
             raise bad("forecast", f"must be one of {', '.join(FORECAST_MODES)}, got {self.forecast!r}")
-        if not isinstance(self.detectors, (tuple, list)) or any(d not in DETECTORS for d in self.detectors):
-            raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {self.detectors!r}")
+        if not isinstance(self.detectors, (tuple, list)) or any(
+            not isinstance(d, str) or d not in DETECTORS for d in self.detectors
+        ):
+            shown = repr(self.detectors)
+            shown = shown if len(shown) <= 200 else shown[:200] + "..."  # an alias bomb prints for ever
+            raise bad("detectors", f"must be a list of {', '.join(DETECTORS)}, got {shown}")
         count("hysteresis_samples")
         count("min_stage_samples", zero=True)
         count("max_stages")

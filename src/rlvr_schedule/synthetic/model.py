@@ -152,7 +152,9 @@ class ClockModel:
     def reward_after(self, gain: float) -> float:
         """Reward after accumulated initial-rate gain ``gain``: saturates at the ceiling."""
         span = self.reward_ceiling - self.reward0
-        return min(1.0, max(0.0, self.reward0 + span * (1.0 - math.exp(-gain / span))))
+        return min(
+            1.0, max(0.0, self.reward0 + span * (1.0 - math.exp(min(-gain / span, 700.0))))
+        )  # no overflow past divergence
 
     def to_dict(self) -> dict:
         d = asdict(self)
