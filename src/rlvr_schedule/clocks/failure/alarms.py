@@ -25,8 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rlvr_schedule.clocks.failure.base import Alarm, Detector
-from rlvr_schedule.clocks.failure.detectors import default_detectors
-from rlvr_schedule.clocks.failure.forecast import policy_forecast
+from rlvr_schedule.clocks.failure.detectors import ForecastWarning, default_detectors
 from rlvr_schedule.records import StepRecord, WatchAlarm
 
 __all__ = [
@@ -65,49 +64,9 @@ DIAGNOSTIC_WARNINGS: frozenset[str] = frozenset(
 CLOCK_ALARM = "failure_clock"
 
 
-class ForecastWarning(Detector):
-    """The live failure forecast as a warning kind: the entropy's trend (as the two-clock policy
-    configures it, :func:`~rlvr_schedule.clocks.failure.forecast.policy_forecast`) points at a
-    collapse *still ahead*, with less than a quarter of the way to it left.
-
-    It says nothing before it has skill: before 2048 rollouts of evidence and a confident slope
-    (the forecast's own ``warns``), and never "collapse now": a trend already past its threshold
-    is a low entropy plateau as often as a collapse (healthy runs end at a few percent of their
-    early entropy), which the entropy detector judges (its warning is a diagnostic)."""
-
-    name = "failure_forecast"
-    signal = "entropy"
-    kind = "warning"
-
-    def __init__(self) -> None:
-        super().__init__(patience=1)
-        self.forecast = policy_forecast("entropy")
-
-    def _check(self, record: StepRecord) -> tuple[bool | None, float]:
-        stf = self.forecast.update(record)
-        return bool(stf > 0 and math.isfinite(stf) and self.forecast.warns()), stf
-
-    def _why(self) -> tuple[float, float]:
-        return self.forecast.reference, self.forecast.threshold
-
-    def _describe(self, value: float) -> str:
-        fc = self.forecast
-        return (
-            f"failure forecast: the entropy's trend reaches {fc.fraction:g} x its early level in "
-            f"{value:.4g} rollouts (on {fc.samples - fc.start_samples} rollouts of evidence)"
-        )
-
-    def _extra_state(self) -> dict[str, Any]:
-        return {"forecast": self.forecast.state_dict()}
-
-    def _load_extra(self, state: Mapping[str, Any]) -> None:
-        if state.get("forecast") is not None:
-            self.forecast.load_state_dict(state["forecast"])
-
-
 def watch_detectors() -> list[Detector]:
-    """The watch's detectors: the failure clock's (:func:`default_detectors`) and the forecast."""
-    return [*default_detectors(), ForecastWarning()]
+    """The watch's detectors: :func:`default_detectors`, the one set every entry point runs."""
+    return default_detectors()
 
 
 class CollapseWatch:

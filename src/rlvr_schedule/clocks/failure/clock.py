@@ -39,11 +39,16 @@ class FailureClock:
         self.detectors = list(detectors) if detectors is not None else None
         self.stop_at_failure = stop_at_failure
 
+    def detector_set(self) -> list[Detector]:
+        """Fresh detectors for one fit: a copy of ``detectors``, else :func:`default_detectors` (the
+        set ``watch``, the driver and every adapter run too)."""
+        return copy.deepcopy(self.detectors) if self.detectors is not None else default_detectors()
+
     def fit(self, run: Run | Iterable[StepRecord]) -> FailureClock:
         """With ``stop_at_failure`` (default) reading stops once no later alarm can have an earlier
         onset (``max patience`` records after the first confirmation), so ``alarms_`` and
         ``warnings_`` hold what came up to the failure; False reads the whole run."""
-        dets = copy.deepcopy(self.detectors) if self.detectors is not None else default_detectors()
+        dets = self.detector_set()
         left = -1
         horizon = max((d.patience for d in dets), default=1)
         for rec in run:

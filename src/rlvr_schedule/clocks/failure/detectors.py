@@ -33,6 +33,7 @@ from rlvr_schedule.clocks.failure.base import (
     finite_or_none,
     float_or,
 )
+from rlvr_schedule.clocks.failure.forecast import policy_forecast
 from rlvr_schedule.records import StepRecord
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "ResponseLengthSurge",
     "ClipRatioRise",
     "LogProbMismatch",
+    "ForecastWarning",
     "default_detectors",
 ]
 
@@ -1003,10 +1005,55 @@ class ZeroVarianceGroups(Detector):
         return f"fraction of zero-std groups {value:.3g}"
 
 
+class ForecastWarning(Detector):
+    """The live failure forecast as a warning kind: the entropy's trend (as the two-clock policy
+    configures it, :func:`~rlvr_schedule.clocks.failure.forecast.policy_forecast`) points at a
+    collapse *still ahead*, with less than a quarter of the way to it left.
+
+    It says nothing before it has skill: before 2048 rollouts of evidence and a confident slope
+    (the forecast's own ``warns``), and never "collapse now": a trend already past its threshold
+    is a low entropy plateau as often as a collapse (healthy runs end at a few percent of their
+    early entropy), which the entropy detector judges (its warning is a diagnostic)."""
+
+    name = "failure_forecast"
+    signal = "entropy"
+    kind = "warning"
+
+    def __init__(self) -> None:
+        super().__init__(patience=1)
+        self.forecast = policy_forecast("entropy")
+
+    def _check(self, record: StepRecord) -> tuple[bool | None, float]:
+        stf = self.forecast.update(record)
+        return bool(stf > 0 and math.isfinite(stf) and self.forecast.warns()), stf
+
+    def _why(self) -> tuple[float, float]:
+        return self.forecast.reference, self.forecast.threshold
+
+    def _describe(self, value: float) -> str:
+        fc = self.forecast
+        return (
+            f"failure forecast: the entropy's trend reaches {fc.fraction:g} x its early level in "
+            f"{value:.4g} rollouts (on {fc.samples - fc.start_samples} rollouts of evidence)"
+        )
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"forecast": self.forecast.state_dict()}
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        if state.get("forecast") is not None:
+            self.forecast.load_state_dict(state["forecast"])
+
+
 def default_detectors() -> list[Detector]:
-    """Failure detectors (entropy exhausted once the reward turned down or the entropy fell below
+    """The one detector set of every entry point (``fit``, ``report``, ``watch``, the driver and so
+    every adapter, the collapse watch): whatever a detector may say is computed everywhere, and
+    which warning kinds are *raised* to a host is one rule, the watch's ``RAISED_WARNINGS``.
+
+    Failure detectors (entropy exhausted once the reward turned down or the entropy fell below
     4% of its early level, reward crash, sustained grad-norm and KL blow-ups) and warning detectors
-    (entropy surge, response length, clip ratio, log-prob mismatch, zero-variance groups). Warm-ups
+    (entropy surge, response length, clip ratio, log-prob mismatch, zero-variance groups, the live
+    failure forecast). Warm-ups
     are counted in rollouts where a sweep compares batches: the spike detectors score from 1024
     rollouts (at least 8 values), the entropy's early level and the reward's start level are taken
     over the first 512, and the reward is smoothed over 512 rollouts (deep fall, fall from the
@@ -1022,4 +1069,5 @@ def default_detectors() -> list[Detector]:
         ClipRatioRise(),
         LogProbMismatch(),
         ZeroVarianceGroups(warning_only=True),
+        ForecastWarning(),
     ]
