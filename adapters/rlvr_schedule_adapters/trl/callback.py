@@ -432,9 +432,10 @@ class RlvrScheduleCallback(TrainerCallback, ExportableState):
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """A checkpoint saved at an alarm is kept apart as ``alarm-checkpoint-<step>``."""
         info = self._alarm_saves.pop(int(state.global_step), None)
+        src = os.path.join(str(args.output_dir), f"checkpoint-{int(state.global_step)}")
+        self.driver.note_checkpoint(src, int(state.global_step))  # a failure names the one before it
         if info is None or not getattr(state, "is_world_process_zero", True):
             return
-        src = os.path.join(str(args.output_dir), f"checkpoint-{int(state.global_step)}")
         keep_alarm_checkpoint(src, info)
 
     # --- set-up checks -----------------------------------------------------------------------------

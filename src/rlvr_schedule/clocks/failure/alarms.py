@@ -164,5 +164,5 @@ class CollapseWatch:
             if det.name in saved:
                 det.load_state_dict(saved[det.name])
         self._seen = {(str(k[0]), str(k[1])) for k in state.get("seen", [])}
-        self.alarms_ = [WatchAlarm(**a) for a in state.get("alarms", [])]
+        self.alarms_ = [WatchAlarm.from_dict(a) for a in state.get("alarms", [])]
         self.diagnostics_ = [Alarm.from_dict(a) for a in state.get("diagnostics", [])]
