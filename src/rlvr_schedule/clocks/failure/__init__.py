@@ -42,6 +42,7 @@ from rlvr_schedule.clocks.failure.detectors import (
     LogProbMismatch,
     ResponseLengthSurge,
     RewardCrash,
+    RewardFall,
     ZeroVarianceGroups,
     default_detectors,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "Detector",
     "EntropyCollapse",
     "RewardCrash",
+    "RewardFall",
     "GradNormSpike",
     "KLBlowup",
     "ZeroVarianceGroups",

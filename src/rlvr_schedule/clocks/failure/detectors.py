@@ -39,6 +39,7 @@ from rlvr_schedule.records import StepRecord
 __all__ = [
     "EntropyCollapse",
     "RewardCrash",
+    "RewardFall",
     "GradNormSpike",
     "KLBlowup",
     "ZeroVarianceGroups",
@@ -575,6 +576,165 @@ class RewardCrash(Detector):
         self._recent = deque(((int(a), int(b), float(c)) for a, b, c in state.get("recent", [])), maxlen=64)
 
 
+class RewardFall(Detector):
+    """The reward fell far below its level, judged by a CUSUM on the run's own noise: a failure as
+    soon as the evidence says so, not after a fixed streak.
+
+    Each record's shortfall ``z = (level - reward) / sigma`` is summed, less an allowance ``k`` per
+    record, into ``S = max(0, S + z - k)`` (Page's CUSUM); ``level`` is the median of the last
+    ``window`` rewards not below ``depth`` x the level (a fall's own records stay out), ``sigma`` the larger of
+    the run's own per-record noise (median |first difference| / 0.954, robust to the fall's own jump)
+    and the Bernoulli noise of a mean over the record's rollouts, ``sqrt(level (1 - level) / n)``.
+    The failure counts once ``S >= h`` while the reward is below ``depth`` x the level: a fall far
+    outside the noise (z >= h + k) counts at that record, a smaller one after as many records as it
+    takes, a gradual slide once its evidence and its depth are both there. ``z`` per record is
+    capped at ``z_cap`` (one absurd record is not a collapse by itself unless it is that far out).
+    The onset is the first record of the stretch below ``depth`` x the level (the collapse point as
+    the labels read it). Needs ``min_records`` rewards first; a run that never rose ``min_drop``
+    above its first level and falls within its first ``window`` records is left to
+    :class:`RewardCrash` (which tells a collapse from a divergence)."""
+
+    name = "reward_fall"
+    signal = "reward_mean"
+    warn_on_streak = False
+
+    def __init__(
+        self,
+        k: float = 3.0,
+        h: float = 40.0,
+        depth: float = 0.5,
+        window: int = 8,
+        min_records: int = 3,
+        z_cap: float = 12.0,
+        min_drop: float = 0.1,
+        sigma_floor: float = 0.01,
+        memory: int = 1,
+        tiers: Sequence[tuple[float, float]] = ((0.08, 6.0), (0.25, 20.0)),
+        freeze: bool = True,
+    ) -> None:
+        super().__init__(patience=1)
+        self.freeze = bool(freeze)
+        self.memory = max(1, int(memory))
+        self.tiers = tuple((float(f), float(x)) for f, x in tiers)
+        if not (k >= 0 and h > 0 and 0 < depth < 1 and window >= 1 and min_records >= 2):
+            raise ValueError("need k >= 0, h > 0, 0 < depth < 1, window >= 1, min_records >= 2")
+        self.k, self.h, self.depth, self.window = float(k), float(h), float(depth), int(window)
+        self.min_records, self.z_cap = int(min_records), float(z_cap)
+        self.min_drop, self.sigma_floor = float(min_drop), float(sigma_floor)
+        self._hist: deque[float] = deque(maxlen=self.window)
+        self._levels: deque[float] = deque(maxlen=self.memory)  # the level after each admitted record
+        self._diffs: deque[float] = deque(maxlen=32)
+        self._prev = math.nan  # last reward that entered the level
+        self._n = 0
+        self._first_level = math.nan
+        self._top = -math.inf  # highest level so far
+        self._prev_samples = 0
+        self.level = math.nan
+        self.sigma = math.nan
+        self.cusum = 0.0
+        self._below: tuple[int, int, float] | None = None  # first record of the stretch below depth
+        self._pending = 0  # records since the evidence was last 0
+        self._need = self.h  # the evidence the last record needed (deeper falls need less)
+
+    def _check(self, record: StepRecord) -> tuple[bool | None, float]:
+        r = record.reward_mean
+        if not finite(r):
+            return None, math.nan
+        r = float(r)
+        n = max(int(record.samples) - self._prev_samples, 1) if self._n else max(int(record.batch), 1)
+        self._prev_samples = int(record.samples)
+        self._n += 1
+        if len(self._hist) < self.min_records:
+            self._admit(r)
+            return False, r
+        level = max(self._levels)  # the highest recent level: a slide does not drag it down with it
+        spread = float(statistics.median(self._diffs)) / 0.954 if self._diffs else 0.0
+        bern = math.sqrt(max(level * (1 - level), 0.0) / n)
+        sigma = max(spread, bern, self.sigma_floor)
+        self.level, self.sigma = level, sigma
+        z = min((level - r) / sigma, self.z_cap)
+        self.cusum = max(0.0, self.cusum + z - self.k)
+        low = r < self.depth * level and level - r >= self.min_drop
+        need = self.h
+        for frac, h in self.tiers:  # a deeper fall needs less evidence
+            if r < frac * level:
+                need = min(need, h)
+        self._pending = 0 if self.cusum == 0.0 else self._pending + 1
+        if self.cusum == 0.0:
+            self._below = None
+        elif low and self._below is None:
+            self._below = (int(record.step), int(record.samples), r)
+        # the noise follows every record; the level every record but those far below it, and none
+        # while evidence builds (evidence that did not count within ``window`` records no longer
+        # freezes it)
+        far = low and z >= self.k
+        thawed = not self.freeze or self._pending == 0 or self._pending > self.window
+        self._admit(r, level_too=not far and thawed)
+        if not low:
+            return False, r
+        early = self._top - self._first_level < self.min_drop and self._n <= self.window + self.min_records
+        self._need = need
+        return self.cusum >= need and not early, r
+
+    def _admit(self, r: float, level_too: bool = True) -> None:
+        if finite(self._prev):
+            self._diffs.append(abs(r - self._prev))
+        self._prev = r
+        if not level_too:
+            return
+        self._hist.append(r)
+        if len(self._hist) >= self.min_records:
+            lv = float(statistics.median(self._hist))
+            self._levels.append(lv)
+            if not finite(self._first_level):
+                self._first_level = lv
+            self._top = max(self._top, lv)
+
+    def _backdate(self, record: StepRecord) -> tuple[int, int, float] | None:
+        return self._below
+
+    def _why(self) -> tuple[float, float]:
+        return self.level, self.depth * self.level
+
+    def _describe(self, value: float) -> str:
+        return (
+            f"reward {value:.4g} fell below {self.depth:g} x its level {self.level:.4g} "
+            f"(evidence {self.cusum:.3g} >= {self._need:g} noise units, noise {self.sigma:.3g} a record)"
+        )
+
+    def _extra_state(self) -> dict[str, Any]:
+        f = finite_or_none
+        return {
+            "hist": list(self._hist),
+            "levels": list(self._levels),
+            "diffs": list(self._diffs),
+            "prev": f(self._prev),
+            "n": self._n,
+            "first_level": f(self._first_level),
+            "top": f(self._top),
+            "prev_samples": self._prev_samples,
+            "level": f(self.level),
+            "sigma": f(self.sigma),
+            "cusum": self.cusum,
+            "pending": self._pending,
+            "below": None if self._below is None else list(self._below),
+        }
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        g = float_or
+        self._hist = deque((float(x) for x in state.get("hist", [])), maxlen=self.window)
+        self._diffs = deque((float(x) for x in state.get("diffs", [])), maxlen=32)
+        self._levels = deque((float(x) for x in state.get("levels", [])), maxlen=self.memory)
+        self._prev, self._n = g(state.get("prev")), int(state.get("n", 0))
+        self._first_level, self._top = g(state.get("first_level")), float_or(state.get("top"), -math.inf)
+        self._prev_samples = int(state.get("prev_samples", 0))
+        self.level, self.sigma = g(state.get("level")), g(state.get("sigma"))
+        self.cusum = float(state.get("cusum", 0.0))
+        self._pending = int(state.get("pending", 0))
+        b = state.get("below")
+        self._below = None if b is None else (int(b[0]), int(b[1]), float(b[2]))
+
+
 _EXTRA_CAP = ("response_length_cap", "max_response_length", "max_completion_length")
 _EXTRA_CLIPPED = ("response_clip_ratio", "response_length/clip_ratio", "completions/clipped_ratio")
 
@@ -1062,6 +1222,7 @@ def default_detectors() -> list[Detector]:
     return [
         EntropyCollapse(reward_gate=True, deep_fraction=0.04),
         RewardCrash(),
+        RewardFall(),
         GradNormSpike(),
         KLBlowup(),
         EntropySurge(),

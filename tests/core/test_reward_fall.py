@@ -1,0 +1,80 @@
+"""The reward's fall confirmed by evidence (a CUSUM on the run's own noise), not a fixed streak: a fall
+far outside the noise counts within a record or two, a fall inside the noise never, and the public
+TRL cliffs of the calibration half are raised within 3 logged rows of the labelled collapse point
+(the watch raised them 6-7 rows late with a fixed streak)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks.fixtures.real_runs import SPLIT, load_real
+from rlvr_schedule.clocks.failure import RewardFall
+from rlvr_schedule.clocks.failure.alarms import CollapseWatch
+from rlvr_schedule.records import StepRecord
+
+
+def _run(rewards: list[float], batch: int = 64) -> list[StepRecord]:
+    return [
+        StepRecord(step=i + 1, samples=(i + 1) * batch, batch=batch, lr=1e-6, reward_mean=float(r))
+        for i, r in enumerate(rewards)
+    ]
+
+
+def _first(det: RewardFall, recs: list[StepRecord]) -> int | None:
+    for i, r in enumerate(recs):
+        if det.update(r) is not None:
+            return i
+    return None
+
+
+def test_a_cliff_far_outside_the_noise_counts_at_once_and_a_dip_inside_it_never() -> None:
+    rng = np.random.default_rng(0)
+    level = list(0.8 + rng.normal(0, 0.03, 40))
+    cliff = _run(level + [0.0] * 5)
+    assert _first(RewardFall(), cliff) == 40  # its first record: evidence far past what it needs
+    a = RewardFall()
+    for r in cliff[:41]:
+        a.update(r)
+    assert a.first_alarm is not None and a.first_alarm.step == 41 == a.first_alarm.confirmed_step
+    noisy = list(0.5 + rng.normal(0, 0.2, 40))
+    assert _first(RewardFall(), _run(noisy + [0.15, 0.2, 0.6, 0.5])) is None  # inside its own noise
+
+
+def test_a_shallower_fall_needs_more_records() -> None:
+    rng = np.random.default_rng(1)
+    level = list(0.8 + rng.normal(0, 0.03, 40))
+    deep = _first(RewardFall(), _run(level + [0.02] * 8))
+    mid = _first(RewardFall(), _run(level + [0.16] * 8))
+    assert deep is not None and mid is not None and deep < mid
+
+
+def test_state_round_trip_mid_fall() -> None:
+    rng = np.random.default_rng(2)
+    recs = _run(list(0.7 + rng.normal(0, 0.05, 30)) + [0.2, 0.15, 0.1, 0.05, 0.0])
+    a, b = RewardFall(), RewardFall()
+    for r in recs[:32]:
+        a.update(r)
+        b.update(r)
+    c = RewardFall()
+    c.load_state_dict(json.loads(json.dumps(b.state_dict())))
+    out_a = [a.update(r) for r in recs[32:]]
+    out_c = [c.update(r) for r in recs[32:]]
+    assert [x.to_dict() if x else None for x in out_a] == [x.to_dict() if x else None for x in out_c]
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in SPLIT["calibration"] if SPLIT["labels"][n]["label"] == "collapsed"]
+)
+def test_calibration_cliffs_are_raised_within_three_rows(name: str) -> None:
+    recs = load_real(name).records
+    collapse = next(i for i, r in enumerate(recs) if r.step >= SPLIT["labels"][name]["collapse_step"])
+    w = CollapseWatch()
+    raised = None
+    for i, r in enumerate(recs):
+        if any(a.kind == "failure" for a in w.update(r)):
+            raised = i
+            break
+    assert raised is not None and 0 <= raised - collapse <= 3
