@@ -11,6 +11,17 @@ alarm) against the collapse step.
 
     python -m benchmarks.evidence.collapse_watch --part calibration
     python -m benchmarks.evidence.collapse_watch --part test --real-checkpoints
+    python -m benchmarks.evidence.collapse_watch --latency --source real wsyn trainer   # both halves
+    python -m benchmarks.evidence.collapse_watch --curve --part calibration --source real wsyn
+    python -m benchmarks.evidence.collapse_watch --river --source real wsyn             # pip install river
+
+``--latency``: per labelled collapse, the first *raised* failure (the record a host acts on) in logged
+rows and updates after the collapse point (a failure more than 6 rows before it counts as a false
+failure), and false failures on every healthy run, per source and half. ``wsyn`` is the watch's own
+synthetic set (``benchmarks/fixtures/watch_synthetic.py``: every update logged). ``--curve``: the
+latency vs false-failure trade-off of the reward's CUSUM (``reward_fall``) over its evidence
+threshold and allowance. ``--river``: the same table for river's ADWIN and Page-Hinkley drift
+detectors on the reward stream (a downward drift is the alarm), defaults, beside the watch.
 """
 
 from __future__ import annotations
@@ -19,14 +30,35 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from benchmarks.evidence.forecast_skill import SOURCES  # the labelled runs, one loader for both studies
+from rlvr_schedule.clocks.failure import RewardFall, default_detectors
 from rlvr_schedule.clocks.failure.alarms import RAISED_WARNINGS, CollapseWatch
 from rlvr_schedule.clocks.failure.skill import LabelledRun
+from rlvr_schedule.records import Run, StepRecord
+
+
+def wsyn_runs() -> Iterator[LabelledRun]:
+    """The watch's own synthetic set (every update logged), labels as committed."""
+    from benchmarks.fixtures import watch_synthetic as ws
+
+    for part in ("calibration", "test"):
+        for _seed, run, lab in ws.runs(part):
+            c = lab["collapse_step"]
+            fail = None if c is None else float(next(r.samples for r in run.records if r.step >= c))
+            yield LabelledRun(run.name, run, fail, "reward_crash" if c else None, "wsyn", part)
+
+
+SOURCES = {**SOURCES, "wsyn": wsyn_runs}
+#: a raised failure more than this many logged rows before the labelled collapse point is a false one
+EARLY_ROWS = 6
 
 KINDS = (
     "entropy_collapse",
     "reward_crash",
+    "reward_fall",
     "grad_norm_spike",
     "kl_blowup",
     "entropy_surge",
@@ -112,12 +144,177 @@ def evaluate(
     return lines, checkpoints
 
 
+# --- latency at the raised step --------------------------------------------------------------
+Watcher = Callable[[Run], "int | None"]  # a run -> row of its first raised failure (None: none)
+
+
+def watch_first_failure(make: Callable[[], CollapseWatch] = CollapseWatch) -> Watcher:
+    def first(run: Run) -> int | None:
+        w = make()
+        for row, rec in enumerate(run.records):
+            if any(a.kind == "failure" for a in w.update(rec)):
+                return row
+        return None
+
+    return first
+
+
+def latency_rows(runs: list[LabelledRun], first: Watcher) -> dict[str, Any]:
+    """Per collapse: (name, rows, updates) from the collapse point to the first raised failure (None:
+    never raised; rows < -EARLY_ROWS: a false failure); healthy runs with a raised failure."""
+    coll: list[tuple[str, int | None, int | None]] = []
+    false: list[str] = []
+    n_healthy = 0
+    for lr in runs:
+        recs: list[StepRecord] = lr.run.records
+        row = first(lr.run)
+        if not lr.failed:
+            n_healthy += 1
+            if row is not None:
+                false.append(lr.name)
+            continue
+        c = next(i for i, r in enumerate(recs) if r.samples >= lr.failure_samples)
+        if row is None:
+            coll.append((lr.name, None, None))
+        else:
+            coll.append((lr.name, row - c, recs[row].step - recs[c].step))
+    return {"collapses": coll, "false": false, "healthy": n_healthy}
+
+
+def summary(res: dict[str, Any]) -> str:
+    coll = res["collapses"]
+    assert isinstance(coll, list)
+    rows = [r for _, r, _ in coll if r is not None and r >= -EARLY_ROWS]
+    ups = [u for _, r, u in coll if r is not None and r >= -EARLY_ROWS]
+    early = sum(1 for _, r, _ in coll if r is not None and r < -EARLY_ROWS)
+    missed = sum(1 for _, r, _ in coll if r is None)
+    inside = sum(1 for r in rows if r <= 1)
+
+    def mr(v: list) -> str:
+        return f"{statistics.median(v):g} ({min(v):g} .. {max(v):g})" if v else "-"
+
+    false = res["false"]
+    assert isinstance(false, list)
+    return (
+        f"| {len(coll)} | {inside}/{len(coll)} | {sum(1 for r in rows if r > 2)} | {mr(rows)} | {mr(ups)} | "
+        f"{early} | {missed} | {len(false)}/{res['healthy']} |"
+    )
+
+
+LAT_HEAD = (
+    "| source | half | collapses | raised within 1 row | raised > 2 rows late | latency, rows: median (range) "
+    "| latency, updates: median (range) | false (> 6 rows early) | never raised | false failures on healthy runs |\n"
+    "|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def latency_table(sources: list[str], parts: tuple[str, ...], first: Watcher) -> tuple[list[str], dict]:
+    lines = [LAT_HEAD]
+    per: dict[tuple[str, str], dict[str, Any]] = {}
+    for src in sources:
+        runs = list(SOURCES[src]())
+        for part in parts:
+            res = latency_rows([lr for lr in runs if lr.part == part], first)
+            per[(src, part)] = res
+            lines.append(f"| {src} | {part} {summary(res)}")
+    return lines, per
+
+
+def fall_variant(k: float, scale: float) -> Callable[[], CollapseWatch]:
+    """The default watch with the reward's CUSUM at allowance ``k`` and its evidence thresholds x ``scale``."""
+
+    def make() -> CollapseWatch:
+        dets = [
+            RewardFall(k=k, h=40 * scale, tiers=((0.08, 6 * scale), (0.25, 20 * scale)))
+            if d.name == "reward_fall"
+            else d
+            for d in default_detectors()
+        ]
+        return CollapseWatch(dets)
+
+    return make
+
+
+def curve(sources: list[str], part: str) -> list[str]:
+    runs = [lr for src in sources for lr in SOURCES[src]() if lr.part == part]
+    lines = [
+        f"trade-off on the {part} half of {', '.join(sources)} (reward_fall: allowance k, thresholds x scale)",
+        "| k | scale | false failures on healthy runs | collapses raised within 1 row | latency, rows: median | max | never raised |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for k in (2.0, 3.0, 4.0):
+        for scale in (0.5, 1.0, 1.5, 2.0):
+            res = latency_rows(runs, watch_first_failure(fall_variant(k, scale)))
+            coll = res["collapses"]
+            assert isinstance(coll, list)
+            rows = [r for _, r, _ in coll if r is not None and r >= -EARLY_ROWS]
+            false = len(res["false"]) + sum(1 for _, r, _ in coll if r is not None and r < -EARLY_ROWS)
+            med = f"{statistics.median(rows):g}" if rows else "-"
+            lines.append(
+                f"| {k:g} | {scale:g} | {false}/{res['healthy']} | {sum(1 for r in rows if r <= 1)}/{len(coll)} | "
+                f"{med} | {max(rows) if rows else '-'} | {sum(1 for _, r, _ in coll if r is None)} |"
+            )
+    return lines
+
+
+def river_first(kind: str) -> Watcher:
+    """river's drift detector (defaults) on the reward stream; its first detected drift after which
+    the mean of the rewards since the last drift is lower than before it is the alarm."""
+    from river import drift
+
+    def first(run: Run) -> int | None:
+        det = drift.ADWIN() if kind == "adwin" else drift.PageHinkley(mode="down")
+        hist: list[float] = []
+        for row, rec in enumerate(run.records):
+            r = rec.reward_mean
+            if r != r:
+                continue
+            det.update(float(r))
+            hist.append(float(r))
+            if det.drift_detected:
+                if kind == "page_hinkley":
+                    return row
+                k = max(2, len(hist) // 4)
+                recent, before = hist[-5:], hist[-5 - k : -5]
+                if before and statistics.fmean(recent) < statistics.fmean(before):
+                    return row
+        return None
+
+    return first
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--part", choices=("calibration", "test"), default="calibration")
     p.add_argument("--source", nargs="*", default=["trainer", "real", "synthetic"], choices=sorted(SOURCES))
     p.add_argument("--real-checkpoints", action="store_true")
+    p.add_argument("--latency", action="store_true", help="latency at the raised step, both halves")
+    p.add_argument("--curve", action="store_true", help="latency vs false failures of reward_fall")
+    p.add_argument("--river", action="store_true", help="river's ADWIN and Page-Hinkley beside the watch")
+    p.add_argument("--per-run", action="store_true", help="with --latency: each collapse's latency")
     a = p.parse_args(argv)
+    if a.latency or a.river:
+        watchers = {"the watch (first raised failure)": watch_first_failure()}
+        if a.river:
+            watchers = {
+                **watchers,
+                "river ADWIN": river_first("adwin"),
+                "river PageHinkley": river_first("page_hinkley"),
+            }
+        for label, first in watchers.items():
+            lines, per = latency_table(a.source, ("calibration", "test"), first)
+            print(f"\n{label}")
+            print("\n".join(lines))
+            if a.per_run:
+                for (src, part), res in per.items():
+                    for name, rows, ups in res["collapses"]:
+                        print(f"  {src} {part} {name}: {rows} rows, {ups} updates")
+                    for name in res["false"]:
+                        print(f"  {src} {part} {name}: false failure")
+        return 0
+    if a.curve:
+        print("\n".join(curve(a.source, a.part)))
+        return 0
     lines, checkpoints = evaluate(a.part, a.source)
     print(f"part: {a.part}")
     print("\n".join(lines))

@@ -197,10 +197,10 @@ REAL_CHECKPOINTS = {
     "trl_exp1a_rho0p30_seed43": (85, 95, 100),
     "trl_exp1a_rho1p00_seed42": (135, 140, 150),
     "trl_exp2_adabalance_seed42": (75, 85, 85),
-    "trl_exp1a_rho0p30_seed42": (20, 35, 55),
-    "trl_exp1a_rho0p50_seed43": (40, 55, 60),
-    "trl_exp1a_rho1p00_seed43": (30, 40, 60),
-    "trl_exp2_adabalance_seed43": (35, 50, 60),
+    "trl_exp1a_rho0p30_seed42": (20, 35, 35),
+    "trl_exp1a_rho0p50_seed43": (40, 50, 50),
+    "trl_exp1a_rho1p00_seed43": (30, 40, 45),
+    "trl_exp2_adabalance_seed43": (35, 50, 55),
 }
 
 

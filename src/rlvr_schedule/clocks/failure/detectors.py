@@ -590,9 +590,9 @@ class RewardFall(Detector):
     takes, a gradual slide once its evidence and its depth are both there. ``z`` per record is
     capped at ``z_cap`` (one absurd record is not a collapse by itself unless it is that far out).
     The onset is the first record of the stretch below ``depth`` x the level (the collapse point as
-    the labels read it). Needs ``min_records`` rewards first; a run that never rose ``min_drop``
-    above its first level and falls within its first ``window`` records is left to
-    :class:`RewardCrash` (which tells a collapse from a divergence)."""
+    the labels read it). Needs ``min_records`` rewards first. Live, any such fall is a failure (a run
+    losing its reward is worth stopping); whether a run that never progressed *diverged* (declined
+    from the start) is :class:`RewardCrash`'s to tell, and the failure clock reads it so."""
 
     name = "reward_fall"
     signal = "reward_mean"
@@ -626,8 +626,6 @@ class RewardFall(Detector):
         self._diffs: deque[float] = deque(maxlen=32)
         self._prev = math.nan  # last reward that entered the level
         self._n = 0
-        self._first_level = math.nan
-        self._top = -math.inf  # highest level so far
         self._prev_samples = 0
         self.level = math.nan
         self.sigma = math.nan
@@ -672,9 +670,8 @@ class RewardFall(Detector):
         self._admit(r, level_too=not far and thawed)
         if not low:
             return False, r
-        early = self._top - self._first_level < self.min_drop and self._n <= self.window + self.min_records
         self._need = need
-        return self.cusum >= need and not early, r
+        return self.cusum >= need, r
 
     def _admit(self, r: float, level_too: bool = True) -> None:
         if finite(self._prev):
@@ -686,9 +683,6 @@ class RewardFall(Detector):
         if len(self._hist) >= self.min_records:
             lv = float(statistics.median(self._hist))
             self._levels.append(lv)
-            if not finite(self._first_level):
-                self._first_level = lv
-            self._top = max(self._top, lv)
 
     def _backdate(self, record: StepRecord) -> tuple[int, int, float] | None:
         return self._below
@@ -710,8 +704,6 @@ class RewardFall(Detector):
             "diffs": list(self._diffs),
             "prev": f(self._prev),
             "n": self._n,
-            "first_level": f(self._first_level),
-            "top": f(self._top),
             "prev_samples": self._prev_samples,
             "level": f(self.level),
             "sigma": f(self.sigma),
@@ -726,7 +718,6 @@ class RewardFall(Detector):
         self._diffs = deque((float(x) for x in state.get("diffs", [])), maxlen=32)
         self._levels = deque((float(x) for x in state.get("levels", [])), maxlen=self.memory)
         self._prev, self._n = g(state.get("prev")), int(state.get("n", 0))
-        self._first_level, self._top = g(state.get("first_level")), float_or(state.get("top"), -math.inf)
         self._prev_samples = int(state.get("prev_samples", 0))
         self.level, self.sigma = g(state.get("level")), g(state.get("sigma"))
         self.cusum = float(state.get("cusum", 0.0))
