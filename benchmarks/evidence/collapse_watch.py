@@ -105,9 +105,10 @@ def evaluate(
                 continue
             n_coll[src] += 1
             recs = lr.run.records
-            fail_row = next(i for i, r in enumerate(recs) if r.samples >= lr.failure_samples)
+            fs = float(lr.failure_samples or 0.0)
+            fail_row = next(i for i, r in enumerate(recs) if r.samples >= fs)
             for k, (_step, samples, row) in f.items():
-                leads[(src, k)].append((lr.failure_samples - samples, fail_row - row))
+                leads[(src, k)].append((fs - samples, fail_row - row))
             if src == "real":
                 ck, fl = f.get("any raised"), f.get("failure")
                 checkpoints.append(
@@ -173,7 +174,7 @@ def latency_rows(runs: list[LabelledRun], first: Watcher) -> dict[str, Any]:
             if row is not None:
                 false.append(lr.name)
             continue
-        c = next(i for i, r in enumerate(recs) if r.samples >= lr.failure_samples)
+        c = next(i for i, r in enumerate(recs) if r.samples >= float(lr.failure_samples or 0.0))
         if row is None:
             coll.append((lr.name, None, None))
         else:

@@ -1,4 +1,4 @@
-"""The TRL callback runs the detector set ``watch`` and ``fit`` run (one set, the forecast included)."""
+"""The TRL callback runs the detector set ``watch`` and ``fit`` run (one set)."""
 
 from __future__ import annotations
 

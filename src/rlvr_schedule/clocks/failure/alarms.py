@@ -8,7 +8,8 @@ raises, once per detector and kind:
 - every failure (the failure clock's reading: the collapse has begun);
 - a warning of a kind in :data:`RAISED_WARNINGS` (a precursor that fires on few healthy runs;
   the other kinds are diagnostics: kept in ``diagnostics_`` and shown in reports, never raised);
-  the live failure forecast is one of the kinds (:class:`ForecastWarning`), judged like the others;
+  the live failure forecast (:class:`ForecastWarning`) is one where a host opts in to it
+  (``default_detectors(forecast=True)``), judged like the others;
 - the sweep's failure clock reaching its lower bound (``clock_spent`` >= 1: the rollouts spent,
   counted at each stage's batch and LR, reach the lower end of the failure interval), when the
   schedule carries one.
@@ -40,8 +41,8 @@ __all__ = [
 #: Warning kinds raised to the user (an alarm: checkpoint, hook, ``--on-alarm``): on the calibration
 #: half of each source of labelled runs (the reference trainer's, the public real runs, the
 #: synthetic ones; docs/RESULTS.md section 5) each fired on at most 10% of the healthy runs. The
-#: failure forecast (``failure_forecast``: 0/4, 1/31, 0/40 healthy runs) is the one that comes
-#: before most collapses (68 of the 80 synthetic calibration collapses, none of the 8 recorded ones).
+#: failure forecast (``failure_forecast``, raised where a host opts in to it:
+#: ``default_detectors(forecast=True)``) comes before most synthetic collapses, none of the recorded ones.
 RAISED_WARNINGS: frozenset[str] = frozenset(
     {
         "reward_crash",

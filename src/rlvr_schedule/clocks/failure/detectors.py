@@ -633,6 +633,7 @@ class RewardFall(Detector):
         self._below: tuple[int, int, float] | None = None  # first record of the stretch below depth
         self._pending = 0  # records since the evidence was last 0
         self._need = self.h  # the evidence the last record needed (deeper falls need less)
+        self._spread = 0.0  # the run's per-record noise from first differences
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         r = record.reward_mean
@@ -646,7 +647,9 @@ class RewardFall(Detector):
             self._admit(r)
             return False, r
         level = max(self._levels)  # the highest recent level: a slide does not drag it down with it
-        spread = float(statistics.median(self._diffs)) / 0.954 if self._diffs else 0.0
+        if self._diffs:
+            self._spread = float(statistics.median(self._diffs)) / 0.954
+        spread = self._spread
         bern = math.sqrt(max(level * (1 - level), 0.0) / n)
         sigma = max(spread, bern, self.sigma_floor)
         self.level, self.sigma = level, sigma
@@ -709,6 +712,7 @@ class RewardFall(Detector):
             "sigma": f(self.sigma),
             "cusum": self.cusum,
             "pending": self._pending,
+            "spread": self._spread,
             "below": None if self._below is None else list(self._below),
         }
 
@@ -722,6 +726,7 @@ class RewardFall(Detector):
         self.level, self.sigma = g(state.get("level")), g(state.get("sigma"))
         self.cusum = float(state.get("cusum", 0.0))
         self._pending = int(state.get("pending", 0))
+        self._spread = float(state.get("spread", 0.0))
         b = state.get("below")
         self._below = None if b is None else (int(b[0]), int(b[1]), float(b[2]))
 
@@ -1196,15 +1201,19 @@ class ForecastWarning(Detector):
             self.forecast.load_state_dict(state["forecast"])
 
 
-def default_detectors() -> list[Detector]:
+def default_detectors(forecast: bool = False) -> list[Detector]:
     """The one detector set of every entry point (``fit``, ``report``, ``watch``, the driver and so
     every adapter, the collapse watch): whatever a detector may say is computed everywhere, and
     which warning kinds are *raised* to a host is one rule, the watch's ``RAISED_WARNINGS``.
 
+    The live failure forecast (:class:`ForecastWarning`) is out of it everywhere (``forecast=True``
+    puts it in): it precedes none of the recorded collapses (real or trainer), fires on healthy real
+    runs, and costs as much per record as a detector (docs/RESULTS.md section 5a); the policy keeps
+    it as an advisory note and ``watch`` prints its forecast in the status line.
+
     Failure detectors (entropy exhausted once the reward turned down or the entropy fell below
     4% of its early level, reward crash, sustained grad-norm and KL blow-ups) and warning detectors
-    (entropy surge, response length, clip ratio, log-prob mismatch, zero-variance groups, the live
-    failure forecast). Warm-ups
+    (entropy surge, response length, clip ratio, log-prob mismatch, zero-variance groups). Warm-ups
     are counted in rollouts where a sweep compares batches: the spike detectors score from 1024
     rollouts (at least 8 values), the entropy's early level and the reward's start level are taken
     over the first 512, and the reward is smoothed over 512 rollouts (deep fall, fall from the
@@ -1221,5 +1230,5 @@ def default_detectors() -> list[Detector]:
         ClipRatioRise(),
         LogProbMismatch(),
         ZeroVarianceGroups(warning_only=True),
-        ForecastWarning(),
+        *([ForecastWarning()] if forecast else []),
     ]
