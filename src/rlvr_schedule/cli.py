@@ -636,6 +636,7 @@ class _Watch:
         self.collapse = CollapseWatch(self.detectors)  # the raised alarms (--on-alarm, --exit-on-failure)
         self.raised: list[WatchAlarm] = []  # raised by the last update
         self.failure: WatchAlarm | None = None  # the first raised failure
+        self.gap: int | None = None  # updates between two records, where the log skips some
         self.forecast: FailureForecast | None = None
         self.alarms: list[str] = []
         self.records = 0
@@ -652,6 +653,8 @@ class _Watch:
         self.progress.update(rec)
         self.noise.update(rec)
         self.forecast.update(rec)
+        if self.last is not None and self.gap is None and rec.step - self.last.step > 1:
+            self.gap = int(rec.step - self.last.step)  # the log keeps every k-th update
         self.raised = self.collapse.update(rec)  # feeds the detectors
         for a in self.raised:  # the first raised failure has its own place in the status line
             if self.failure is None and a.kind == "failure":
@@ -765,7 +768,12 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 last_change = time.monotonic()
                 raised_now: list[WatchAlarm] = []
                 for i, rec in enumerate(new):
+                    had_gap = watch.gap
                     watch.update(rec)
+                    if had_gap is None and watch.gap is not None:
+                        from rlvr_schedule.clocks.failure.alarms import logging_gap_note
+
+                        print(f"warning: {args.log}: {logging_gap_note(watch.gap)}", file=sys.stderr)
                     raised_now += watch.raised
                     for alarm in watch.raised:
                         failed |= alarm.kind == "failure"

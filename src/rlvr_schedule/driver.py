@@ -146,6 +146,7 @@ class ScheduleDriver:
         # before its onset, the last state from before the collapse
         self.checkpoints: list[tuple[int, str]] = []
         self.alarms: list[WatchAlarm] = []  # every raised alarm, as the hook saw it
+        self._gap_said = False  # the set-up warning of a record every k updates, said once
         own = getattr(schedule, "setup_warnings", None)
         self.setup_warnings: list[str] = list(own()) if callable(own) else []
         for note in self.setup_warnings:
@@ -159,6 +160,15 @@ class ScheduleDriver:
 
     def observe(self, record: StepRecord) -> Decision:
         """Run the loop once for ``record``; the decision for the next update (never raises, unless strict)."""
+        if self.last_step is not None and not self._gap_said and self.watch is not None:
+            gap = int(record.step) - self.last_step
+            if gap > 1:  # the host logs every k-th update: say what that costs the watch, once
+                from rlvr_schedule.clocks.failure.alarms import logging_gap_note
+
+                self._gap_said = True
+                note = f"the host hands the driver {logging_gap_note(gap)}"
+                self.setup_warnings.append(note)
+                log.warning("rlvr-schedule: %s", note)
         self.samples = max(self.samples, int(record.samples))
         self.last_step = int(record.step)
         self._notify("rlvr_schedule_on_record", record=record)

@@ -62,3 +62,17 @@ def test_watch_json_and_the_hook_payload_name_both_ends(
     assert "warning: warning" not in captured.err and "failure at -" not in captured.out
     line = cli._watch_line("end", status[-1])
     assert "failure raised at step" in line and "failure forecast" not in line
+
+
+def test_a_host_logging_every_k_updates_gets_a_set_up_warning_once() -> None:
+    from benchmarks.fixtures.real_runs import load_real
+    from rlvr_schedule.driver import ScheduleDriver
+    from rlvr_schedule.policy.static import StaticSchedule
+
+    driver = ScheduleDriver(
+        StaticSchedule([{"batch": 8, "lr": 1e-6}]), advisory=True, announce=lambda s: None
+    )
+    for rec in load_real(COLLAPSED).records[:6]:  # a TRL console log: a record every 5 updates
+        driver.observe(rec)
+    notes = [n for n in driver.setup_warnings if "every 5 updates" in n]
+    assert len(notes) == 1 and "logging_steps=1" in notes[0]

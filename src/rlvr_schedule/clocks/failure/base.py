@@ -214,7 +214,7 @@ class Detector:
             step,
             samples,
             v0,
-            f"{self._describe(v0)}; held {self._streak} records",
+            self._describe(v0) + (f"; held {self._streak} records" if self._streak > 1 else ""),
             int(record.step),
             int(record.samples),
             kind,
