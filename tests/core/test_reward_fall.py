@@ -78,3 +78,23 @@ def test_calibration_cliffs_are_raised_within_three_rows(name: str) -> None:
             raised = i
             break
     assert raised is not None and 0 <= raised - collapse <= 3
+
+
+def test_an_entropy_surge_inside_the_warm_up_is_judged_against_a_prior() -> None:
+    """The warm-up's own median absorbed an entropy that tripled within it; the prior (3x the first
+    records, above the 2.5x healthy calibration warm-ups rose at most) flags it."""
+    from rlvr_schedule.clocks.failure import EntropySurge
+
+    recs = [
+        StepRecord(step=i + 1, samples=(i + 1) * 8, batch=8, lr=1e-6, entropy=0.2 if i < 4 else 1.0)
+        for i in range(30)
+    ]
+    det = EntropySurge()
+    for r in recs:
+        det.update(r)
+    assert det.warnings and "inside the warm-up" in det.warnings[0].message
+    assert det.warnings[0].step <= 7
+    old = EntropySurge(warmup_ratio=None)
+    for r in recs:
+        old.update(r)
+    assert not old.warnings  # without the prior: absorbed

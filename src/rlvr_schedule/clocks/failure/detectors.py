@@ -1016,26 +1016,58 @@ class EntropySurge(_EarlyLevel):
     kind = "warning"
 
     def __init__(
-        self, ratio: float = 2.0, warmup: int = 3, patience: int = 3, warmup_samples: float = 512
+        self,
+        ratio: float = 2.0,
+        warmup: int = 3,
+        patience: int = 3,
+        warmup_samples: float = 512,
+        warmup_ratio: float | None = 3.0,
     ) -> None:
         super().__init__(patience, warmup=warmup, warmup_samples=warmup_samples)
-        if not ratio > 1:
-            raise ValueError(f"ratio must be > 1, got {ratio}")
+        if not ratio > 1 or (warmup_ratio is not None and not warmup_ratio > 1):
+            raise ValueError(f"ratio and warmup_ratio must be > 1, got {ratio}, {warmup_ratio}")
         self.ratio = float(ratio)
+        self.warmup_ratio = warmup_ratio
+        self._prior = False  # the last check was the warm-up's prior
+
+    def _start(self) -> float:
+        """Median of the first three entropies: what the warm-up's prior judges against."""
+        return float(statistics.median(self._early[:3]))
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         h = record.entropy
         if not finite(h):
             return None, math.nan
+        self._prior = False
+        if not finite(self.reference) and self.warmup_ratio is not None and len(self._early) >= 3:
+            # inside the warm-up its own median would absorb a surge: judged against the first
+            # records by an absolute ratio (healthy calibration warm-ups rose at most 2.5x)
+            if h > self.warmup_ratio * self._start():
+                self._prior = True
+                return True, float(h)
         if not self._learn_level(h, record):
             return False, float(h)
         return h > self.ratio * self.reference, float(h)
 
     def _why(self) -> tuple[float, float]:
+        if self._prior and self.warmup_ratio is not None:
+            return self._start(), self.warmup_ratio * self._start()
         return self.reference, self.ratio * self.reference
 
     def _describe(self, value: float) -> str:
+        if self._prior:
+            return (
+                f"entropy {value:.4g} above {self.warmup_ratio:g} x its first records' {self._start():.4g} "
+                "(inside the warm-up)"
+            )
         return f"entropy {value:.4g} above {self.ratio:g} x its early level {self.reference:.4g}"
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {**super()._extra_state(), "prior": self._prior}
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        super()._load_extra(state)
+        self._prior = bool(state.get("prior", False))
 
 
 class ResponseLengthSurge(_EarlyLevel):
