@@ -284,6 +284,40 @@ def river_first(kind: str) -> Watcher:
     return first
 
 
+#: healthy dips and collapses that look alike one row in (real runs: calibration and test halves)
+LOOKALIKES = (
+    ("trl_w1t_gate2_rho0p70_seed44", 90, "healthy: two records at 15% of its level, then back"),
+    ("trl_gates_gate2_rho1p00_seed42", 92, "healthy: two records at 0, then back"),
+    ("trl_exp1a_rho0p50_seed43", 7, "collapsed at step 40 (row 7)"),
+    ("trl_exp1a_rho0p30_seed43", 16, "collapsed at step 85 (row 16)"),
+    ("trl_exp1a_rho1p00_seed42", 26, "collapsed at step 135 (row 26)"),
+)
+
+
+def lookalikes() -> list[str]:
+    """Rows -1 .. +3 around each pair's first low record: reward, the CUSUM's level, noise and
+    evidence, and whether the default watch raised a failure there."""
+    from benchmarks.fixtures.real_runs import load_real
+
+    lines = [
+        "| run | what | row | reward | level | noise a record | evidence (needs) | failure raised |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, at, what in LOOKALIKES:
+        recs = load_real(name).records
+        det = RewardFall()
+        w = CollapseWatch()
+        for row, rec in enumerate(recs[: at + 4]):
+            det.update(rec)
+            raised = any(a.kind == "failure" for a in w.update(rec))
+            if row >= at - 1:
+                lines.append(
+                    f"| {name} | {what} | {row} | {rec.reward_mean:.3g} | {det.level:.3g} | {det.sigma:.3g} | "
+                    f"{det.cusum:.3g} ({det._need:g}) | {'yes' if raised else ''} |"
+                )
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--part", choices=("calibration", "test"), default="calibration")
@@ -293,7 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--curve", action="store_true", help="latency vs false failures of reward_fall")
     p.add_argument("--river", action="store_true", help="river's ADWIN and Page-Hinkley beside the watch")
     p.add_argument("--per-run", action="store_true", help="with --latency: each collapse's latency")
+    p.add_argument("--lookalike", action="store_true", help="healthy dips beside collapses, row by row")
     a = p.parse_args(argv)
+    if a.lookalike:
+        print("\n".join(lookalikes()))
+        return 0
     if a.latency or a.river:
         watchers = {"the watch (first raised failure)": watch_first_failure()}
         if a.river:

@@ -33,7 +33,8 @@ def test_the_watch_raises_each_kind_once_and_keeps_diagnostics_apart() -> None:
     assert len(keys) == len(set(keys))  # once per detector and kind
     assert ("failure", "reward_crash") in keys
     first = w.alarms_[0]
-    assert (first.kind, first.name, first.step) == ("warning", "reward_crash", 120)  # before the failure
+    assert (first.kind, first.name, first.step) == ("failure", "reward_fall", 120)  # the first raised
+    assert any(a.name == "reward_crash" and a.step == 120 for a in w.diagnostics_)  # its warning: shown
     assert not {a.name for a in w.alarms_ if a.kind == "warning"} & DIAGNOSTIC_WARNINGS
     assert any(a.name == "response_length" and a.step < 105 for a in w.diagnostics_)  # shown, not raised
     everything = CollapseWatch(raised=["response_length"]).fit(run.records)
@@ -181,7 +182,7 @@ def test_watch_runs_the_alarm_command_once_per_alarm_and_exits_on_failure(tmp_pa
     assert alarms[-1]["kind"] == "failure" and alarms[-1]["name"] == "reward_fall"
     assert alarms[-1]["step"] == FAILURE_STEP and alarms[-1]["log"] == str(raw_path(COLLAPSED))
     assert len({(a["kind"], a["name"]) for a in alarms}) == len(alarms)
-    assert alarms[0]["kind"] == "warning" and alarms[0]["step"] <= FAILURE_STEP  # not after the failure
+    assert alarms[0]["step"] <= FAILURE_STEP  # nothing raised after the failure before it
     out.unlink()
     proc = subprocess.run(
         [sys.executable, "-m", "rlvr_schedule.cli", *args], capture_output=True, text=True, timeout=120
