@@ -318,6 +318,182 @@ def lookalikes() -> list[str]:
     return lines
 
 
+# --- the information limit: how soon could ANY detector raise each collapse? ------------------------
+#: the watch's synthetic healthy dips (its generator): 1-3 updates at 20-50% of the level
+WSYN_DIPS = (3, 0.2, 0.5)
+#: the real healthy dips at a collapse's cadence (40 rollouts a row): trl_exp1a_rho1p00_seed42 rows
+#: 7-8 fell to 0.07 and 0.03 (3-8% of its level 0.88) and came back; trl_exp2_vanilla_rho1p0_seed43
+#: stayed below half for 4 rows (down to 9%): the class below keeps only the first (2 rows, >= 3%)
+REAL_DIPS = (2, 0.03, 0.5)
+
+
+def kl_binom(p1: float, p0: float, n: int) -> float:
+    """KL of Binomial(n, p1)/n from Binomial(n, p0)/n in nats: the evidence one record of a mean of
+    ``n`` Bernoulli draws carries, on average, for rate ``p1`` against ``p0``."""
+    import math
+
+    eps = 1e-9
+    p1, p0 = min(max(p1, eps), 1 - eps), min(max(p0, eps), 1 - eps)
+    return n * (p1 * math.log(p1 / p0) + (1 - p1) * math.log((1 - p1) / (1 - p0)))
+
+
+def kl_gauss(p1: float, p0: float, n: int) -> float:
+    """The same in the normal approximation: (shift / sd)^2 / 2 with sd = sqrt(p0 (1 - p0) / n)."""
+    return (p1 - p0) ** 2 * n / (2 * max(p0 * (1 - p0), 1e-9))
+
+
+def bound_row(
+    rates: list[float],
+    n: list[int],
+    start: int,
+    level: float,
+    log_arl: float,
+    log_dips: float,
+    dips: tuple[int, float, float] | None,
+    kl: Callable[[float, float, int], float] = kl_binom,
+) -> int | None:
+    """First row at which the expected evidence (Lorden/Lai: a CUSUM needs log ARL / KL records)
+    against every healthy explanation reaches its threshold: the run going on at ``level``
+    (``log_arl``: no false alarm over all the healthy records) and, with ``dips`` = (longest, lowest,
+    highest fraction of the level), a healthy dip still under way at that row (``log_dips``: none
+    over the healthy runs). ``rates[i]`` is row i's success rate, the change begins at ``start``.
+    None: never within the run. Any detector, knowing the rates, raises no sooner on average."""
+    import numpy as np
+
+    grid = [] if dips is None else [float(d) for d in np.linspace(dips[1], dips[2], 31)]
+    stay = np.cumsum([kl(rates[i], level, n[i]) for i in range(start, len(rates))])
+    for r in range(start, len(rates)):
+        j = r - start
+        if stay[j] < log_arl:
+            continue
+        ok = True
+        for length in range(1, (0 if dips is None else dips[0]) + 1):
+            before = stay[j - length] if j - length >= 0 else 0.0
+            lo = max(start, r - length + 1)
+            for d in grid:
+                ev = before + sum(kl(rates[i], d * level, n[i]) for i in range(lo, r + 1))
+                if ev < log_dips:
+                    ok = False
+                    break
+            if not ok:
+                break
+        if ok:
+            return r
+    return None
+
+
+def bound_table(parts: tuple[str, ...] = ("calibration", "test")) -> list[str]:
+    """Per collapse of the watch's synthetic set and of the real TRL runs: the information bound on
+    the latency (rows after the collapse point; noise only, and with the healthy dips) beside the
+    watch's latency at its raised failure."""
+    import math
+
+    from benchmarks.fixtures import watch_synthetic as ws
+    from benchmarks.fixtures.real_runs import load_real
+
+    first = watch_first_failure()
+    lines = [
+        "| half | run | kind | rollouts a row | level -> floor | bound, noise only (normal approx.) | "
+        "bound with the healthy dips | the watch | watch - bound |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    summary_rows: dict[tuple[str, str], list[tuple[int | None, int | None, int | None]]] = defaultdict(list)
+    for part in parts:
+        seeds = list(ws.runs(part))
+        healthy = [run for _s, run, lab in seeds if lab["collapse_step"] is None]
+        log_arl = math.log(sum(len(r.records) for r in healthy))
+        log_dips = math.log(len(healthy))
+        for seed, run, lab in seeds:
+            c = lab["collapse_step"]
+            if c is None:
+                continue
+            _r, _l, p = ws.draw(seed)
+            rates = [float(x) for x in p]
+            start = next(i for i in range(1, len(rates)) if rates[i] < rates[i - 1] - 1e-12)
+            level, cidx = rates[start - 1], c - 1
+            n = [lab["batch"]] * len(rates)
+            b0 = bound_row(rates, n, start, level, log_arl, log_dips, None)
+            bg = bound_row(rates, n, start, level, log_arl, log_dips, None, kl_gauss)
+            bd = bound_row(rates, n, start, level, log_arl, log_dips, WSYN_DIPS)
+            w = first(run)
+            summary_rows[(part, lab["kind"])].append(
+                tuple(None if x is None else x - cidx for x in (b0, bd, w))  # type: ignore[arg-type]
+            )
+            lines.append(
+                _bound_line(part, run.name, lab["kind"], lab["batch"], level, rates[-1], cidx, b0, bg, bd, w)
+            )
+        real = [lr for lr in SOURCES["real"]() if lr.part == part]
+        h_real = [lr for lr in real if not lr.failed]
+        log_arl_r = math.log(sum(len(lr.run.records) for lr in h_real))
+        log_dips_r = math.log(len(h_real))
+        for lr in real:
+            if not lr.failed:
+                continue
+            recs = lr.run.records
+            cidx = next(i for i, r in enumerate(recs) if r.samples >= float(lr.failure_samples or 0.0))
+            rates = [float(r.reward_mean) for r in recs]
+            n = [
+                max(recs[i].samples - recs[i - 1].samples, 1) if i else recs[0].samples
+                for i in range(len(recs))
+            ]
+            level = float(statistics.median(rates[max(0, cidx - 8) : cidx]))
+            start = cidx
+            while start > 1 and rates[start - 1] < 0.95 * level:  # a slide's first rows belong to it
+                start -= 1
+            b0 = bound_row(rates, n, start, level, log_arl_r, log_dips_r, None)
+            bg = bound_row(rates, n, start, level, log_arl_r, log_dips_r, None, kl_gauss)
+            bd = bound_row(rates, n, start, level, log_arl_r, log_dips_r, REAL_DIPS)
+            w = first(load_real(lr.name))
+            summary_rows[(part, "real cliff")].append(
+                tuple(None if x is None else x - cidx for x in (b0, bd, w))  # type: ignore[arg-type]
+            )
+            lines.append(
+                _bound_line(part, lr.name, "real cliff", n[cidx], level, rates[-1], cidx, b0, bg, bd, w)
+            )
+    lines += [
+        "",
+        "| half | kind | collapses | bound with the dips: median (range) | bound > 2 rows | bound > 1 row | "
+        "the watch: median (range) | watch > bound + 1 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (part, kind), v in summary_rows.items():
+        bd_ = [x[1] for x in v if x[1] is not None]
+        wl = [x[2] for x in v if x[2] is not None]
+        late = sum(1 for x in v if x[1] is not None and x[2] is not None and x[2] > x[1] + 1)
+
+        def mr(a: list) -> str:
+            return f"{statistics.median(a):g} ({min(a)} .. {max(a)})" if a else "-"
+
+        lines.append(
+            f"| {part} | {kind} | {len(v)} | {mr(bd_)} | {sum(1 for x in bd_ if x > 2)} | "
+            f"{sum(1 for x in bd_ if x > 1)} | {mr(wl)} | {late} |"
+        )
+    return lines
+
+
+def _bound_line(
+    part: str,
+    name: str,
+    kind: str,
+    b: int,
+    level: float,
+    floor: float,
+    cidx: int,
+    b0: int | None,
+    bg: int | None,
+    bd: int | None,
+    w: int | None,
+) -> str:
+    def rel(x: int | None) -> str:
+        return "never" if x is None else f"{x - cidx:+d}"
+
+    gap = "-" if w is None or bd is None else f"{w - bd:+d}"
+    return (
+        f"| {part} | {name} | {kind} | {b} | {level:.2f} -> {floor:.2f} | {rel(b0)} ({rel(bg)}) | {rel(bd)} | "
+        f"{rel(w)} | {gap} |"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--part", choices=("calibration", "test"), default="calibration")
@@ -328,7 +504,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--river", action="store_true", help="river's ADWIN and Page-Hinkley beside the watch")
     p.add_argument("--per-run", action="store_true", help="with --latency: each collapse's latency")
     p.add_argument("--lookalike", action="store_true", help="healthy dips beside collapses, row by row")
+    p.add_argument("--bound", action="store_true", help="each collapse's information bound beside the watch")
     a = p.parse_args(argv)
+    if a.bound:
+        print("\n".join(bound_table()))
+        return 0
     if a.lookalike:
         print("\n".join(lookalikes()))
         return 0
