@@ -589,6 +589,10 @@ class RewardFall(Detector):
     outside the noise (z >= h + k) counts at that record, a smaller one after as many records as it
     takes, a gradual slide once its evidence and its depth are both there. ``z`` per record is
     capped at ``z_cap`` (one absurd record is not a collapse by itself unless it is that far out).
+    A slide shows itself before it falls below ``depth``: a second CUSUM with a small allowance,
+    ``drift = (k_slow, h_slow)``, sums the shortfalls of the records still above it, and a record
+    below ``depth`` x the level after ``h_slow`` noise units of such decline counts at once (a
+    healthy dip drops from its level; a slide declines first). ``drift=None`` turns it off.
     The onset is the first record of the stretch below ``depth`` x the level (the collapse point as
     the labels read it). Needs ``min_records`` rewards first. Live, any such fall is a failure (a run
     losing its reward is worth stopping); whether a run that never progressed *diverged* (declined
@@ -611,9 +615,12 @@ class RewardFall(Detector):
         memory: int = 1,
         tiers: Sequence[tuple[float, float]] = ((0.08, 6.0), (0.25, 20.0)),
         freeze: bool = True,
+        drift: tuple[float, float] | None = (1.0, 6.0),
     ) -> None:
         super().__init__(patience=1)
         self.freeze = bool(freeze)
+        self.drift = None if drift is None else (float(drift[0]), float(drift[1]))
+        self._slow = 0.0
         self.memory = max(1, int(memory))
         self.tiers = tuple((float(f), float(x)) for f, x in tiers)
         if not (k >= 0 and h > 0 and 0 < depth < 1 and window >= 1 and min_records >= 2):
@@ -661,6 +668,12 @@ class RewardFall(Detector):
             if r < frac * level:
                 need = min(need, h)
         self._pending = 0 if self.cusum == 0.0 else self._pending + 1
+        slid = False
+        if self.drift is not None:
+            # a decline built on records above the fall's depth, before it: a slide, not a dip
+            slid = self._slow >= self.drift[1]
+            if not low:
+                self._slow = max(0.0, self._slow + z - self.drift[0])
         if self.cusum == 0.0:
             self._below = None
         elif low and self._below is None:
@@ -674,7 +687,9 @@ class RewardFall(Detector):
         if not low:
             return False, r
         self._need = need
-        return self.cusum >= need, r
+        if slid and self._below is None:
+            self._below = (int(record.step), int(record.samples), r)
+        return self.cusum >= need or slid, r
 
     def _admit(self, r: float, level_too: bool = True) -> None:
         if finite(self._prev):
@@ -713,6 +728,7 @@ class RewardFall(Detector):
             "cusum": self.cusum,
             "pending": self._pending,
             "spread": self._spread,
+            "slow": self._slow,
             "below": None if self._below is None else list(self._below),
         }
 
@@ -727,6 +743,7 @@ class RewardFall(Detector):
         self.cusum = float(state.get("cusum", 0.0))
         self._pending = int(state.get("pending", 0))
         self._spread = float(state.get("spread", 0.0))
+        self._slow = float(state.get("slow", 0.0))
         b = state.get("below")
         self._below = None if b is None else (int(b[0]), int(b[1]), float(b[2]))
 
