@@ -14,6 +14,8 @@ alarm) against the collapse step.
     python -m benchmarks.evidence.collapse_watch --latency --source real wsyn trainer   # both halves
     python -m benchmarks.evidence.collapse_watch --curve --part calibration --source real wsyn
     python -m benchmarks.evidence.collapse_watch --river --source real wsyn             # pip install river
+    python -m benchmarks.evidence.collapse_watch --bound                                # information bound
+    python -m benchmarks.evidence.collapse_watch --latency --slide 1 6 --source real wsyn trainer
 
 ``--latency``: per labelled collapse, the first *raised* failure (the record a host acts on) in logged
 rows and updates after the collapse point (a failure more than 6 rows before it counts as a false
@@ -22,6 +24,10 @@ synthetic set (``benchmarks/fixtures/watch_synthetic.py``: every update logged).
 latency vs false-failure trade-off of the reward's CUSUM (``reward_fall``) over its evidence
 threshold and allowance. ``--river``: the same table for river's ADWIN and Page-Hinkley drift
 detectors on the reward stream (a downward drift is the alarm), defaults, beside the watch.
+``--slide K H``: the same table with ``reward_fall``'s slow CUSUM on (``drift=(K, H)``).
+``--bound``: per collapse, the information bound on its latency (how soon any detector that knew
+the success rates could raise it without false failures on the healthy runs and their dips)
+beside the watch's latency.
 """
 
 from __future__ import annotations
@@ -221,12 +227,15 @@ def latency_table(sources: list[str], parts: tuple[str, ...], first: Watcher) ->
     return lines, per
 
 
-def fall_variant(k: float, scale: float) -> Callable[[], CollapseWatch]:
-    """The default watch with the reward's CUSUM at allowance ``k`` and its evidence thresholds x ``scale``."""
+def fall_variant(
+    k: float, scale: float, drift: tuple[float, float] | None = None
+) -> Callable[[], CollapseWatch]:
+    """The default watch with the reward's CUSUM at allowance ``k`` and its evidence thresholds x
+    ``scale`` (and its slow CUSUM at ``drift``)."""
 
     def make() -> CollapseWatch:
         dets = [
-            RewardFall(k=k, h=40 * scale, tiers=((0.08, 6 * scale), (0.25, 20 * scale)))
+            RewardFall(k=k, h=40 * scale, tiers=((0.08, 6 * scale), (0.25, 20 * scale)), drift=drift)
             if d.name == "reward_fall"
             else d
             for d in default_detectors()
@@ -504,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--river", action="store_true", help="river's ADWIN and Page-Hinkley beside the watch")
     p.add_argument("--per-run", action="store_true", help="with --latency: each collapse's latency")
     p.add_argument("--lookalike", action="store_true", help="healthy dips beside collapses, row by row")
+    p.add_argument("--slide", nargs=2, type=float, metavar=("K", "H"), help="with --latency: drift=(K, H)")
     p.add_argument("--bound", action="store_true", help="each collapse's information bound beside the watch")
     a = p.parse_args(argv)
     if a.bound:
@@ -514,6 +524,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.latency or a.river:
         watchers = {"the watch (first raised failure)": watch_first_failure()}
+        if a.slide:
+            slide = (a.slide[0], a.slide[1])
+            watchers[f"the watch, reward_fall's slow CUSUM at {slide}"] = watch_first_failure(
+                fall_variant(3.0, 1.0, slide)
+            )
         if a.river:
             watchers = {
                 **watchers,

@@ -592,7 +592,9 @@ class RewardFall(Detector):
     A slide shows itself before it falls below ``depth``: a second CUSUM with a small allowance,
     ``drift = (k_slow, h_slow)``, sums the shortfalls of the records still above it, and a record
     below ``depth`` x the level after ``h_slow`` noise units of such decline counts at once (a
-    healthy dip drops from its level; a slide declines first). ``drift=None`` turns it off.
+    healthy dip drops from its level; a slide declines first). Off by default (``drift=None``):
+    ``(1, 6)``, chosen on the calibration half, raised a healthy real run on the held-out half (a
+    slow decline, then two low records, then back: docs/RESULTS.md section 5a).
     The onset is the first record of the stretch below ``depth`` x the level (the collapse point as
     the labels read it). Needs ``min_records`` rewards first. Live, any such fall is a failure (a run
     losing its reward is worth stopping); whether a run that never progressed *diverged* (declined
@@ -615,7 +617,7 @@ class RewardFall(Detector):
         memory: int = 1,
         tiers: Sequence[tuple[float, float]] = ((0.08, 6.0), (0.25, 20.0)),
         freeze: bool = True,
-        drift: tuple[float, float] | None = (1.0, 6.0),
+        drift: tuple[float, float] | None = None,
     ) -> None:
         super().__init__(patience=1)
         self.freeze = bool(freeze)
