@@ -8,6 +8,10 @@ a shared machine's load falls on both alike; the two-clock policy's ``step(recor
 (``benchmarks/bench_scheduler.py``'s records) is timed the same way, once per round.
 
     python benchmarks/bench_watch_cost.py --rounds 5
+
+``--one`` times only the checkout on ``PYTHONPATH`` (its ``watch_detectors()``, its
+``default_detectors()`` and one decision), for an A/B across two checkouts run in turn under the
+same load (``PYTHONPATH=OLD/src:. python benchmarks/bench_watch_cost.py --one``, then the new one).
 """
 
 from __future__ import annotations
@@ -20,11 +24,13 @@ from collections.abc import Callable
 
 from benchmarks.bench_scheduler import Feeder, make_two_clock
 from benchmarks.fixtures.watch_synthetic import make
-from rlvr_schedule.clocks.failure import Detector, ForecastWarning, default_detectors
+from rlvr_schedule.clocks.failure import Detector, default_detectors
 from rlvr_schedule.records import StepRecord
 
 
 def set_a_watch() -> list[Detector]:
+    from rlvr_schedule.clocks.failure import ForecastWarning  # this checkout's (not in older ones)
+
     return [d for d in default_detectors() if d.name != "reward_fall"] + [ForecastWarning()]
 
 
@@ -41,13 +47,35 @@ def per_record(make_set: Callable[[], list[Detector]], recs: list[StepRecord]) -
     return (time.perf_counter_ns() - t0) / len(recs)
 
 
+def one(runs: list[list[StepRecord]], rounds: int, steps: int) -> int:
+    """Per-record cost of the watch's and ``fit``'s sets, and one decision, of this checkout alone."""
+    import rlvr_schedule
+    from rlvr_schedule.clocks.failure.alarms import watch_detectors
+
+    t: dict[str, list[float]] = {"watch": [], "fit": [], "decision": []}
+    for _ in range(rounds):
+        for recs in runs:
+            t["watch"].append(per_record(watch_detectors, recs))
+            t["fit"].append(per_record(default_detectors, recs))
+        t["decision"].append(float(statistics.median(Feeder(make_two_clock()).feed(steps, timed=True))))
+    med = {k: statistics.median(v) / 1000 for k, v in t.items()}
+    print(
+        f"{rlvr_schedule.__file__}: watch {med['watch']:.2f} us, fit {med['fit']:.2f} us a record; "
+        f"one decision {med['decision']:.2f} us median"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--steps", type=int, default=20000)
+    p.add_argument("--one", action="store_true", help="this checkout's sets and one decision only")
     a = p.parse_args(argv)
     runs = [make(seed)[0].records for seed in range(a.runs)]
+    if a.one:
+        return one(runs, a.rounds, a.steps)
     t: dict[str, list[float]] = {k: [] for k in ("watch A", "watch B", "fit A", "fit B", "decision")}
     for _ in range(a.rounds):
         for recs in runs:

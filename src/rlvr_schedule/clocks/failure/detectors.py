@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -576,6 +576,13 @@ class RewardCrash(Detector):
         self._recent = deque(((int(a), int(b), float(c)) for a, b, c in state.get("recent", [])), maxlen=64)
 
 
+def _median(xs: Iterable[float]) -> float:
+    """The median of a few floats (``statistics.median`` without its type checks: per-record cost)."""
+    s = sorted(xs)
+    m = len(s) // 2
+    return float(s[m]) if len(s) % 2 else (s[m - 1] + s[m]) / 2.0
+
+
 class RewardFall(Detector):
     """The reward fell far below its level, judged by a CUSUM on the run's own noise: a failure as
     soon as the evidence says so, not after a fixed streak.
@@ -656,8 +663,9 @@ class RewardFall(Detector):
             self._admit(r)
             return False, r
         level = max(self._levels)  # the highest recent level: a slide does not drag it down with it
-        if self._diffs:
-            self._spread = float(statistics.median(self._diffs)) / 0.954
+        if self._diffs and (r < level or self.cusum > 0.0 or self._slow > 0.0):
+            # needed only where the evidence can move (a reward at or above its level adds none)
+            self._spread = _median(self._diffs) / 0.954
         spread = self._spread
         bern = math.sqrt(max(level * (1 - level), 0.0) / n)
         sigma = max(spread, bern, self.sigma_floor)
@@ -701,7 +709,7 @@ class RewardFall(Detector):
             return
         self._hist.append(r)
         if len(self._hist) >= self.min_records:
-            lv = float(statistics.median(self._hist))
+            lv = _median(self._hist)
             self._levels.append(lv)
 
     def _backdate(self, record: StepRecord) -> tuple[int, int, float] | None:
