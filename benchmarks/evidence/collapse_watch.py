@@ -15,6 +15,7 @@ alarm) against the collapse step.
     python -m benchmarks.evidence.collapse_watch --curve --part calibration --source real wsyn
     python -m benchmarks.evidence.collapse_watch --river --source real wsyn             # pip install river
     python -m benchmarks.evidence.collapse_watch --bound                                # information bound
+    python -m benchmarks.evidence.collapse_watch --variants --part calibration --source real wsyn trainer
     python -m benchmarks.evidence.collapse_watch --latency --slide 1 6 --source real wsyn trainer
 
 ``--latency``: per labelled collapse, the first *raised* failure (the record a host acts on) in logged
@@ -243,6 +244,32 @@ def fall_variant(
         return CollapseWatch(dets)
 
     return make
+
+
+#: reward_fall variants tried on the calibration half (docs/RESULTS.md section 5a)
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "level memory 8": {"memory": 8},
+    "slow CUSUM (1, 6)": {"drift": (1.0, 6.0)},
+    "slow CUSUM (1, 5)": {"drift": (1.0, 5.0)},
+}
+
+
+def variants(sources: list[str], part: str) -> list[str]:
+    """The latency table of each of ``VARIANTS`` on one half."""
+    lines = []
+    for label, kw in VARIANTS.items():
+
+        def make(kw: dict[str, Any] = kw) -> CollapseWatch:
+            return CollapseWatch(
+                [RewardFall(**kw) if d.name == "reward_fall" else d for d in default_detectors()]
+            )
+
+        lines += ["", f"reward_fall {label}", LAT_HEAD]
+        for src in sources:
+            res = latency_rows([lr for lr in SOURCES[src]() if lr.part == part], watch_first_failure(make))
+            lines.append(f"| {src} | {part} {summary(res)}")
+    return lines
 
 
 def curve(sources: list[str], part: str) -> list[str]:
@@ -514,8 +541,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-run", action="store_true", help="with --latency: each collapse's latency")
     p.add_argument("--lookalike", action="store_true", help="healthy dips beside collapses, row by row")
     p.add_argument("--slide", nargs=2, type=float, metavar=("K", "H"), help="with --latency: drift=(K, H)")
+    p.add_argument("--variants", action="store_true", help="reward_fall's variants tried, on --part")
     p.add_argument("--bound", action="store_true", help="each collapse's information bound beside the watch")
     a = p.parse_args(argv)
+    if a.variants:
+        print("\n".join(variants(a.source, a.part)))
+        return 0
     if a.bound:
         print("\n".join(bound_table()))
         return 0
