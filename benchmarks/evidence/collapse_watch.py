@@ -378,6 +378,20 @@ def kl_gauss(p1: float, p0: float, n: int) -> float:
     return (p1 - p0) ** 2 * n / (2 * max(p0 * (1 - p0), 1e-9))
 
 
+def own_noise_kl(rewards: list[float]) -> Callable[[float, float, int], float]:
+    """The normal KL with the noise the run itself shows before the change (median |first
+    difference| / 0.954 of its last 32 records) where that exceeds the binomial's."""
+    import numpy as np
+
+    d = np.abs(np.diff(np.asarray(rewards[-33:], dtype=float)))
+    sd = float(np.median(d)) / 0.954 if d.size else 0.0
+
+    def kl(p1: float, p0: float, n: int) -> float:
+        return (p1 - p0) ** 2 / (2 * max(sd * sd, p0 * (1 - p0) / n, 1e-9))
+
+    return kl
+
+
 def bound_row(
     rates: list[float],
     n: list[int],
@@ -430,10 +444,10 @@ def bound_table(parts: tuple[str, ...] = ("calibration", "test")) -> list[str]:
     first = watch_first_failure()
     lines = [
         "| half | run | kind | rollouts a row | level -> floor | bound, noise only (normal approx.) | "
-        "bound with the healthy dips | the watch | watch - bound |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "bound with the healthy dips | the same, the run's own noise | the watch | watch - bound |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    summary_rows: dict[tuple[str, str], list[tuple[int | None, int | None, int | None]]] = defaultdict(list)
+    summary_rows: dict[tuple[str, str], list[tuple[int | None, ...]]] = defaultdict(list)
     for part in parts:
         seeds = list(ws.runs(part))
         healthy = [run for _s, run, lab in seeds if lab["collapse_step"] is None]
@@ -451,12 +465,15 @@ def bound_table(parts: tuple[str, ...] = ("calibration", "test")) -> list[str]:
             b0 = bound_row(rates, n, start, level, log_arl, log_dips, None)
             bg = bound_row(rates, n, start, level, log_arl, log_dips, None, kl_gauss)
             bd = bound_row(rates, n, start, level, log_arl, log_dips, WSYN_DIPS)
+            bo = None  # the noise is the binomial's here (the run's own estimate is lumpy at B <= 16)
             w = first(run)
             summary_rows[(part, lab["kind"])].append(
-                tuple(None if x is None else x - cidx for x in (b0, bd, w))  # type: ignore[arg-type]
+                tuple(None if x is None else x - cidx for x in (b0, bd, w, bo))
             )
             lines.append(
-                _bound_line(part, run.name, lab["kind"], lab["batch"], level, rates[-1], cidx, b0, bg, bd, w)
+                _bound_line(
+                    part, run.name, lab["kind"], lab["batch"], level, rates[-1], cidx, b0, bg, bd, w, bo
+                )
             )
         real = [lr for lr in SOURCES["real"]() if lr.part == part]
         h_real = [lr for lr in real if not lr.failed]
@@ -479,30 +496,34 @@ def bound_table(parts: tuple[str, ...] = ("calibration", "test")) -> list[str]:
             b0 = bound_row(rates, n, start, level, log_arl_r, log_dips_r, None)
             bg = bound_row(rates, n, start, level, log_arl_r, log_dips_r, None, kl_gauss)
             bd = bound_row(rates, n, start, level, log_arl_r, log_dips_r, REAL_DIPS)
+            bo = bound_row(
+                rates, n, start, level, log_arl_r, log_dips_r, REAL_DIPS, own_noise_kl(rates[:start])
+            )
             w = first(load_real(lr.name))
             summary_rows[(part, "real cliff")].append(
-                tuple(None if x is None else x - cidx for x in (b0, bd, w))  # type: ignore[arg-type]
+                tuple(None if x is None else x - cidx for x in (b0, bd, w, bo))
             )
             lines.append(
-                _bound_line(part, lr.name, "real cliff", n[cidx], level, rates[-1], cidx, b0, bg, bd, w)
+                _bound_line(part, lr.name, "real cliff", n[cidx], level, rates[-1], cidx, b0, bg, bd, w, bo)
             )
     lines += [
         "",
         "| half | kind | collapses | bound with the dips: median (range) | bound > 2 rows | bound > 1 row | "
-        "the watch: median (range) | watch > bound + 1 |",
-        "|---|---|---|---|---|---|---|---|",
+        "with the run's own noise: median (range), > 2 rows | the watch: median (range) | watch > bound + 1 |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for (part, kind), v in summary_rows.items():
         bd_ = [x[1] for x in v if x[1] is not None]
         wl = [x[2] for x in v if x[2] is not None]
         late = sum(1 for x in v if x[1] is not None and x[2] is not None and x[2] > x[1] + 1)
+        bo_ = [x[3] for x in v if x[3] is not None]
 
         def mr(a: list) -> str:
             return f"{statistics.median(a):g} ({min(a)} .. {max(a)})" if a else "-"
 
         lines.append(
             f"| {part} | {kind} | {len(v)} | {mr(bd_)} | {sum(1 for x in bd_ if x > 2)} | "
-            f"{sum(1 for x in bd_ if x > 1)} | {mr(wl)} | {late} |"
+            f"{sum(1 for x in bd_ if x > 1)} | {f'{mr(bo_)}, {sum(1 for x in bo_ if x > 2)}' if bo_ else '-'} | {mr(wl)} | {late} |"
         )
     return lines
 
@@ -519,13 +540,14 @@ def _bound_line(
     bg: int | None,
     bd: int | None,
     w: int | None,
+    bo: int | None,
 ) -> str:
     def rel(x: int | None) -> str:
         return "never" if x is None else f"{x - cidx:+d}"
 
     gap = "-" if w is None or bd is None else f"{w - bd:+d}"
     return (
-        f"| {part} | {name} | {kind} | {b} | {level:.2f} -> {floor:.2f} | {rel(b0)} ({rel(bg)}) | {rel(bd)} | "
+        f"| {part} | {name} | {kind} | {b} | {level:.2f} -> {floor:.2f} | {rel(b0)} ({rel(bg)}) | {rel(bd)} | {rel(bo) if kind == 'real cliff' else '-'} | "
         f"{rel(w)} | {gap} |"
     )
 
