@@ -98,3 +98,27 @@ def test_an_entropy_surge_inside_the_warm_up_is_judged_against_a_prior() -> None
     for r in recs:
         old.update(r)
     assert not old.warnings  # without the prior: absorbed
+
+
+def test_the_slow_cusum_raises_a_slide_sooner_and_is_off_by_default() -> None:
+    """A slide declines before it passes half its level; the slow CUSUM (an option, off by default:
+    it raised a healthy real run's slow decline and dip) counts its first record below half."""
+    rng = np.random.default_rng(3)
+    level = list(0.8 + rng.normal(0, 0.03, 40))
+    slide = _run(level + [0.8 - 0.07 * i for i in range(1, 12)] + [0.02] * 6)
+    default, slow = _first(RewardFall(), slide), _first(RewardFall(drift=(1.0, 6.0)), slide)
+    assert RewardFall().drift is None
+    assert default is not None and slow is not None and slow < default
+    assert slide[slow].reward_mean < 0.4  # still a record below half the level
+
+
+def test_the_information_bound_follows_the_noise_and_the_dips() -> None:
+    """The bound on any detector's delay: a cliff at 128 rollouts an update is known at its first
+    record; at 8, a healthy dip to 20% of the level for 3 updates looks the same for those 3."""
+    from benchmarks.evidence.collapse_watch import WSYN_DIPS, bound_row
+
+    rates = [0.8] * 20 + [0.02] * 10
+    log_arl, log_dips = np.log(6000.0), np.log(30.0)
+    assert bound_row(rates, [128] * 30, 20, 0.8, log_arl, log_dips, WSYN_DIPS) == 20
+    assert bound_row(rates, [8] * 30, 20, 0.8, log_arl, log_dips, None) == 20
+    assert bound_row(rates, [8] * 30, 20, 0.8, log_arl, log_dips, WSYN_DIPS) == 23
