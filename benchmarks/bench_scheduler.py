@@ -18,6 +18,7 @@ import statistics
 import time
 import tracemalloc
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -132,7 +133,7 @@ def memory(n: int) -> None:
         gc.collect()
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        sched = make()
+        sched: Any = make()
         feeder = Feeder(sched)
         marks, done = {}, 0
         for mark in marks_at:

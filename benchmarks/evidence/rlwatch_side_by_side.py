@@ -52,6 +52,35 @@ def rlwatch_firsts(records) -> tuple[int | None, int | None]:  # type: ignore[no
     return first, critical
 
 
+def rldoctor_firsts(records) -> tuple[int | None, int | None]:  # type: ignore[no-untyped-def]
+    """Rows of rldoctor's live monitor's (``rl_doctor.live.LiveMonitor``, defaults) first finding at
+    warning and at critical severity, fed each record as a TRL metrics dict (None: none)."""
+    from rl_doctor.detectors.base import Severity
+    from rl_doctor.live import LiveMonitor
+
+    mon = LiveMonitor(on_finding=lambda f: None)
+    warn = critical = None
+    for row, r in enumerate(records):
+        metrics = {
+            k: v
+            for k, v in {
+                "reward": _num(r.reward_mean),
+                "reward_std": _num(r.reward_std),
+                "entropy": _num(r.entropy),
+                "kl": _num(r.kl),
+                "grad_norm": _num(r.grad_norm),
+                "completion_length": _num(r.response_length),
+                "learning_rate": _num(r.lr),
+            }.items()
+            if v is not None
+        }
+        for f in mon.log(metrics, step=int(r.step)):
+            warn = row if warn is None else warn
+            if critical is None and f.severity >= Severity.CRITICAL:
+                critical = row
+    return warn, critical
+
+
 def watch_firsts(records) -> tuple[int | None, int | None, int | None]:  # type: ignore[no-untyped-def]
     """Rows of the collapse watch's first raised alarm, of its failure (where it is raised) and of the
     failure clock's onset (what section 5 scores; known only once raised) (None: none)."""
@@ -75,12 +104,16 @@ def watch_firsts(records) -> tuple[int | None, int | None, int | None]:  # type:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--part", choices=("calibration", "test", "all"), default="all")
+    p.add_argument(
+        "--rldoctor", action="store_true", help="rldoctor's live monitor too (pip install rldoctor)"
+    )
     a = p.parse_args(argv)
     logging.disable(logging.WARNING)
     names = [n for part in ("calibration", "test") if a.part in (part, "all") for n in SPLIT[part]]
     cols = (
         "rlwatch, first alert",
         "rlwatch, first critical alert",
+        *(("rldoctor live, first warning", "rldoctor live, first critical") if a.rldoctor else ()),
         "watch, first raised alarm",
         "watch, failure raised",
         "failure clock, onset",
@@ -93,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         lab = SPLIT["labels"][name]
         recs = load_real(name).records
-        firsts = dict(zip(cols, (*rlwatch_firsts(recs), *watch_firsts(recs)), strict=True))
+        doc = rldoctor_firsts(recs) if a.rldoctor else ()
+        firsts = dict(zip(cols, (*rlwatch_firsts(recs), *doc, *watch_firsts(recs)), strict=True))
         if lab["label"] == "healthy":
             n_h += 1
             for c, f in firsts.items():

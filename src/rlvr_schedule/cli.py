@@ -672,6 +672,8 @@ class _Watch:
         self.detectors = default_detectors()
         self.collapse = CollapseWatch(self.detectors)  # the raised alarms (--on-alarm, --exit-on-failure)
         self.raised: list[WatchAlarm] = []  # raised by the last update
+        self.failure: WatchAlarm | None = None  # the first raised failure
+        self.gap: int | None = None  # updates between two records, where the log skips some
         self.forecast: FailureForecast | None = None
         self.alarms: list[str] = []
         self.records = 0
@@ -688,12 +690,14 @@ class _Watch:
         self.progress.update(rec)
         self.noise.update(rec)
         self.forecast.update(rec)
-        was = [det.first_alarm for det in self.detectors]
+        if self.last is not None and self.gap is None and rec.step - self.last.step > 1:
+            self.gap = int(rec.step - self.last.step)  # the log keeps every k-th update
         self.raised = self.collapse.update(rec)  # feeds the detectors
-        for det, before in zip(self.detectors, was, strict=True):
-            if before is None and det.first_alarm is not None:  # each detector's first sustained alarm
-                a = det.first_alarm
-                self.alarms.append(f"{det.name} from {a.samples:,} rollouts (step {a.step})")
+        for a in self.raised:  # the first raised failure has its own place in the status line
+            if self.failure is None and a.kind == "failure":
+                self.failure = a
+            else:
+                self.alarms.append(f"{a.name} {a.kind} at step {a.step}")
         self.records += 1
         self.last = rec
         if math.isfinite(rec.entropy) and math.isfinite(rec.reward_mean):
@@ -722,6 +726,16 @@ class _Watch:
         fc = self.forecast
         lo, hi = fc.interval if fc is not None else (math.nan, math.nan)  # rollouts left: low, high
         lo, hi = (fc.samples + lo, fc.samples + hi) if fc is not None else (lo, hi)
+        # a forecast is a prediction only while a collapse is still ahead with an interval of some
+        # width (a trend already past its threshold, or a degenerate fit, predicts nothing)
+        forecast = (
+            fc is not None
+            and math.isfinite(fc.failure_samples)
+            and fc.failure_samples > fc.samples
+            and math.isfinite(lo)
+            and math.isfinite(hi)
+            and hi > lo
+        )
         b_simple = self.noise.b_simple
         ceiling, ceiling_iv = self.ceiling()
         return _clean(
@@ -735,8 +749,9 @@ class _Watch:
                 "rate_per_rollout": self.progress.rate,
                 "b_simple": b_simple if math.isfinite(b_simple) else None,
                 "failure_signal": fc.signal if fc is not None else None,
-                "failure_samples": fc.failure_samples if fc is not None else None,
-                "failure_samples_interval": [lo, hi],
+                "failure_samples": fc.failure_samples if fc is not None and forecast else None,
+                "failure_samples_interval": [lo, hi] if forecast else [None, None],
+                "failure_raised": None if self.failure is None else self.failure.to_dict(),
                 "reward_ceiling": ceiling,
                 "reward_ceiling_interval": ceiling_iv,
                 "alarms": list(self.alarms),
@@ -746,11 +761,16 @@ class _Watch:
 
 def _watch_line(where: str, st: dict[str, Any]) -> str:
     iv = st.get("failure_samples_interval") or [None, None]
-    fail = (
-        "-"
-        if st.get("failure_samples") is None
-        else f"{_fmt_count(st['failure_samples'])} [{_fmt_count(iv[0])}, {_fmt_count(iv[1])}] ({st['failure_signal']})"
-    )
+    raised = st.get("failure_raised")
+    if raised is not None:
+        fail = f"failure raised at step {raised['raised_step']} (onset step {raised['onset_step']})"
+    elif st.get("failure_samples") is None:
+        fail = "failure forecast: none"
+    else:
+        fail = (
+            f"failure forecast at {_fmt_count(st['failure_samples'])} rollouts "
+            f"[{_fmt_count(iv[0])}, {_fmt_count(iv[1])}] ({st['failure_signal']})"
+        )
     b_simple = "-" if st.get("b_simple") is None else _fmt_count(st["b_simple"])
     rate = "-" if st.get("rate_per_rollout") is None else f"{st['rate_per_rollout']:.3g}"
     alarms = "; ".join(st["alarms"]) if st.get("alarms") else "none"
@@ -758,7 +778,7 @@ def _watch_line(where: str, st: dict[str, Any]) -> str:
     return (
         f"[{where}] step {st['step']}  rollouts {_fmt_count(st['samples'])}  batch {st['batch']}  "
         f"lr {_fmt(st.get('lr'))}  reward {_fmt(st.get('reward'))} (ceiling {ceiling})  "
-        f"rate/rollout {rate}  B_simple {b_simple}  failure at {fail}  alarms: {alarms}"
+        f"rate/rollout {rate}  B_simple {b_simple}  {fail}  alarms: {alarms}"
     )
 
 
@@ -793,8 +813,15 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 watch = _Watch()
             if new:
                 last_change = time.monotonic()
+                raised_now: list[WatchAlarm] = []
                 for i, rec in enumerate(new):
+                    had_gap = watch.gap
                     watch.update(rec)
+                    if had_gap is None and watch.gap is not None:
+                        from rlvr_schedule.clocks.failure.alarms import logging_gap_note
+
+                        print(f"warning: {args.log}: {logging_gap_note(watch.gap)}", file=sys.stderr)
+                    raised_now += watch.raised
                     for alarm in watch.raised:
                         failed |= alarm.kind == "failure"
                         _on_alarm(args, alarm, rec, hooks)
@@ -804,6 +831,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 where = f"line {follower.lines}" if follower.lines else f"step {new[-1].step}"
                 st = watch.status()
                 if args.json:
+                    st["raised"] = [a.to_dict() for a in raised_now]
                     print(json.dumps(_int_counts({"at": where, **st}), default=_jsonable), flush=True)
                 else:
                     print(_watch_line(where, st), flush=True)

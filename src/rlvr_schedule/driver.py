@@ -87,6 +87,8 @@ SaveFn = Callable[[list["WatchAlarm"], StepRecord], "str | os.PathLike[str] | No
 ApplyFn = Callable[[int, float], "bool | None"]
 
 _STATE_VERSION = 1
+#: host checkpoints the driver remembers (rolling checkpoints cover the watch's confirmation delay)
+_KEEP_NOTED = 64
 
 
 class ScheduleDriver:
@@ -142,6 +144,11 @@ class ScheduleDriver:
         self.watch: CollapseWatch | None = watch or None
         self.announce: Callable[[str], Any] = announce or console.info
         self.alarm_checkpoints: list[dict[str, Any]] = []  # step, samples, alarms, path of each
+        # the host's own recent checkpoints (note_checkpoint): a raised failure names the newest saved
+        # before its onset, the last state from before the collapse
+        self.checkpoints: list[tuple[int, str]] = []
+        self.alarms: list[WatchAlarm] = []  # every raised alarm, as the hook saw it
+        self._gap_said = False  # the set-up warning of a record every k updates, said once
         own = getattr(schedule, "setup_warnings", None)
         self.setup_warnings: list[str] = list(own()) if callable(own) else []
         for note in self.setup_warnings:
@@ -155,6 +162,15 @@ class ScheduleDriver:
 
     def observe(self, record: StepRecord) -> Decision:
         """Run the loop once for ``record``; the decision for the next update (never raises, unless strict)."""
+        if self.last_step is not None and not self._gap_said and self.watch is not None:
+            gap = int(record.step) - self.last_step
+            if gap > 1:  # the host logs every k-th update: say what that costs the watch, once
+                from rlvr_schedule.clocks.failure.alarms import logging_gap_note
+
+                self._gap_said = True
+                note = f"the host hands the driver {logging_gap_note(gap)}"
+                self.setup_warnings.append(note)
+                log.warning("rlvr-schedule: %s", note)
         self.samples = max(self.samples, int(record.samples))
         self.last_step = int(record.step)
         self._notify("rlvr_schedule_on_record", record=record)
@@ -186,6 +202,18 @@ class ScheduleDriver:
         except Exception as exc:
             self._fault("<host>", "announce", exc)
 
+    def note_checkpoint(self, path: str | os.PathLike[str], step: int) -> None:
+        """The host saved a checkpoint of the state after update ``step`` at ``path`` (its rolling
+        checkpoints): a failure raised later names the newest one saved before the failure's onset
+        (``WatchAlarm.checkpoint``), the state to go back to; the host keeps that one."""
+        self.checkpoints.append((int(step), os.fspath(path)))
+        del self.checkpoints[:-_KEEP_NOTED]
+
+    def checkpoint_before(self, step: int) -> str | None:
+        """The newest noted checkpoint saved before update ``step`` (None: none noted)."""
+        before = [c for c in self.checkpoints if c[0] < step]
+        return max(before)[1] if before else None
+
     def _alarms(self, record: StepRecord) -> list[WatchAlarm]:
         """The collapse watch on ``record``: each raised alarm is a console line and an
         ``rlvr_schedule_on_alarm`` call; then one checkpoint for them (``checkpoint_on_alarm``)."""
@@ -196,6 +224,13 @@ class ScheduleDriver:
         except Exception as exc:
             self._fault("<watch>", "update", exc)
             return []
+        alarms = [
+            dataclasses.replace(a, checkpoint=self.checkpoint_before(a.onset_step))
+            if a.kind == "failure" and self.checkpoints
+            else a
+            for a in alarms
+        ]
+        self.alarms += alarms
         for a in alarms:
             self._say(a.line())
             self._notify("rlvr_schedule_on_alarm", alarm=a, record=record)

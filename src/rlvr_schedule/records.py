@@ -222,8 +222,13 @@ class BatchSchedule(Protocol):
 class WatchAlarm:
     """One raised alarm: ``kind`` "failure" (collapse begun) or "warning" (a precursor, or the
     failure clock at its lower bound); ``name`` the detector (or ``failure_clock``); ``step`` and
-    ``samples`` where it was raised (the record that confirmed it), ``onset_step`` /
-    ``onset_samples`` where its condition began; ``message`` says why."""
+    ``samples`` where it was raised (the record that confirmed it: what a host acts on), ``onset_step``
+    / ``onset_samples`` where its condition began; ``message`` says why; ``checkpoint`` the host's
+    checkpoint kept for it (the newest saved before the onset, where the host said which it saved).
+
+    ``to_dict`` names both ends plainly (``onset_step``/``onset_rollouts``,
+    ``raised_step``/``raised_rollouts``): the failure clock reads the onset, a host can only act at
+    the raise, and their distance is the watch's latency."""
 
     kind: str
     name: str
@@ -232,10 +237,33 @@ class WatchAlarm:
     onset_step: int
     onset_samples: int
     message: str
+    checkpoint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            **asdict(self),
+            "onset_rollouts": self.onset_samples,
+            "raised_step": self.step,
+            "raised_rollouts": self.samples,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> WatchAlarm:
+        """Inverse of :meth:`to_dict` (its derived keys dropped)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
 
     def line(self) -> str:
-        """One console line."""
-        return f"rlvr-schedule {self.kind} at step {self.step} ({self.samples:,} rollouts): {self.message}"
+        """One console line: what, where it was raised and, where it began earlier, since when."""
+        since = (
+            f" (began at step {self.onset_step}, {self.onset_samples:,} rollouts)"
+            if self.onset_step != self.step
+            else ""
+        )
+        kept = f"; kept checkpoint {self.checkpoint}" if self.checkpoint else ""
+        msg = self.message
+        if msg.lower().startswith(f"{self.kind}: "):  # say the kind once
+            msg = msg[len(self.kind) + 2 :]
+        return (
+            f"rlvr-schedule {self.kind} at step {self.step} ({self.samples:,} rollouts){since}: {msg}{kept}"
+        )

@@ -21,9 +21,9 @@ from rlvr_schedule.records import Stage
 
 #: a real TRL run that collapsed (reward below half its best from step 105 on, labelled in
 #: tests/data/real/runs): responses surge at step 80 (a diagnostic: it fires on most healthy trainer
-#: runs), the reward crash warns at step 120 and is a failure at step 140
+#: runs), the reward's fall is a failure at step 120 (reward_fall), the reward crash's at step 140
 COLLAPSED = "trl_exp1a_rho0p10_seed43"
-FAILURE_STEP = 140
+FAILURE_STEP = 120
 
 
 def test_the_watch_raises_each_kind_once_and_keeps_diagnostics_apart() -> None:
@@ -33,7 +33,8 @@ def test_the_watch_raises_each_kind_once_and_keeps_diagnostics_apart() -> None:
     assert len(keys) == len(set(keys))  # once per detector and kind
     assert ("failure", "reward_crash") in keys
     first = w.alarms_[0]
-    assert (first.kind, first.name, first.step) == ("warning", "reward_crash", 120)  # before the failure
+    assert (first.kind, first.name, first.step) == ("failure", "reward_fall", 120)  # the first raised
+    assert any(a.name == "reward_crash" and a.step == 120 for a in w.diagnostics_)  # its warning: shown
     assert not {a.name for a in w.alarms_ if a.kind == "warning"} & DIAGNOSTIC_WARNINGS
     assert any(a.name == "response_length" and a.step < 105 for a in w.diagnostics_)  # shown, not raised
     everything = CollapseWatch(raised=["response_length"]).fit(run.records)
@@ -112,7 +113,7 @@ def _drive(advisory: bool, **kw):  # type: ignore[no-untyped-def]
 def test_advisory_mode_checkpoints_at_each_alarm_and_calls_the_hook(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="rlvr_schedule.console"):
         driver, plugin, saved = _drive(advisory=True)
-    assert saved and saved[0][1] == 120 < FAILURE_STEP  # the first checkpoint comes before the failure
+    assert saved and saved[0][1] == 120 == FAILURE_STEP  # the first checkpoint: at the raised failure
     assert [c["step"] for c in driver.alarm_checkpoints] == [s for _, s in saved]
     assert driver.alarm_checkpoints[0]["path"] == f"alarm-checkpoint-{saved[0][1]}"
     assert driver.alarm_checkpoints[0]["samples"] > 0  # which rollouts it holds
@@ -178,10 +179,10 @@ def test_watch_runs_the_alarm_command_once_per_alarm_and_exits_on_failure(tmp_pa
     )
     assert proc.returncode == cli.EXIT_FAILURE, proc.stderr
     alarms = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    assert alarms[-1]["kind"] == "failure" and alarms[-1]["name"] == "reward_crash"
-    assert alarms[-1]["step"] == 140 and alarms[-1]["log"] == str(raw_path(COLLAPSED))
+    assert alarms[-1]["kind"] == "failure" and alarms[-1]["name"] == "reward_fall"
+    assert alarms[-1]["step"] == FAILURE_STEP and alarms[-1]["log"] == str(raw_path(COLLAPSED))
     assert len({(a["kind"], a["name"]) for a in alarms}) == len(alarms)
-    assert alarms[0]["kind"] == "warning" and alarms[0]["step"] < FAILURE_STEP  # before the failure
+    assert alarms[0]["step"] <= FAILURE_STEP  # nothing raised after the failure before it
     out.unlink()
     proc = subprocess.run(
         [sys.executable, "-m", "rlvr_schedule.cli", *args], capture_output=True, text=True, timeout=120
@@ -193,14 +194,14 @@ def test_watch_runs_the_alarm_command_once_per_alarm_and_exits_on_failure(tmp_pa
 #: docs/RESULTS.md section 5a: per real collapse, the collapse step (labelled), the step of the
 #: checkpoint the watch takes (its first raised alarm) and the step its failure is raised
 REAL_CHECKPOINTS = {
-    "trl_exp1a_rho0p10_seed43": (105, 120, 140),
-    "trl_exp1a_rho0p30_seed43": (85, 95, 120),
-    "trl_exp1a_rho1p00_seed42": (135, 140, 170),
-    "trl_exp2_adabalance_seed42": (75, 90, 110),
-    "trl_exp1a_rho0p30_seed42": (20, 35, 55),
-    "trl_exp1a_rho0p50_seed43": (40, 55, 75),
-    "trl_exp1a_rho1p00_seed43": (30, 40, 60),
-    "trl_exp2_adabalance_seed43": (35, 50, 70),
+    "trl_exp1a_rho0p10_seed43": (105, 120, 120),
+    "trl_exp1a_rho0p30_seed43": (85, 95, 100),
+    "trl_exp1a_rho1p00_seed42": (135, 50, 150),
+    "trl_exp2_adabalance_seed42": (75, 85, 85),
+    "trl_exp1a_rho0p30_seed42": (20, 30, 35),
+    "trl_exp1a_rho0p50_seed43": (40, 50, 50),
+    "trl_exp1a_rho1p00_seed43": (30, 35, 45),
+    "trl_exp2_adabalance_seed43": (35, 35, 55),
 }
 
 

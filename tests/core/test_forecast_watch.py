@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from rlvr_schedule.clocks.failure import default_detectors
 from rlvr_schedule.clocks.failure.alarms import RAISED_WARNINGS, CollapseWatch, ForecastWarning
 from rlvr_schedule.clocks.failure.forecast import policy_forecast
 from rlvr_schedule.policy import PolicyConfig, TwoClockScheduler
@@ -55,7 +56,7 @@ def test_the_forecast_says_nothing_of_a_collapse_now_on_a_run_settled_low() -> N
         stf = fc.update(r)
         said_now |= fc.warns() and stf == 0  # the bare forecast: "collapse in 0 rollouts"
     assert said_now
-    w = CollapseWatch().fit(recs)
+    w = CollapseWatch(default_detectors(forecast=True)).fit(recs)
     assert "failure_forecast" in RAISED_WARNINGS
     assert not [a for a in w.alarms_ if a.name == "failure_forecast"]
 
@@ -71,7 +72,7 @@ def test_the_advisory_policy_is_silent_on_it(caplog: pytest.LogCaptureFixture) -
 
 def test_the_forecast_is_raised_once_ahead_of_a_collapse_it_sees_coming() -> None:
     recs = _falling()
-    w = CollapseWatch().fit(recs)
+    w = CollapseWatch(default_detectors(forecast=True)).fit(recs)  # opt-in: out of the default set
     raised = [a for a in w.alarms_ if a.name == "failure_forecast"]
     assert len(raised) == 1 and raised[0].kind == "warning"
     assert 2048 <= raised[0].samples < 8192  # after its evidence, before the collapse

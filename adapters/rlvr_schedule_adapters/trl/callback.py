@@ -483,6 +483,7 @@ class RlvrScheduleCallback(TrainerCallback, ExportableState):
         (``control.should_save``); :meth:`on_save` keeps it apart from the rotation."""
         if self._control is None or self._args is None:
             return None
+        self._keep_named(alarms, record)
         self._control.should_save = True
         self._alarm_saves[int(record.step)] = {
             "step": int(record.step),
@@ -492,13 +493,31 @@ class RlvrScheduleCallback(TrainerCallback, ExportableState):
         }
         return os.path.join(str(self._args.output_dir), f"{ALARM_PREFIX}checkpoint-{int(record.step)}")
 
+    def _keep_named(self, alarms: list[Any], record: StepRecord) -> None:
+        """A raised failure names the newest checkpoint saved before its onset (the state from
+        before the collapse): keep it apart from ``save_total_limit`` too, as ``alarm-checkpoint-N``."""
+        if not getattr(self._args, "should_save", True):  # the main process keeps checkpoints
+            return
+        for a in alarms:
+            path = getattr(a, "checkpoint", None)
+            if a.kind != "failure" or not path or not os.path.isdir(path):
+                continue
+            info = {
+                "kept_for": a.to_dict(),
+                "why": "the newest checkpoint saved before the failure's onset",
+                "raised_at_step": int(record.step),
+            }
+            kept = keep_alarm_checkpoint(path, info)
+            self._console(f"rlvr-schedule: kept {path} as {kept} (saved before the failure's onset)")
+
     @_guarded
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         """A checkpoint saved at an alarm is kept apart as ``alarm-checkpoint-<step>``."""
         info = self._alarm_saves.pop(int(state.global_step), None)
+        src = os.path.join(str(args.output_dir), f"checkpoint-{int(state.global_step)}")
+        self.driver.note_checkpoint(src, int(state.global_step))  # a failure names the one before it
         if info is None or not getattr(state, "is_world_process_zero", True):
             return
-        src = os.path.join(str(args.output_dir), f"checkpoint-{int(state.global_step)}")
         keep_alarm_checkpoint(src, info)
 
     # --- set-up checks -----------------------------------------------------------------------------

@@ -47,6 +47,9 @@ class RunFit:
     diverging: bool = False  # reward fell from the start without progress: no failure reading
     divergence_samples: float | None = None  # onset of that fall (rollouts); None if it did not diverge
     divergence_signal: str | None = None  # the detector that saw it
+    #: the failure's alarm (``Alarm.to_dict``): why, ``onset_step``/``onset_rollouts`` (the reading)
+    #: and ``raised_step``/``raised_rollouts`` (where a live watch would have raised it)
+    failure_alarm: dict[str, Any] | None = None
 
     @property
     def signal(self) -> str | None:
@@ -227,6 +230,7 @@ def fit_sweep(
                 diverging=fc.diverging_,
                 divergence_samples=fc.divergence_.samples if fc.diverging_ and fc.divergence_ else None,
                 divergence_signal=fc.divergence_.name if fc.diverging_ and fc.divergence_ else None,
+                failure_alarm=None if fc.failure_alarm_ is None else fc.failure_alarm_.to_dict(),
             )
         )
     why_not = _progressed(out) if finite(cbf.critical_batch_) else None

@@ -189,9 +189,9 @@ class TwoClockScheduler(Schedule):
             if said is not None and cfg.forecast == "on":
                 p = said
             elif said is not None and cfg.forecast == "advisory" and stf > 0:
-                # kept in the decision only: the collapse watch raises the forecast (its
-                # ``failure_forecast`` kind, judged like the warnings), once, in every host; a
-                # trend already past its threshold ("collapse in 0") is no forecast
+                # kept in the decision only (the collapse watch raises it only where a host opts
+                # in: ``default_detectors(forecast=True)``); a trend already past its threshold
+                # ("collapse in 0") is no forecast
                 note = f"advisory (forecast: advisory, the batch stays): {said.reason}"
                 if not run.advised:
                     log.debug("two-clock: %s", note)

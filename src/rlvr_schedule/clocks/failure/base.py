@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from rlvr_schedule.clocks._stats import finite
@@ -52,14 +52,20 @@ class Alarm:
     threshold: float = math.nan
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (NaN written as None)."""
-        return {
+        """JSON-ready (NaN written as None), with both ends named plainly: ``onset_step`` /
+        ``onset_rollouts`` (the failure clock's reading) and ``raised_step`` / ``raised_rollouts``
+        (where it was confirmed: the record a live host would have acted on)."""
+        d = {
             k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in asdict(self).items()
         }
+        d["onset_step"], d["onset_rollouts"] = self.step, self.samples
+        d["raised_step"], d["raised_rollouts"] = self.confirmed_step, self.confirmed_samples
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Alarm:
-        kw = dict(d)
+        known = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in known}
         for k in ("value", "baseline", "threshold"):
             if kw.get(k, 0.0) is None:
                 kw[k] = math.nan
@@ -157,7 +163,7 @@ class Detector:
             int(record.step),
             int(record.samples),
             float(value),
-            f"warning: {text} at step {record.step} ({record.samples} rollouts)",
+            text,
             int(record.step),
             int(record.samples),
             "warning",
@@ -208,8 +214,7 @@ class Detector:
             step,
             samples,
             v0,
-            f"{self._describe(v0)} from step {step} ({samples} rollouts), "
-            f"sustained {self._streak} records to step {record.step} ({record.samples} rollouts)",
+            self._describe(v0) + (f"; held {self._streak} records" if self._streak > 1 else ""),
             int(record.step),
             int(record.samples),
             kind,

@@ -39,21 +39,31 @@ class FailureClock:
         self.detectors = list(detectors) if detectors is not None else None
         self.stop_at_failure = stop_at_failure
 
+    def detector_set(self) -> list[Detector]:
+        """Fresh detectors for one fit: a copy of ``detectors``, else :func:`default_detectors` (the
+        set ``watch``, the driver and every adapter run too)."""
+        return copy.deepcopy(self.detectors) if self.detectors is not None else default_detectors()
+
     def fit(self, run: Run | Iterable[StepRecord]) -> FailureClock:
         """With ``stop_at_failure`` (default) reading stops once no later alarm can have an earlier
         onset (``max patience`` records after the first confirmation), so ``alarms_`` and
         ``warnings_`` hold what came up to the failure; False reads the whole run."""
-        dets = copy.deepcopy(self.detectors) if self.detectors is not None else default_detectors()
+        dets = self.detector_set()
         left = -1
         horizon = max((d.patience for d in dets), default=1)
+        first: Alarm | None = None
         for rec in run:
             for d in dets:
                 a = d.update(rec)
-                if a is not None and a.kind == "failure" and left < 0 and self.stop_at_failure:
-                    left = horizon
+                if a is not None and a.kind == "failure" and self.stop_at_failure:
+                    if left < 0:
+                        left = horizon
+                    if first is None or a.samples < first.samples:
+                        first = a
             if left >= 0:
                 left -= 1
-                if left < 0:
+                # a streak that began before the first failure's onset may still count: read on
+                if left < 0 and not _open_before(dets, first):
                     break
         # a live failure alarm that fell from the start of a run that never progressed (at a batch
         # past 2B* the reward can halve every update) is read here as the divergence it is
@@ -102,3 +112,13 @@ class FailureClock:
             "divergence": None if self.divergence_ is None else self.divergence_.to_dict(),
             "warnings": [row(w) for w in self.warnings_],
         }
+
+
+def _open_before(dets: Sequence[Detector], first: Alarm | None) -> bool:
+    """Whether a failure-kind detector has an unconfirmed streak with an onset before ``first``'s."""
+    if first is None:
+        return False
+    return any(
+        d.kind == "failure" and d._onset is not None and not d._fired and d._onset[1] < first.samples
+        for d in dets
+    )

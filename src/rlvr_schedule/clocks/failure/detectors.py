@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,11 +33,13 @@ from rlvr_schedule.clocks.failure.base import (
     finite_or_none,
     float_or,
 )
+from rlvr_schedule.clocks.failure.forecast import policy_forecast
 from rlvr_schedule.records import StepRecord
 
 __all__ = [
     "EntropyCollapse",
     "RewardCrash",
+    "RewardFall",
     "GradNormSpike",
     "KLBlowup",
     "ZeroVarianceGroups",
@@ -45,6 +47,7 @@ __all__ = [
     "ResponseLengthSurge",
     "ClipRatioRise",
     "LogProbMismatch",
+    "ForecastWarning",
     "default_detectors",
 ]
 
@@ -573,6 +576,188 @@ class RewardCrash(Detector):
         self._recent = deque(((int(a), int(b), float(c)) for a, b, c in state.get("recent", [])), maxlen=64)
 
 
+def _median(xs: Iterable[float]) -> float:
+    """The median of a few floats (``statistics.median`` without its type checks: per-record cost)."""
+    s = sorted(xs)
+    m = len(s) // 2
+    return float(s[m]) if len(s) % 2 else (s[m - 1] + s[m]) / 2.0
+
+
+class RewardFall(Detector):
+    """The reward fell far below its level, judged by a CUSUM on the run's own noise: a failure as
+    soon as the evidence says so, not after a fixed streak.
+
+    Each record's shortfall ``z = (level - reward) / sigma`` is summed, less an allowance ``k`` per
+    record, into ``S = max(0, S + z - k)`` (Page's CUSUM); ``level`` is the median of the last
+    ``window`` rewards not below ``depth`` x the level (a fall's own records stay out), ``sigma`` the larger of
+    the run's own per-record noise (median |first difference| / 0.954, robust to the fall's own jump)
+    and the Bernoulli noise of a mean over the record's rollouts, ``sqrt(level (1 - level) / n)``.
+    The failure counts once ``S >= h`` while the reward is below ``depth`` x the level: a fall far
+    outside the noise (z >= h + k) counts at that record, a smaller one after as many records as it
+    takes, a gradual slide once its evidence and its depth are both there. ``z`` per record is
+    capped at ``z_cap`` (one absurd record is not a collapse by itself unless it is that far out).
+    A slide shows itself before it falls below ``depth``: a second CUSUM with a small allowance,
+    ``drift = (k_slow, h_slow)``, sums the shortfalls of the records still above it, and a record
+    below ``depth`` x the level after ``h_slow`` noise units of such decline counts at once (a
+    healthy dip drops from its level; a slide declines first). Off by default (``drift=None``):
+    ``(1, 6)``, chosen on the calibration half, raised a healthy real run on the held-out half (a
+    slow decline, then two low records, then back: docs/RESULTS.md section 5a).
+    The onset is the first record of the stretch below ``depth`` x the level (the collapse point as
+    the labels read it). Needs ``min_records`` rewards first. Live, any such fall is a failure (a run
+    losing its reward is worth stopping); whether a run that never progressed *diverged* (declined
+    from the start) is :class:`RewardCrash`'s to tell, and the failure clock reads it so."""
+
+    name = "reward_fall"
+    signal = "reward_mean"
+    warn_on_streak = False
+
+    def __init__(
+        self,
+        k: float = 3.0,
+        h: float = 40.0,
+        depth: float = 0.5,
+        window: int = 8,
+        min_records: int = 3,
+        z_cap: float = 12.0,
+        min_drop: float = 0.1,
+        sigma_floor: float = 0.01,
+        memory: int = 1,
+        tiers: Sequence[tuple[float, float]] = ((0.08, 6.0), (0.25, 20.0)),
+        freeze: bool = True,
+        drift: tuple[float, float] | None = None,
+    ) -> None:
+        super().__init__(patience=1)
+        self.freeze = bool(freeze)
+        self.drift = None if drift is None else (float(drift[0]), float(drift[1]))
+        self._slow = 0.0
+        self.memory = max(1, int(memory))
+        self.tiers = tuple((float(f), float(x)) for f, x in tiers)
+        if not (k >= 0 and h > 0 and 0 < depth < 1 and window >= 1 and min_records >= 2):
+            raise ValueError("need k >= 0, h > 0, 0 < depth < 1, window >= 1, min_records >= 2")
+        self.k, self.h, self.depth, self.window = float(k), float(h), float(depth), int(window)
+        self.min_records, self.z_cap = int(min_records), float(z_cap)
+        self.min_drop, self.sigma_floor = float(min_drop), float(sigma_floor)
+        self._hist: deque[float] = deque(maxlen=self.window)
+        self._levels: deque[float] = deque(maxlen=self.memory)  # the level after each admitted record
+        self._diffs: deque[float] = deque(maxlen=32)
+        self._prev = math.nan  # last reward that entered the level
+        self._n = 0
+        self._prev_samples = 0
+        self.level = math.nan
+        self.sigma = math.nan
+        self.cusum = 0.0
+        self._below: tuple[int, int, float] | None = None  # first record of the stretch below depth
+        self._pending = 0  # records since the evidence was last 0
+        self._need = self.h  # the evidence the last record needed (deeper falls need less)
+        self._spread = 0.0  # the run's per-record noise from first differences
+
+    def _check(self, record: StepRecord) -> tuple[bool | None, float]:
+        r = record.reward_mean
+        if not finite(r):
+            return None, math.nan
+        r = float(r)
+        n = max(int(record.samples) - self._prev_samples, 1) if self._n else max(int(record.batch), 1)
+        self._prev_samples = int(record.samples)
+        self._n += 1
+        if len(self._hist) < self.min_records:
+            self._admit(r)
+            return False, r
+        level = max(self._levels)  # the highest recent level: a slide does not drag it down with it
+        if self._diffs and (r < level or self.cusum > 0.0 or self._slow > 0.0):
+            # needed only where the evidence can move (a reward at or above its level adds none)
+            self._spread = _median(self._diffs) / 0.954
+        spread = self._spread
+        bern = math.sqrt(max(level * (1 - level), 0.0) / n)
+        sigma = max(spread, bern, self.sigma_floor)
+        self.level, self.sigma = level, sigma
+        z = min((level - r) / sigma, self.z_cap)
+        self.cusum = max(0.0, self.cusum + z - self.k)
+        low = r < self.depth * level and level - r >= self.min_drop
+        need = self.h
+        for frac, h in self.tiers:  # a deeper fall needs less evidence
+            if r < frac * level:
+                need = min(need, h)
+        self._pending = 0 if self.cusum == 0.0 else self._pending + 1
+        slid = False
+        if self.drift is not None:
+            # a decline built on records above the fall's depth, before it: a slide, not a dip
+            slid = self._slow >= self.drift[1]
+            if not low:
+                self._slow = max(0.0, self._slow + z - self.drift[0])
+        if self.cusum == 0.0:
+            self._below = None
+        elif low and self._below is None:
+            self._below = (int(record.step), int(record.samples), r)
+        # the noise follows every record; the level every record but those far below it, and none
+        # while evidence builds (evidence that did not count within ``window`` records no longer
+        # freezes it)
+        far = low and z >= self.k
+        thawed = not self.freeze or self._pending == 0 or self._pending > self.window
+        self._admit(r, level_too=not far and thawed)
+        if not low:
+            return False, r
+        self._need = need
+        if slid and self._below is None:
+            self._below = (int(record.step), int(record.samples), r)
+        return self.cusum >= need or slid, r
+
+    def _admit(self, r: float, level_too: bool = True) -> None:
+        if finite(self._prev):
+            self._diffs.append(abs(r - self._prev))
+        self._prev = r
+        if not level_too:
+            return
+        self._hist.append(r)
+        if len(self._hist) >= self.min_records:
+            lv = _median(self._hist)
+            self._levels.append(lv)
+
+    def _backdate(self, record: StepRecord) -> tuple[int, int, float] | None:
+        return self._below
+
+    def _why(self) -> tuple[float, float]:
+        return self.level, self.depth * self.level
+
+    def _describe(self, value: float) -> str:
+        return (
+            f"reward {value:.4g} fell below {self.depth:g} x its level {self.level:.4g} "
+            f"(evidence {self.cusum:.3g} >= {self._need:g} noise units, noise {self.sigma:.3g} a record)"
+        )
+
+    def _extra_state(self) -> dict[str, Any]:
+        f = finite_or_none
+        return {
+            "hist": list(self._hist),
+            "levels": list(self._levels),
+            "diffs": list(self._diffs),
+            "prev": f(self._prev),
+            "n": self._n,
+            "prev_samples": self._prev_samples,
+            "level": f(self.level),
+            "sigma": f(self.sigma),
+            "cusum": self.cusum,
+            "pending": self._pending,
+            "spread": self._spread,
+            "slow": self._slow,
+            "below": None if self._below is None else list(self._below),
+        }
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        g = float_or
+        self._hist = deque((float(x) for x in state.get("hist", [])), maxlen=self.window)
+        self._diffs = deque((float(x) for x in state.get("diffs", [])), maxlen=32)
+        self._levels = deque((float(x) for x in state.get("levels", [])), maxlen=self.memory)
+        self._prev, self._n = g(state.get("prev")), int(state.get("n", 0))
+        self._prev_samples = int(state.get("prev_samples", 0))
+        self.level, self.sigma = g(state.get("level")), g(state.get("sigma"))
+        self.cusum = float(state.get("cusum", 0.0))
+        self._pending = int(state.get("pending", 0))
+        self._spread = float(state.get("spread", 0.0))
+        self._slow = float(state.get("slow", 0.0))
+        b = state.get("below")
+        self._below = None if b is None else (int(b[0]), int(b[1]), float(b[2]))
+
+
 _EXTRA_CAP = ("response_length_cap", "max_response_length", "max_completion_length")
 _EXTRA_CLIPPED = ("response_clip_ratio", "response_length/clip_ratio", "completions/clipped_ratio")
 
@@ -858,26 +1043,58 @@ class EntropySurge(_EarlyLevel):
     kind = "warning"
 
     def __init__(
-        self, ratio: float = 2.0, warmup: int = 3, patience: int = 3, warmup_samples: float = 512
+        self,
+        ratio: float = 2.0,
+        warmup: int = 3,
+        patience: int = 3,
+        warmup_samples: float = 512,
+        warmup_ratio: float | None = 3.0,
     ) -> None:
         super().__init__(patience, warmup=warmup, warmup_samples=warmup_samples)
-        if not ratio > 1:
-            raise ValueError(f"ratio must be > 1, got {ratio}")
+        if not ratio > 1 or (warmup_ratio is not None and not warmup_ratio > 1):
+            raise ValueError(f"ratio and warmup_ratio must be > 1, got {ratio}, {warmup_ratio}")
         self.ratio = float(ratio)
+        self.warmup_ratio = warmup_ratio
+        self._prior = False  # the last check was the warm-up's prior
+
+    def _start(self) -> float:
+        """Median of the first three entropies: what the warm-up's prior judges against."""
+        return float(statistics.median(self._early[:3]))
 
     def _check(self, record: StepRecord) -> tuple[bool | None, float]:
         h = record.entropy
         if not finite(h):
             return None, math.nan
+        self._prior = False
+        if not finite(self.reference) and self.warmup_ratio is not None and len(self._early) >= 3:
+            # inside the warm-up its own median would absorb a surge: judged against the first
+            # records by an absolute ratio (healthy calibration warm-ups rose at most 2.5x)
+            if h > self.warmup_ratio * self._start():
+                self._prior = True
+                return True, float(h)
         if not self._learn_level(h, record):
             return False, float(h)
         return h > self.ratio * self.reference, float(h)
 
     def _why(self) -> tuple[float, float]:
+        if self._prior and self.warmup_ratio is not None:
+            return self._start(), self.warmup_ratio * self._start()
         return self.reference, self.ratio * self.reference
 
     def _describe(self, value: float) -> str:
+        if self._prior:
+            return (
+                f"entropy {value:.4g} above {self.warmup_ratio:g} x its first records' {self._start():.4g} "
+                "(inside the warm-up)"
+            )
         return f"entropy {value:.4g} above {self.ratio:g} x its early level {self.reference:.4g}"
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {**super()._extra_state(), "prior": self._prior}
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        super()._load_extra(state)
+        self._prior = bool(state.get("prior", False))
 
 
 class ResponseLengthSurge(_EarlyLevel):
@@ -1003,8 +1220,57 @@ class ZeroVarianceGroups(Detector):
         return f"fraction of zero-std groups {value:.3g}"
 
 
-def default_detectors() -> list[Detector]:
-    """Failure detectors (entropy exhausted once the reward turned down or the entropy fell below
+class ForecastWarning(Detector):
+    """The live failure forecast as a warning kind: the entropy's trend (as the two-clock policy
+    configures it, :func:`~rlvr_schedule.clocks.failure.forecast.policy_forecast`) points at a
+    collapse *still ahead*, with less than a quarter of the way to it left.
+
+    It says nothing before it has skill: before 2048 rollouts of evidence and a confident slope
+    (the forecast's own ``warns``), and never "collapse now": a trend already past its threshold
+    is a low entropy plateau as often as a collapse (healthy runs end at a few percent of their
+    early entropy), which the entropy detector judges (its warning is a diagnostic)."""
+
+    name = "failure_forecast"
+    signal = "entropy"
+    kind = "warning"
+
+    def __init__(self) -> None:
+        super().__init__(patience=1)
+        self.forecast = policy_forecast("entropy")
+
+    def _check(self, record: StepRecord) -> tuple[bool | None, float]:
+        stf = self.forecast.update(record)
+        return bool(stf > 0 and math.isfinite(stf) and self.forecast.warns()), stf
+
+    def _why(self) -> tuple[float, float]:
+        return self.forecast.reference, self.forecast.threshold
+
+    def _describe(self, value: float) -> str:
+        fc = self.forecast
+        return (
+            f"failure forecast: the entropy's trend reaches {fc.fraction:g} x its early level in "
+            f"{value:.4g} rollouts (on {fc.samples - fc.start_samples} rollouts of evidence)"
+        )
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"forecast": self.forecast.state_dict()}
+
+    def _load_extra(self, state: Mapping[str, Any]) -> None:
+        if state.get("forecast") is not None:
+            self.forecast.load_state_dict(state["forecast"])
+
+
+def default_detectors(forecast: bool = False) -> list[Detector]:
+    """The one detector set of every entry point (``fit``, ``report``, ``watch``, the driver and so
+    every adapter, the collapse watch): whatever a detector may say is computed everywhere, and
+    which warning kinds are *raised* to a host is one rule, the watch's ``RAISED_WARNINGS``.
+
+    The live failure forecast (:class:`ForecastWarning`) is out of it everywhere (``forecast=True``
+    puts it in): it precedes none of the recorded collapses (real or trainer), fires on healthy real
+    runs, and costs as much per record as a detector (docs/RESULTS.md section 5a); the policy keeps
+    it as an advisory note and ``watch`` prints its forecast in the status line.
+
+    Failure detectors (entropy exhausted once the reward turned down or the entropy fell below
     4% of its early level, reward crash, sustained grad-norm and KL blow-ups) and warning detectors
     (entropy surge, response length, clip ratio, log-prob mismatch, zero-variance groups). Warm-ups
     are counted in rollouts where a sweep compares batches: the spike detectors score from 1024
@@ -1015,6 +1281,7 @@ def default_detectors() -> list[Detector]:
     return [
         EntropyCollapse(reward_gate=True, deep_fraction=0.04),
         RewardCrash(),
+        RewardFall(),
         GradNormSpike(),
         KLBlowup(),
         EntropySurge(),
@@ -1022,4 +1289,5 @@ def default_detectors() -> list[Detector]:
         ClipRatioRise(),
         LogProbMismatch(),
         ZeroVarianceGroups(warning_only=True),
+        *([ForecastWarning()] if forecast else []),
     ]
