@@ -47,7 +47,9 @@ def test_old_logprobs_equal_a_separate_pre_update_forward(tiny_model_dir, tmp_pa
     monkeypatch.setattr(train_mod, "pack_rollouts", spy_pack)
     monkeypatch.setattr(grpo_mod, "policy_loss", spy_loss)
     # mixed rewards in every group, so the advantages (and the update) are non-zero
-    monkeypatch.setattr(train_mod, "score", lambda texts, golds: [float(i % 2) for i in range(len(texts))])
+    monkeypatch.setattr(
+        train_mod, "score", lambda texts, golds, *_: [float(i % 2) for i in range(len(texts))]
+    )
     rec = tr.train_step(tr._engine())
     tr.close()
 
@@ -99,7 +101,9 @@ def test_an_update_takes_one_forward_and_backward_per_micro_batch(tiny_model_dir
         track_kl=True,
         warmup_samples=0,
     )
-    monkeypatch.setattr(train_mod, "score", lambda texts, golds: [float(i % 2) for i in range(len(texts))])
+    monkeypatch.setattr(
+        train_mod, "score", lambda texts, golds, *_: [float(i % 2) for i in range(len(texts))]
+    )
     with Trainer(cfg, tmp_path) as tr:
         engine = tr._engine()  # generation runs the policy too: count inside the update only
         counts = {"policy": 0, "backward": 0, "reference": 0}
