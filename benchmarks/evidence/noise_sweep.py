@@ -7,8 +7,9 @@
 Items 2-5 are read exactly as the power check read them in its replicates
 (``power_check.criterion``), so the power the plan was sized with is the power of this reading:
 each run's rate per rollout from one ``fit_sweep`` per base LR (all of an LR's runs share its
-reward levels; a run that crossed no level has rate 0, as the scan reads it), B* and its interval
-from the critical-batch profile and wild bootstrap over those rates, the rates at the smallest and
+reward levels; a run that crossed no level has rate 0, as the scan reads it, and so has a run
+whose fallback regression slope is negative: the power check's rates are never below 0), B* and
+its interval from the critical-batch profile and wild bootstrap over those rates, the rates at the smallest and
 largest batch as 95% Student-t intervals over seeds, the slope of ``B* + shift`` on the base LR
 from ``verdicts.lr_slope``, and at the highest LR the failure points with ``FailureScalingFit``.
 Item 1 is read from the eval curves: every constant at or below B* (that LR's reading) gains at
@@ -117,7 +118,9 @@ def read_sweep(
         runs = [_load(d, f"lr{lr:g} b{b}-s{s}") for b, s, d in cells]
         fit = fit_sweep(runs, n_boot=n_boot)
         b = np.array([c[0] for c in cells], float)
-        s = np.array([r.rate if r.rate is not None and math.isfinite(r.rate) else 0.0 for r in fit.runs])
+        s = np.array(
+            [max(r.rate, 0.0) if r.rate is not None and math.isfinite(r.rate) else 0.0 for r in fit.runs]
+        )
         rates[lr] = (b, s)
         gains = [_gain(_rows(d / "metrics.jsonl")) for _, _, d in cells]
         budget = max(budget, *(float(r.records[-1].samples) for r in runs))
