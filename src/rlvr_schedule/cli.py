@@ -1045,11 +1045,16 @@ def _positive_float(text: str) -> float:
     return v
 
 
+def _at_most(v: float, text: str, limit: float, why: str) -> None:
+    """Refuse a parsed option value above its plausibility bound (:mod:`rlvr_schedule.bounds`)."""
+    if v > limit:
+        raise argparse.ArgumentTypeError(f"must be {WHY[why]}, got {text!r}")
+
+
 def _batch_int(text: str) -> int:
     """A batch option: a whole number of rollouts per update within :data:`bounds.MAX_BATCH`."""
     v = _positive_int(text)
-    if v > MAX_BATCH:
-        raise argparse.ArgumentTypeError(f"must be {WHY['batch']}, got {text!r}")
+    _at_most(v, text, MAX_BATCH, "batch")
     return v
 
 
@@ -1057,8 +1062,7 @@ def _lr_float(text: str) -> float:
     from rlvr_schedule.bounds import MAX_LR
 
     v = _positive_float(text)
-    if v > MAX_LR:
-        raise argparse.ArgumentTypeError(f"must be {WHY['lr']}, got {text!r}")
+    _at_most(v, text, MAX_LR, "lr")
     return v
 
 
@@ -1066,15 +1070,13 @@ def _samples_float(text: str) -> float:
     from rlvr_schedule.bounds import MAX_SAMPLES
 
     v = _positive_float(text)
-    if v > MAX_SAMPLES:
-        raise argparse.ArgumentTypeError(f"must be {WHY['samples']}, got {text!r}")
+    _at_most(v, text, MAX_SAMPLES, "samples")
     return v
 
 
 def _critical_batch_float(text: str) -> float:
     v = _positive_float(text)
-    if v > MAX_BATCH:
-        raise argparse.ArgumentTypeError(f"must be {WHY['batch']}, got {text!r}")
+    _at_most(v, text, MAX_BATCH, "batch")
     return v
 
 
